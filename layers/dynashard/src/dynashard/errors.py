@@ -1,0 +1,114 @@
+"""The library's exceptions: one base class, ``DynashardError``, and its subclasses.
+
+Every exception carries a default message and, where one exists, the cause
+(``raise ... from exc`` at the adapter that caught a botocore error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class DynashardError(Exception):
+    """Base class of every error dynashard raises."""
+
+    default_message = "dynashard error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.default_message)
+
+    @property
+    def message(self) -> str:
+        """str: The human-readable message."""
+        return str(self.args[0])
+
+
+class ValidationError(DynashardError, ValueError):
+    """Input broke a rule of dynashard or of DynamoDB.
+
+    Parameters
+    ----------
+    field : str
+        The offending field, e.g. ``key`` or ``events[3].ts``.
+    message : str
+        What was wrong, naming the limit where there is one.
+    """
+
+    default_message = "invalid input"
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class KeyLimitExceededError(ValidationError):
+    """A key or item is over a DynamoDB size limit or is empty.
+
+    Limits (DynamoDB Developer Guide, "Quotas in Amazon DynamoDB", attributes and
+    items): partition key value 1 to 2,048 bytes, sort key value 1 to 1,024 bytes,
+    item at most 400 KB (409,600 bytes) including attribute names.
+    """
+
+
+class CursorError(ValidationError):
+    """A pagination cursor is malformed or belongs to another query."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("cursor", message)
+
+
+class MetadataError(DynashardError):
+    """The shard metadata table could not be read or written."""
+
+    default_message = "shard metadata unavailable"
+
+
+class CooldownActiveError(DynashardError):
+    """A shard-count change was refused because the key's cooldown has not elapsed.
+
+    Parameters
+    ----------
+    key : str
+        The logical key.
+    retry_after_s : float
+        Seconds until the cooldown ends.
+    """
+
+    def __init__(self, key: str, retry_after_s: float) -> None:
+        self.key = key
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"shard count of {key!r} changed recently; cooldown ends in {retry_after_s:.1f} s"
+        )
+
+
+class ShardQueryError(DynashardError):
+    """One or more shard queries of a scatter-gather read failed.
+
+    Parameters
+    ----------
+    failures : dict of str to str
+        Physical key of each failed shard -> the reason (error code and message).
+    """
+
+    def __init__(self, failures: dict[str, str]) -> None:
+        self.failures = dict(failures)
+        detail = "; ".join(f"{pk}: {why}" for pk, why in sorted(self.failures.items()))
+        super().__init__(f"{len(self.failures)} shard quer(y/ies) failed: {detail}")
+
+    @property
+    def shards(self) -> Sequence[str]:
+        """list of str: Physical keys of the failed shards, sorted."""
+        return sorted(self.failures)
+
+
+class WriteFailedError(DynashardError):
+    """A write could not be made durable after the retries allowed."""
+
+    default_message = "write failed"
+
+
+class CounterError(DynashardError):
+    """A sharded counter could not be read or incremented."""
+
+    default_message = "counter operation failed"

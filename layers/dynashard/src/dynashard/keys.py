@@ -1,0 +1,300 @@
+"""Key formats and DynamoDB's key and item limits.
+
+Physical key ``{logical}#{shard}``, time-series sort key ``{ts}#{event_id}`` with a
+fixed-width UTC ISO-8601 timestamp (``2013-01-01T10:15:00.000000Z``: microseconds and
+``Z``), so that byte order of the sort key is time order.
+
+Limits are those of the DynamoDB Developer Guide, "Quotas in Amazon DynamoDB"
+(partition key 1..2,048 bytes, sort key 1..1,024 bytes, item 400 KB) and "Item sizes
+and formats" (how an item's size is counted).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Final
+
+from dynashard.errors import KeyLimitExceededError, ValidationError
+
+#: Maximum partition key value, bytes of UTF-8 (DynamoDB quota).
+MAX_PARTITION_KEY_BYTES: Final = 2048
+#: Maximum sort key value, bytes of UTF-8 (DynamoDB quota).
+MAX_SORT_KEY_BYTES: Final = 1024
+#: Maximum item size, bytes, attribute names included (DynamoDB quota: 400 KB).
+MAX_ITEM_BYTES: Final = 400 * 1024
+#: Separator between logical key and shard, and between timestamp and event id.
+SEPARATOR: Final = "#"
+#: Width of :func:`format_ts` output, characters.
+TS_WIDTH: Final = len("2013-01-01T10:15:00.000000Z")
+#: Largest shard count any key may have; keeps the physical-key suffix at most 4 digits.
+MAX_SHARD_COUNT: Final = 1000
+
+
+def utf8_len(value: str) -> int:
+    """Return the UTF-8 length of ``value`` in bytes.
+
+    Parameters
+    ----------
+    value : str
+        Any string.
+
+    Returns
+    -------
+    int
+        Bytes, as DynamoDB counts key and attribute sizes.
+    """
+    return len(value.encode("utf-8"))
+
+
+def validate_logical_key(logical: str, field: str = "key") -> None:
+    """Check a logical key leaves room for the largest shard suffix.
+
+    Parameters
+    ----------
+    logical : str
+        The logical key, e.g. ``DEPARTURES#JFK``.
+    field : str
+        Name to report in the error.
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If the key is empty, or ``{logical}#{MAX_SHARD_COUNT - 1}`` would be over the
+        2,048-byte partition key limit.
+    """
+    if not logical:
+        raise KeyLimitExceededError(field, "must not be empty (DynamoDB key values are 1+ bytes)")
+    size = utf8_len(physical_key(logical, MAX_SHARD_COUNT - 1))
+    if size > MAX_PARTITION_KEY_BYTES:
+        raise KeyLimitExceededError(
+            field,
+            f"is {utf8_len(logical)} bytes; with the shard suffix the partition key would be "
+            f"{size} bytes, over DynamoDB's limit of {MAX_PARTITION_KEY_BYTES} bytes",
+        )
+
+
+def physical_key(logical: str, shard: int) -> str:
+    """Return the physical partition key of one shard: ``{logical}#{shard}``.
+
+    Parameters
+    ----------
+    logical : str
+        The logical key.
+    shard : int
+        Shard number, ``0 <= shard < N``.
+
+    Returns
+    -------
+    str
+        The physical key, e.g. ``DEPARTURES#JFK#3``.
+    """
+    if shard < 0:
+        raise ValidationError("shard", f"must be >= 0, got {shard}")
+    return f"{logical}{SEPARATOR}{shard}"
+
+
+def split_physical_key(pk: str) -> tuple[str, int]:
+    """Split a physical key into logical key and shard number.
+
+    Parameters
+    ----------
+    pk : str
+        A physical key made by :func:`physical_key`.
+
+    Returns
+    -------
+    tuple of (str, int)
+        The logical key and the shard.
+
+    Raises
+    ------
+    ValidationError
+        If ``pk`` has no numeric shard suffix.
+    """
+    logical, sep, shard = pk.rpartition(SEPARATOR)
+    if not sep or not logical or not shard.isdigit():
+        raise ValidationError("PK", f"{pk!r} is not a physical key of the form {{logical}}#{{shard}}")
+    return logical, int(shard)
+
+
+def parse_ts(value: object, field: str = "ts") -> datetime:
+    """Parse an event time: ISO-8601 text or epoch milliseconds.
+
+    Parameters
+    ----------
+    value : str or int or float or datetime
+        ISO-8601 with an offset or ``Z`` (a naive one is taken as UTC), or epoch
+        milliseconds (int, float, or a string of digits).
+    field : str
+        Name to report in the error.
+
+    Returns
+    -------
+    datetime
+        An aware datetime in UTC.
+
+    Raises
+    ------
+    ValidationError
+        If the value is neither, or is out of the range 0001..9999.
+    """
+    try:
+        if isinstance(value, datetime):
+            parsed = value
+        elif isinstance(value, bool):
+            raise TypeError("bool is not a time")
+        elif isinstance(value, int | float | Decimal) or (
+            isinstance(value, str) and value.strip().lstrip("-").isdigit()
+        ):
+            millis = Decimal(str(value).strip())
+            if not millis.is_finite():
+                raise ValueError("not finite")
+            parsed = datetime.fromtimestamp(float(millis) / 1000.0, tz=UTC)
+        elif isinstance(value, str):
+            text = value.strip()
+            if text.endswith(("Z", "z")):
+                text = text[:-1] + "+00:00"
+            parsed = datetime.fromisoformat(text)
+        else:
+            raise TypeError(type(value).__name__)
+    except (ValueError, TypeError, OverflowError, OSError) as exc:
+        raise ValidationError(
+            field, f"must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, got {value!r}"
+        ) from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def format_ts(ts: datetime) -> str:
+    """Format a time as fixed-width UTC ISO-8601 with microseconds and ``Z``.
+
+    Parameters
+    ----------
+    ts : datetime
+        Aware (any zone) or naive (taken as UTC).
+
+    Returns
+    -------
+    str
+        27 characters, e.g. ``2013-01-01T10:15:00.000000Z``; byte order is time order.
+    """
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def sort_key(ts: datetime, event_id: str) -> str:
+    """Return the time-series sort key ``{ts}#{event_id}``.
+
+    Parameters
+    ----------
+    ts : datetime
+        Event time.
+    event_id : str
+        Unique event id; makes the sort key unique and a retried write idempotent.
+
+    Returns
+    -------
+    str
+        The sort key.
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If ``event_id`` is empty or the sort key is over 1,024 bytes.
+    """
+    if not event_id:
+        raise KeyLimitExceededError("id", "must not be empty")
+    sk = f"{format_ts(ts)}{SEPARATOR}{event_id}"
+    size = utf8_len(sk)
+    if size > MAX_SORT_KEY_BYTES:
+        raise KeyLimitExceededError(
+            "id",
+            f"makes a sort key of {size} bytes, over DynamoDB's limit of {MAX_SORT_KEY_BYTES} "
+            f"bytes ({TS_WIDTH + 1} bytes go to the timestamp and separator)",
+        )
+    return sk
+
+
+def attribute_value_size(value: Any) -> int:
+    """Estimate the stored size of one attribute value, bytes.
+
+    Rules of the DynamoDB Developer Guide, "Item sizes and formats": strings are
+    their UTF-8 length; numbers about 1 byte per two significant digits plus 1;
+    binary its length; null and boolean 1 byte; lists and maps 3 bytes plus 1 byte
+    per element plus their contents (map keys count as names); sets the sum of their
+    members.
+
+    Parameters
+    ----------
+    value : Any
+        A Python value as boto3's ``TypeSerializer`` accepts it.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    if value is None or isinstance(value, bool):
+        return 1
+    if isinstance(value, str):
+        return utf8_len(value)
+    if isinstance(value, int | Decimal | float):
+        digits = len(str(abs(Decimal(str(value)))).replace(".", "").lstrip("0")) or 1
+        return math.ceil(digits / 2) + 1
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, dict):
+        return 3 + sum(1 + utf8_len(str(k)) + attribute_value_size(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 3 + sum(1 + attribute_value_size(v) for v in value)
+    if isinstance(value, set | frozenset):
+        return sum(attribute_value_size(v) for v in value)
+    return utf8_len(str(value))
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """Estimate an item's size as DynamoDB counts it: names plus values, bytes.
+
+    Parameters
+    ----------
+    item : dict
+        Attribute name -> Python value.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    return sum(utf8_len(name) + attribute_value_size(v) for name, v in item.items())
+
+
+def validate_item_size(item: dict[str, Any], field: str = "data") -> int:
+    """Check an item is within DynamoDB's 400 KB item limit.
+
+    Parameters
+    ----------
+    item : dict
+        Attribute name -> Python value.
+    field : str
+        Name to report in the error.
+
+    Returns
+    -------
+    int
+        The item's size, bytes.
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If the item is over 409,600 bytes.
+    """
+    size = item_size(item)
+    if size > MAX_ITEM_BYTES:
+        raise KeyLimitExceededError(
+            field, f"makes an item of {size} bytes, over DynamoDB's limit of {MAX_ITEM_BYTES} bytes (400 KB)"
+        )
+    return size

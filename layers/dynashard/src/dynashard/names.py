@@ -1,0 +1,58 @@
+"""Names shared by the CDK app, the Lambda functions and the sandbox.
+
+Environment variable names, logical resource names, index names and item attribute
+names live here, and nowhere else, so that the stack and the functions cannot drift.
+Nothing in this module reads the environment; it only names things.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Python runtime of every Lambda function (the CDK app maps it to ``Runtime``).
+LAMBDA_PYTHON_RUNTIME: Final = "python3.12"
+
+# --- environment variables read by the functions ---------------------------------
+ENV_DATA_TABLE: Final = "DYNASHARD_DATA_TABLE"
+ENV_METADATA_TABLE: Final = "DYNASHARD_METADATA_TABLE"
+ENV_DEFAULT_SHARDS: Final = "DYNASHARD_DEFAULT_SHARDS"
+ENV_MAX_SHARDS: Final = "DYNASHARD_MAX_SHARDS"
+ENV_COOLDOWN_S: Final = "DYNASHARD_COOLDOWN_S"
+ENV_METADATA_CACHE_TTL_S: Final = "DYNASHARD_METADATA_CACHE_TTL_S"
+ENV_TIME_BUCKET: Final = "DYNASHARD_TIME_BUCKET"
+ENV_DYNAMODB_ENDPOINT: Final = "DYNASHARD_DYNAMODB_ENDPOINT"
+ENV_PARTITION_WCU: Final = "DYNASHARD_PARTITION_WCU"
+ENV_PARTITION_RCU: Final = "DYNASHARD_PARTITION_RCU"
+ENV_TARGET_UTILIZATION: Final = "DYNASHARD_TARGET_UTILIZATION"
+ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+
+#: CloudWatch namespace of the functions' own metrics (Powertools Metrics, EMF).
+METRICS_NAMESPACE: Final = "dynashard"
+
+# --- default physical names (the sandbox uses them; the stack lets CloudFormation name)
+DEFAULT_DATA_TABLE: Final = "dynashard-data"
+DEFAULT_METADATA_TABLE: Final = "dynashard-shards"
+
+# --- data table key schema --------------------------------------------------------
+ATTR_PK: Final = "PK"
+ATTR_SK: Final = "SK"
+GSI1_NAME: Final = "GSI1"
+ATTR_GSI1PK: Final = "GSI1PK"
+ATTR_GSI1SK: Final = "GSI1SK"
+
+# --- data table item attributes ---------------------------------------------------
+ATTR_KEY: Final = "key"
+ATTR_ID: Final = "id"
+ATTR_TS: Final = "ts"
+ATTR_SHARD: Final = "shard"
+ATTR_DATA: Final = "data"
+ATTR_COUNT: Final = "count"
+
+# --- metadata table (AWS Database Blog design) ------------------------------------
+ATTR_META_KEY: Final = "key"
+ATTR_NUMBER_OF_SHARDS: Final = "number_of_shards"
+ATTR_LAST_UPDATED: Final = "last_updated"
+ATTR_SHARD_HISTORY: Final = "shard_history"
+ATTR_STRATEGY: Final = "strategy"
+ATTR_MAX_SHARDS: Final = "max_shards"

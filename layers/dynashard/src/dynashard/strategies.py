@@ -1,0 +1,188 @@
+"""Shard strategies (how a write picks its shard) and time buckets.
+
+- ``random``: uniform over ``0..N-1``; by default derived from the event id, so a
+  retried or redelivered event lands on the same item.
+- ``calculated``: derived from a named attribute, so a reader who knows the attribute
+  queries one shard per shard count in force.
+
+Both map a 64-bit hash to a shard with the jump consistent hash (Lamping and Veach,
+"A Fast, Minimal Memory, Consistent Hash Algorithm", 2014): growing N from ``n`` to
+``m`` moves only about ``1 - n/m`` of the keys, so few events change shard across a
+resize and targeted reads stay cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random as _random
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Final
+
+from dynashard.errors import ValidationError
+
+_JUMP_MULTIPLIER: Final = 2862933555777941757
+_MASK64: Final = (1 << 64) - 1
+
+
+class Strategy(StrEnum):
+    """How a write picks its shard."""
+
+    RANDOM = "random"
+    CALCULATED = "calculated"
+
+
+class TimeBucket(StrEnum):
+    """Truncation of an event time used in GSI keys and time-bucketed logical keys."""
+
+    HOUR = "hour"
+    DAY = "day"
+    MONTH = "month"
+
+
+def hash64(value: str) -> int:
+    """Return a stable 64-bit hash of ``value`` (BLAKE2b, first 8 bytes, big-endian).
+
+    Parameters
+    ----------
+    value : str
+        Any string; UTF-8 encoded.
+
+    Returns
+    -------
+    int
+        ``0 <= h < 2**64``, the same in every process and Python version.
+    """
+    return int.from_bytes(hashlib.blake2b(value.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def jump_hash(key: int, buckets: int) -> int:
+    """Map a 64-bit key to a bucket with the jump consistent hash.
+
+    Parameters
+    ----------
+    key : int
+        A 64-bit unsigned integer.
+    buckets : int
+        Number of buckets N, ``N >= 1``.
+
+    Returns
+    -------
+    int
+        Bucket in ``0..N-1``.
+
+    Raises
+    ------
+    ValidationError
+        If ``buckets < 1``.
+
+    Notes
+    -----
+    Lamping and Veach, 2014, algorithm in figure 1.
+    """
+    if buckets < 1:
+        raise ValidationError("shard count", f"must be >= 1, got {buckets}")
+    key &= _MASK64
+    b, j = -1, 0
+    while j < buckets:
+        b = j
+        key = (key * _JUMP_MULTIPLIER + 1) & _MASK64
+        j = int((b + 1) * (float(1 << 31) / float((key >> 33) + 1)))
+    return b
+
+
+def shard_for(value: str, shard_count: int) -> int:
+    """Pick the shard of ``value`` among ``shard_count`` shards (jump hash of hash64).
+
+    Parameters
+    ----------
+    value : str
+        An event id (``random`` strategy) or the named attribute's value
+        (``calculated`` strategy).
+    shard_count : int
+        N, ``N >= 1``.
+
+    Returns
+    -------
+    int
+        Shard in ``0..N-1``.
+    """
+    return jump_hash(hash64(value), shard_count)
+
+
+def random_shard(shard_count: int, event_id: str | None = None) -> int:
+    """Pick a shard for the ``random`` strategy.
+
+    Parameters
+    ----------
+    shard_count : int
+        N, ``N >= 1``.
+    event_id : str, optional
+        When given (the default path), the shard is derived from it, so that a retry
+        of the same event lands on the same item. Without it, a uniform random shard.
+
+    Returns
+    -------
+    int
+        Shard in ``0..N-1``.
+    """
+    if event_id is not None:
+        return shard_for(event_id, shard_count)
+    if shard_count < 1:
+        raise ValidationError("shard count", f"must be >= 1, got {shard_count}")
+    return _random.randrange(shard_count)
+
+
+def calculated_shards(value: str, shard_counts: set[int] | frozenset[int]) -> set[int]:
+    """Return the shards that may hold items of ``value`` under any of ``shard_counts``.
+
+    A targeted reader of a ``calculated`` key queries one shard per shard count that
+    was in force; with the jump hash these are few and often the same shard.
+
+    Parameters
+    ----------
+    value : str
+        The named attribute's value.
+    shard_counts : set of int
+        Every shard count in force over the read window (from ``shard_history``).
+
+    Returns
+    -------
+    set of int
+        Shard numbers.
+    """
+    return {shard_for(value, n) for n in shard_counts}
+
+
+def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
+    """Truncate a time to its bucket label, in UTC.
+
+    Parameters
+    ----------
+    ts : datetime
+        Event time (aware; naive is taken as UTC).
+    bucket : TimeBucket or str
+        ``hour``, ``day`` or ``month``.
+
+    Returns
+    -------
+    str
+        ``2013-01-01T10`` (hour), ``2013-01-01`` (day) or ``2013-01`` (month).
+
+    Raises
+    ------
+    ValidationError
+        If ``bucket`` is not one of the three.
+    """
+    try:
+        unit = TimeBucket(bucket)
+    except ValueError as exc:
+        raise ValidationError("time bucket", f"must be hour, day or month, got {bucket!r}") from exc
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    ts = ts.astimezone(UTC)
+    if unit is TimeBucket.HOUR:
+        return ts.strftime("%Y-%m-%dT%H")
+    if unit is TimeBucket.DAY:
+        return ts.strftime("%Y-%m-%d")
+    return ts.strftime("%Y-%m")
