@@ -1,0 +1,89 @@
+"""The environment the Lambda functions read, set up for the local sandbox.
+
+The functions take their settings from the variables named in :mod:`dynashard.names`
+(validated once per container). In the sandbox they run in this process, so the
+variables are set here, before the first invocation, pointing at DynamoDB Local.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from dynashard import names
+
+from sandbox.dynamodb_local import LOCAL_ACCESS_KEY_ID, LOCAL_REGION, LOCAL_SECRET_ACCESS_KEY
+
+
+def function_environment(
+    endpoint_url: str,
+    *,
+    data_table: str = names.DEFAULT_DATA_TABLE,
+    metadata_table: str = names.DEFAULT_METADATA_TABLE,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Build the environment variables of the functions for a local endpoint.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        DynamoDB endpoint (DynamoDB Local or the partition emulator).
+    data_table, metadata_table : str
+        Physical table names.
+    extra : mapping, optional
+        More variables (e.g. ``DYNASHARD_DEFAULT_SHARDS``), overriding the above.
+
+    Returns
+    -------
+    dict of str to str
+        Variables: tables, endpoint, region and dummy credentials, Powertools service
+        name and metrics namespace.
+    """
+    env = {
+        names.ENV_DATA_TABLE: data_table,
+        names.ENV_METADATA_TABLE: metadata_table,
+        names.ENV_DYNAMODB_ENDPOINT: endpoint_url,
+        names.ENV_POWERTOOLS_SERVICE_NAME: "dynashard-local",
+        names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
+        "AWS_DEFAULT_REGION": LOCAL_REGION,
+        "AWS_REGION": LOCAL_REGION,
+        "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_ACCESS_KEY,
+        # Metrics are printed as EMF on stdout in Lambda; locally they would flood it.
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+@contextmanager
+def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Set environment variables for the duration of a ``with`` block, then restore.
+
+    Parameters
+    ----------
+    values : mapping of str to str
+        Variables to set.
+
+    Yields
+    ------
+    None
+        Inside the block the variables are set; ``AWS_SESSION_TOKEN`` and
+        ``AWS_PROFILE`` are removed so the dummy credentials are used.
+    """
+    saved = {k: os.environ.get(k) for k in [*values, "AWS_SESSION_TOKEN", "AWS_PROFILE"]}
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    os.environ.pop("AWS_PROFILE", None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old

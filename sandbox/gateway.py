@@ -1,0 +1,300 @@
+"""A local HTTP gateway in front of the API handlers, like API Gateway's REST proxy.
+
+Each HTTP request becomes an API Gateway REST API proxy event (payload format 1.0,
+see :func:`sandbox.aws_events.api_gateway_event`), the handler that owns the route is
+invoked in a worker thread exactly as Lambda would invoke it, and the proxy response
+(``statusCode``, ``headers``, ``multiValueHeaders``, ``body``, ``isBase64Encoded``)
+becomes the HTTP response. So ``curl``, load tools and fuzzers work locally.
+
+Routes (the API's resources)::
+
+    POST /events             -> functions.ingest.app.api_handler
+    POST /counters/{name}    -> functions.ingest.app.api_handler
+    GET  /events             -> functions.query.app.handler
+    GET  /counters/{name}    -> functions.query.app.handler
+    GET  /shards/{key}       -> functions.query.app.handler
+
+As on API Gateway, ``path`` keeps the percent-encoding the client sent (``#`` in a key
+travels as ``%23``) while ``pathParameters`` and the query string parameters are
+decoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from aiohttp import web
+
+from sandbox.aws_events import LambdaContext, api_gateway_event
+
+#: A Lambda handler: ``(event, context) -> response``.
+Handler = Callable[[dict[str, Any], Any], Any]
+
+#: Import paths of the real handlers, resolved on first use.
+INGEST_API_HANDLER = "functions.ingest.app:api_handler"
+QUERY_HANDLER = "functions.query.app:handler"
+
+
+@dataclass(frozen=True)
+class Route:
+    """One API resource and method, and the handler that serves it.
+
+    Parameters
+    ----------
+    method : str
+        HTTP method.
+    resource : str
+        API Gateway resource template, e.g. ``/counters/{name}``.
+    handler : str
+        ``module:attribute`` of the handler (``functions.query.app:handler``).
+    """
+
+    method: str
+    resource: str
+    handler: str
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """re.Pattern: Matches a raw (percent-encoded) path; one group per parameter."""
+        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.resource))
+        return re.compile(f"^{regex}/?$")
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("POST", "/events", INGEST_API_HANDLER),
+    Route("POST", "/counters/{name}", INGEST_API_HANDLER),
+    Route("GET", "/events", QUERY_HANDLER),
+    Route("GET", "/counters/{name}", QUERY_HANDLER),
+    Route("GET", "/shards/{key}", QUERY_HANDLER),
+)
+
+
+def load_handler(ref: str) -> Handler:
+    """Import a handler given as ``module:attribute``.
+
+    Parameters
+    ----------
+    ref : str
+        E.g. ``functions.ingest.app:api_handler``.
+
+    Returns
+    -------
+    callable
+        The handler.
+    """
+    module, _, attr = ref.partition(":")
+    handler: Handler = getattr(importlib.import_module(module), attr)
+    return handler
+
+
+def match_route(
+    method: str, raw_path: str, routes: tuple[Route, ...] = ROUTES
+) -> tuple[Route | None, dict[str, str], bool]:
+    """Find the route of a request.
+
+    Parameters
+    ----------
+    method : str
+        HTTP method.
+    raw_path : str
+        Path as sent, percent-encoded.
+    routes : tuple of Route
+        The API's routes.
+
+    Returns
+    -------
+    tuple of (Route or None, dict, bool)
+        The route (None when nothing matches), its decoded path parameters, and whether
+        the path matched some route under another method (405 rather than 404).
+    """
+    path_known = False
+    for route in routes:
+        m = route.pattern.match(raw_path)
+        if m is None:
+            continue
+        path_known = True
+        if route.method == method.upper():
+            return route, {k: unquote(v) for k, v in m.groupdict().items()}, True
+    return None, {}, path_known
+
+
+def _json_response(status: int, body: Mapping[str, Any]) -> web.Response:
+    return web.Response(status=status, text=json.dumps(body), content_type="application/json")
+
+
+def proxy_response(result: Any) -> web.Response:
+    """Turn a Lambda proxy integration result into an HTTP response.
+
+    Parameters
+    ----------
+    result : Any
+        What the handler returned: ``{"statusCode", "headers", "multiValueHeaders",
+        "body", "isBase64Encoded"}``.
+
+    Returns
+    -------
+    aiohttp.web.Response
+        The response; 502 with ``{"message": "Internal server error"}`` when the result
+        is not a valid proxy response, as API Gateway answers.
+    """
+    if not isinstance(result, Mapping) or not isinstance(result.get("statusCode"), int):
+        return _json_response(502, {"message": "Internal server error"})
+    body = result.get("body") or ""
+    raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    response = web.Response(status=result["statusCode"], body=raw)
+    for name, value in (result.get("headers") or {}).items():
+        response.headers[name] = str(value)
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        if name in response.headers:
+            del response.headers[name]
+        for value in values:
+            response.headers.add(name, str(value))
+    return response
+
+
+class Gateway:
+    """The aiohttp application that proxies requests to the handlers.
+
+    Parameters
+    ----------
+    handlers : mapping of str to callable, optional
+        Handlers by ``module:attribute`` reference, overriding the imports (tests inject
+        fakes here). Missing ones are imported on first use.
+    routes : tuple of Route
+        The API's routes.
+    max_workers : int
+        Threads that run handler invocations (concurrent Lambda invocations).
+    stage : str
+        Stage name put in the events.
+    """
+
+    def __init__(
+        self,
+        handlers: Mapping[str, Handler] | None = None,
+        *,
+        routes: tuple[Route, ...] = ROUTES,
+        max_workers: int = 8,
+        stage: str = "local",
+    ) -> None:
+        self._handlers: dict[str, Handler] = dict(handlers or {})
+        self.routes = routes
+        self.stage = stage
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="lambda")
+        #: Handler invocations so far.
+        self.invocations = 0
+
+    def handler_for(self, ref: str) -> Handler:
+        """Return the handler for a reference, importing it on first use.
+
+        Parameters
+        ----------
+        ref : str
+            ``module:attribute``.
+
+        Returns
+        -------
+        callable
+            The handler.
+        """
+        if ref not in self._handlers:
+            self._handlers[ref] = load_handler(ref)
+        return self._handlers[ref]
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """Serve one request: build the proxy event, invoke the handler, map the result.
+
+        Parameters
+        ----------
+        request : aiohttp.web.Request
+            The HTTP request.
+
+        Returns
+        -------
+        aiohttp.web.Response
+            The handler's response; 404/405 (JSON ``message``) when no route matches.
+        """
+        raw_path = request.rel_url.raw_path
+        route, params, path_known = match_route(request.method, raw_path, self.routes)
+        if route is None:
+            if path_known:
+                return _json_response(405, {"message": f"Method {request.method} not allowed"})
+            return _json_response(404, {"message": f"No route for {request.method} {raw_path}"})
+        query: dict[str, list[str]] = {}
+        for name, value in request.query.items():
+            query.setdefault(name, []).append(value)
+        headers: dict[str, list[str]] = {}
+        for name, value in request.headers.items():
+            headers.setdefault(name, []).append(value)
+        body_bytes = await request.read() if request.can_read_body else b""
+        body: str | bytes | None
+        if not body_bytes:
+            body = None
+        else:
+            try:
+                body = body_bytes.decode("utf-8")
+            except UnicodeDecodeError:
+                body = body_bytes
+        event = api_gateway_event(
+            request.method,
+            raw_path,
+            resource=route.resource,
+            path_parameters=params or None,
+            query=query,
+            headers=headers,
+            body=body,
+            source_ip=request.remote or "127.0.0.1",
+            stage=self.stage,
+        )
+        handler = self.handler_for(route.handler)
+        context = LambdaContext(function_name=route.handler.partition(":")[0])
+        self.invocations += 1
+        loop = asyncio.get_running_loop()
+        try:
+            result = await loop.run_in_executor(self._executor, handler, event, context)
+        except Exception as exc:  # Lambda reports an unhandled error as a 502
+            return _json_response(502, {"message": "Internal server error", "error": repr(exc)})
+        return proxy_response(result)
+
+    def app(self) -> web.Application:
+        """Build the aiohttp application (one catch-all route).
+
+        Returns
+        -------
+        aiohttp.web.Application
+            The application; its cleanup shuts the worker threads down.
+        """
+        application = web.Application()
+        application.router.add_route("*", "/{tail:.*}", self.handle)
+
+        async def _close(_: web.Application) -> None:
+            self._executor.shutdown(wait=True)
+
+        application.on_cleanup.append(_close)
+        return application
+
+
+def make_app(handlers: Mapping[str, Handler] | None = None, **kwargs: Any) -> web.Application:
+    """Build the gateway application (see :class:`Gateway`).
+
+    Parameters
+    ----------
+    handlers : mapping of str to callable, optional
+        Injected handlers by ``module:attribute`` reference.
+    **kwargs
+        Passed to :class:`Gateway`.
+
+    Returns
+    -------
+    aiohttp.web.Application
+        The application.
+    """
+    return Gateway(handlers, **kwargs).app()

@@ -1,0 +1,121 @@
+"""Run the local stack until Ctrl-C: DynamoDB Local, the tables and the HTTP gateway.
+
+Usage::
+
+    python -m sandbox.serve [--port 8080] [--host 127.0.0.1] [--db-path DIR]
+
+Prints curl examples once everything answers; Ctrl-C stops the gateway and DynamoDB
+Local cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
+from sandbox.environment import function_environment, patched_environ
+from sandbox.tables import create_tables, data_and_metadata
+
+
+def curl_examples(base_url: str) -> str:
+    """Return curl commands that exercise every route of the gateway.
+
+    Parameters
+    ----------
+    base_url : str
+        E.g. ``http://127.0.0.1:8080``.
+
+    Returns
+    -------
+    str
+        One command per line (``#`` in keys is sent as ``%23``).
+    """
+    event = (
+        '{"key":"DEPARTURES#JFK","id":"2013-01-01-UA-1545",'
+        '"ts":"2013-01-01T10:15:00Z","data":{"carrier":"UA","dest":"IAH"}}'
+    )
+    return "\n".join(
+        [
+            f"curl -s -X POST {base_url}/events -H 'Content-Type: application/json' -d '{event}'",
+            f"curl -s '{base_url}/events?key=DEPARTURES%23JFK&limit=10&order=asc'",
+            f"curl -s -X POST {base_url}/counters/CARRIER%23UA "
+            "-H 'Content-Type: application/json' -d '{\"by\": 5}'",
+            f"curl -s {base_url}/counters/CARRIER%23UA",
+            f"curl -s {base_url}/shards/DEPARTURES%23JFK",
+        ]
+    )
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    argparse.Namespace
+        ``port``, ``host``, ``ddb_port`` and ``db_path``.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m sandbox.serve",
+        description="DynamoDB Local + tables + the local API gateway, until Ctrl-C.",
+    )
+    parser.add_argument("--port", type=int, default=8080, help="gateway port (default 8080)")
+    parser.add_argument("--host", default="127.0.0.1", help="gateway interface")
+    parser.add_argument(
+        "--ddb-port", type=int, default=None, help="DynamoDB Local port (default: a free one)"
+    )
+    parser.add_argument(
+        "--db-path", default=None, help="keep the data in this directory (default: in memory)"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the sandbox until interrupted.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Command line arguments.
+
+    Returns
+    -------
+    int
+        Exit status: 0 after Ctrl-C, 2 when the sandbox cannot start.
+    """
+    from aiohttp import web
+
+    from sandbox.gateway import make_app
+
+    args = parse_args(argv)
+    try:
+        with DynamoDBLocal(
+            port=args.ddb_port, in_memory=args.db_path is None, db_path=args.db_path
+        ) as ddb:
+            data_table, metadata_table = data_and_metadata(create_tables(ddb.client()))
+            env = function_environment(
+                ddb.endpoint_url, data_table=data_table, metadata_table=metadata_table
+            )
+            with patched_environ(env):
+                base_url = f"http://{args.host}:{args.port}"
+                print(f"DynamoDB Local: {ddb.endpoint_url}  tables: {data_table}, {metadata_table}")
+                print(f"Gateway:        {base_url}  (Ctrl-C to stop)\n")
+                print(curl_examples(base_url), flush=True)
+                web.run_app(make_app(), host=args.host, port=args.port, print=None)
+    except SandboxError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
