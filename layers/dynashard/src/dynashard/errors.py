@@ -98,7 +98,7 @@ class ShardQueryError(DynashardError):
 
     @property
     def shards(self) -> Sequence[str]:
-        """list of str: Physical keys of the failed shards, sorted."""
+        """List of str: Physical keys of the failed shards, sorted."""
         return sorted(self.failures)
 
 

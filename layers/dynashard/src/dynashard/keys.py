@@ -115,7 +115,9 @@ def split_physical_key(pk: str) -> tuple[str, int]:
     """
     logical, sep, shard = pk.rpartition(SEPARATOR)
     if not sep or not logical or not shard.isdigit():
-        raise ValidationError("PK", f"{pk!r} is not a physical key of the form {{logical}}#{{shard}}")
+        raise ValidationError(
+            "PK", f"{pk!r} is not a physical key of the form {{logical}}#{{shard}}"
+        )
     return logical, int(shard)
 
 
@@ -161,7 +163,8 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
             raise TypeError(type(value).__name__)
     except (ValueError, TypeError, OverflowError, OSError) as exc:
         raise ValidationError(
-            field, f"must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, got {value!r}"
+            field,
+            f"must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, got {value!r}",
         ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
@@ -295,6 +298,8 @@ def validate_item_size(item: dict[str, Any], field: str = "data") -> int:
     size = item_size(item)
     if size > MAX_ITEM_BYTES:
         raise KeyLimitExceededError(
-            field, f"makes an item of {size} bytes, over DynamoDB's limit of {MAX_ITEM_BYTES} bytes (400 KB)"
+            field,
+            f"makes an item of {size} bytes, over DynamoDB's limit of "
+            f"{MAX_ITEM_BYTES} bytes (400 KB)",
         )
     return size

@@ -64,7 +64,8 @@ class Event(BaseModel):
     @field_validator("data")
     @classmethod
     def _data_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return to_dynamodb_numbers(value)
+        converted: dict[str, Any] = to_dynamodb_numbers(value)
+        return converted
 
     @property
     def sort_key(self) -> str:
@@ -79,7 +80,12 @@ class Event(BaseModel):
         dict
             ``{"key", "id", "ts", "data"}``; numbers as int or float.
         """
-        return {"key": self.key, "id": self.id, "ts": format_ts(self.ts), "data": from_dynamodb_numbers(self.data)}
+        return {
+            "key": self.key,
+            "id": self.id,
+            "ts": format_ts(self.ts),
+            "data": from_dynamodb_numbers(self.data),
+        }
 
 
 def to_dynamodb_numbers(value: Any) -> Any:

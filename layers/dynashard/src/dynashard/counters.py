@@ -1,0 +1,254 @@
+"""Sharded atomic counters: increment one shard, read by summing every shard.
+
+An increment is an ``UpdateItem`` with ``ADD`` on one random shard of the counter's
+logical key ``COUNTER#{name}``; a read is ``BatchGetItem`` over every shard the
+counter's ``shard_history`` names (at most 100 keys per call, BatchGetItem API
+reference), with ``UnprocessedKeys`` retried with back-off, summed.
+
+``ADD`` is not idempotent (Developer Guide, "Atomic counters"): a redelivered message
+would count twice. Pass an ``idempotency_key`` to make the increment a transaction
+that also writes a marker item conditional on its absence, so a replay applies once
+(two write units more per increment).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard import names
+from dynashard.errors import CounterError, ValidationError
+from dynashard.keys import physical_key, validate_logical_key
+from dynashard.metadata import ShardMetadata
+from dynashard.retry import Backoff
+from dynashard.strategies import shard_for
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: Sort key of a counter shard's item.
+COUNTER_SORT_KEY: Final = "#COUNTER"
+#: Sort-key prefix of the markers of applied idempotent increments.
+APPLIED_PREFIX: Final = "#APPLIED#"
+#: Largest number of keys in one BatchGetItem call (DynamoDB quota).
+BATCH_GET_MAX_KEYS: Final = 100
+
+
+def counter_key(name: str) -> str:
+    """Return the logical key of a counter: ``COUNTER#{name}``.
+
+    Parameters
+    ----------
+    name : str
+        Counter name, non-empty.
+
+    Returns
+    -------
+    str
+        The logical key used in the metadata table and physical keys.
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If the name is empty or too long for a partition key.
+    """
+    logical = f"COUNTER#{name}"
+    if not name:
+        raise ValidationError("name", "must not be empty")
+    validate_logical_key(logical, field="name")
+    return logical
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    """The value of a sharded counter.
+
+    Attributes
+    ----------
+    name : str
+        Counter name.
+    value : int
+        Sum over every shard.
+    shards : int
+        Shards read.
+    """
+
+    name: str
+    value: int
+    shards: int
+
+
+class ShardedCounter:
+    """Sharded atomic counters in the data table.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A boto3 DynamoDB client.
+    table_name : str
+        The data table.
+    metadata : ShardMetadata
+        Shard counts of counters (writers use the cache, reads read fresh).
+    backoff : Backoff, optional
+        Retry policy for ``UnprocessedKeys``.
+    sleep : callable
+        Sleeps between retries; injectable for tests.
+    """
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        metadata: ShardMetadata,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.table_name = table_name
+        self.metadata = metadata
+        self.backoff = backoff or Backoff()
+        self.sleep = sleep
+
+    def increment(self, name: str, by: int = 1, idempotency_key: str | None = None) -> bool:
+        """Add ``by`` to a counter.
+
+        Parameters
+        ----------
+        name : str
+            Counter name.
+        by : int
+            Any non-zero integer (negative decrements).
+        idempotency_key : str, optional
+            When given, the increment applies at most once per key (and lands on the
+            shard the key hashes to).
+
+        Returns
+        -------
+        bool
+            True when applied; False when ``idempotency_key`` was already applied.
+
+        Raises
+        ------
+        ValidationError
+            If ``by`` is 0 or not an int, or the name is invalid.
+        CounterError
+            If DynamoDB fails the update.
+        """
+        if isinstance(by, bool) or not isinstance(by, int) or by == 0:
+            raise ValidationError("by", f"must be a non-zero integer, got {by!r}")
+        logical = counter_key(name)
+        count = self.metadata.for_writer(logical).number_of_shards
+        shard = shard_for(idempotency_key, count) if idempotency_key else random.randrange(count)
+        key = {
+            names.ATTR_PK: {"S": physical_key(logical, shard)},
+            names.ATTR_SK: {"S": COUNTER_SORT_KEY},
+        }
+        update: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": key,
+            "UpdateExpression": "ADD #c :by SET #k = :name, #s = :shard",
+            "ExpressionAttributeNames": {
+                "#c": names.ATTR_COUNT,
+                "#k": names.ATTR_KEY,
+                "#s": names.ATTR_SHARD,
+            },
+            "ExpressionAttributeValues": {
+                ":by": {"N": str(by)},
+                ":name": {"S": logical},
+                ":shard": {"N": str(shard)},
+            },
+        }
+        try:
+            if idempotency_key is None:
+                self.client.update_item(**update)
+                return True
+            marker = {
+                names.ATTR_PK: key[names.ATTR_PK],
+                names.ATTR_SK: {"S": f"{APPLIED_PREFIX}{idempotency_key}"},
+                names.ATTR_KEY: {"S": logical},
+                names.ATTR_COUNT: {"N": str(by)},
+            }
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self.table_name,
+                            "Item": marker,
+                            "ConditionExpression": "attribute_not_exists(#pk)",
+                            "ExpressionAttributeNames": {"#pk": names.ATTR_PK},
+                        }
+                    },
+                    {"Update": update},  # type: ignore[typeddict-item]
+                ]
+            )
+            return True
+        except ClientError as exc:
+            error = exc.response["Error"]
+            reasons = exc.response.get("CancellationReasons", [])
+            if (
+                error["Code"] == "TransactionCanceledException"
+                and reasons
+                and (reasons[0].get("Code") == "ConditionalCheckFailed")
+            ):
+                return False
+            raise CounterError(
+                f"incrementing counter {name!r} failed: {error['Code']}: {error.get('Message', '')}"
+            ) from exc
+        except BotoCoreError as exc:
+            raise CounterError(f"incrementing counter {name!r} failed: {exc}") from exc
+
+    def get(self, name: str) -> CounterValue:
+        """Read a counter: BatchGetItem over every shard it ever had, summed.
+
+        Parameters
+        ----------
+        name : str
+            Counter name.
+
+        Returns
+        -------
+        CounterValue
+            The sum and the number of shards read; 0 for a counter never incremented.
+
+        Raises
+        ------
+        CounterError
+            If DynamoDB fails, or keys stay unprocessed after every retry.
+        """
+        logical = counter_key(name)
+        shards = self.metadata.for_reader(logical).max_count
+        keys = [
+            {names.ATTR_PK: {"S": physical_key(logical, s)}, names.ATTR_SK: {"S": COUNTER_SORT_KEY}}
+            for s in range(shards)
+        ]
+        total = 0
+        for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
+            for item in self._batch_get(name, keys[start : start + BATCH_GET_MAX_KEYS]):
+                total += int(item.get(names.ATTR_COUNT, {}).get("N", "0"))
+        return CounterValue(name, total, shards)
+
+    def _batch_get(self, name: str, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        pending: list[dict[str, Any]] = keys
+        for attempt in range(self.backoff.max_attempts):
+            if attempt:
+                self.sleep(self.backoff.delay(attempt - 1))
+            try:
+                response = self.client.batch_get_item(
+                    RequestItems={self.table_name: {"Keys": pending, "ConsistentRead": True}}
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise CounterError(f"reading counter {name!r} failed: {exc}") from exc
+            found.extend(response.get("Responses", {}).get(self.table_name, []))
+            unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys", {}))
+            pending = list(unprocessed.get(self.table_name, {}).get("Keys", []))
+            if not pending:
+                return found
+        raise CounterError(
+            f"reading counter {name!r} failed: {len(pending)} shard(s) stayed unprocessed"
+        )

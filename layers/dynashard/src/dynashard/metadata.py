@@ -1,0 +1,532 @@
+"""The shard metadata table: how many shards each logical key has, and had.
+
+After the AWS Database Blog post "Choosing the right number of shards for your
+large-scale Amazon DynamoDB table": one item per logical key with
+``number_of_shards``, ``last_updated`` (epoch seconds; the optimistic lock and the
+cooldown clock) and ``shard_history`` (string set of ``"{epoch}:{count}"``).
+
+Invariant 3 (a read never misses an acknowledged write) is kept this way:
+
+- writers use a per-container cache whose entries live at most ``ttl_s`` seconds;
+- readers read the item fresh (strongly consistent ``GetItem``) and query every shard
+  of every count in ``shard_history`` (the union is ``0..max(count)-1``), so a writer
+  still using an older count, larger or smaller, always writes to a shard the reader
+  queries. Event time is not write time (events may be replayed or arrive late), so the
+  union is taken over the whole history, not over the counts in force during the
+  read's event-time window.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard import names
+from dynashard.errors import MetadataError, ValidationError
+from dynashard.keys import MAX_SHARD_COUNT
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """The shard metadata of one logical key.
+
+    Attributes
+    ----------
+    key : str
+        Logical key.
+    number_of_shards : int
+        N in force for writers.
+    last_updated : int
+        Epoch seconds of the last change (0 for a key never stored).
+    history : tuple of (int, int)
+        ``(since_epoch_s, count)`` for every count ever in force, oldest first.
+    stored : bool
+        False when the key has no metadata item yet (N is the default).
+    """
+
+    key: str
+    number_of_shards: int
+    last_updated: int
+    history: tuple[tuple[int, int], ...]
+    stored: bool = True
+
+    @property
+    def counts(self) -> frozenset[int]:
+        """Frozenset of int: Every shard count in ``history`` and the current one."""
+        return frozenset(c for _, c in self.history) | {self.number_of_shards}
+
+    @property
+    def max_count(self) -> int:
+        """int: The largest count ever in force; readers query shards ``0..max_count-1``."""
+        return max(self.counts)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"key", "number_of_shards", "last_updated", "history"}`` for JSON.
+
+        Returns
+        -------
+        dict
+            ``history`` is a list of ``{"since": epoch_s, "count": n}``, oldest first.
+        """
+        return {
+            "key": self.key,
+            "number_of_shards": self.number_of_shards,
+            "last_updated": self.last_updated,
+            "history": [{"since": since, "count": count} for since, count in self.history],
+        }
+
+
+@dataclass(frozen=True)
+class GrowthResult:
+    """What a shard-count change did.
+
+    Attributes
+    ----------
+    key : str
+        Logical key.
+    previous : int
+        N before.
+    current : int
+        N after (equal to ``previous`` when nothing changed).
+    changed : bool
+        True when this call changed N.
+    reason : str
+        ``grown``, ``set``, ``already_sufficient``, ``cooldown`` (changed less than
+        ``cooldown_s`` ago, by this or another grower) or ``capped`` (at ``max_shards``).
+    """
+
+    key: str
+    previous: int
+    current: int
+    changed: bool
+    reason: str
+
+
+def parse_history(entries: set[str] | list[str] | tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """Parse ``shard_history`` strings ``"{epoch}:{count}"``, oldest first.
+
+    Parameters
+    ----------
+    entries : iterable of str
+        The string set as stored.
+
+    Returns
+    -------
+    tuple of (int, int)
+        Sorted ``(epoch_s, count)`` pairs.
+
+    Raises
+    ------
+    MetadataError
+        If an entry is not of the form ``"{int}:{int}"``.
+    """
+    parsed = []
+    for entry in entries:
+        since, sep, count = entry.partition(":")
+        if not sep or not since.isdigit() or not count.isdigit():
+            raise MetadataError(f"shard_history entry {entry!r} is not '{{epoch}}:{{count}}'")
+        parsed.append((int(since), int(count)))
+    return tuple(sorted(parsed))
+
+
+class MetadataStore(Protocol):
+    """Port: where shard metadata lives."""
+
+    def get(self, key: str) -> ShardInfo | None:
+        """Read a key's metadata, strongly consistent; None when never stored."""
+        ...
+
+    def create(self, key: str, count: int, now: int) -> ShardInfo | None:
+        """Store a new key with N = ``count``; None when another writer created it first."""
+        ...
+
+    def update(
+        self, key: str, count: int, expected_last_updated: int, now: int
+    ) -> ShardInfo | None:
+        """Set N when ``last_updated`` still equals the expected value; None when it does not."""
+        ...
+
+
+class DynamoDBMetadataStore:
+    """The metadata table on DynamoDB (adapter of :class:`MetadataStore`).
+
+    Parameters
+    ----------
+    table_name : str
+        The metadata table (partition key ``key``).
+    client : DynamoDBClient, optional
+        A boto3 DynamoDB client; created on first use when omitted.
+    """
+
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self.table_name = table_name
+        self._client = client
+
+    @property
+    def client(self) -> DynamoDBClient:
+        """DynamoDBClient: The client, created on first use."""
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    def get(self, key: str) -> ShardInfo | None:
+        """Read a key's metadata with a strongly consistent ``GetItem``.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        ShardInfo or None
+            None when the key has no item.
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails the read or the item is malformed.
+        """
+        try:
+            response = self.client.get_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                ConsistentRead=True,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise MetadataError(f"reading shard metadata of {key!r} failed: {exc}") from exc
+        item = response.get("Item")
+        return None if item is None else _from_item(key, item)
+
+    def create(self, key: str, count: int, now: int) -> ShardInfo | None:
+        """Store a new key, conditional on it not existing yet.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        count : int
+            Initial N.
+        now : int
+            Epoch seconds.
+
+        Returns
+        -------
+        ShardInfo or None
+            The stored metadata, or None if another writer created the key first.
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    names.ATTR_META_KEY: {"S": key},
+                    names.ATTR_NUMBER_OF_SHARDS: {"N": str(count)},
+                    names.ATTR_LAST_UPDATED: {"N": str(now)},
+                    names.ATTR_SHARD_HISTORY: {"SS": [f"{now}:{count}"]},
+                },
+                ConditionExpression="attribute_not_exists(#k)",
+                ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise MetadataError(f"creating shard metadata of {key!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise MetadataError(f"creating shard metadata of {key!r} failed: {exc}") from exc
+        return ShardInfo(key, count, now, ((now, count),))
+
+    def update(
+        self, key: str, count: int, expected_last_updated: int, now: int
+    ) -> ShardInfo | None:
+        """Set N with a conditional ``UpdateItem`` on ``last_updated`` (optimistic lock).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        count : int
+            New N.
+        expected_last_updated : int
+            The ``last_updated`` this change was computed from.
+        now : int
+            Epoch seconds; becomes ``last_updated`` and a ``shard_history`` entry.
+
+        Returns
+        -------
+        ShardInfo or None
+            The new metadata, or None when another writer changed the key first.
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        try:
+            response = self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression="SET #n = :n, #u = :now ADD #h :entry",
+                ConditionExpression="#u = :expected",
+                ExpressionAttributeNames={
+                    "#n": names.ATTR_NUMBER_OF_SHARDS,
+                    "#u": names.ATTR_LAST_UPDATED,
+                    "#h": names.ATTR_SHARD_HISTORY,
+                },
+                ExpressionAttributeValues={
+                    ":n": {"N": str(count)},
+                    ":now": {"N": str(now)},
+                    ":expected": {"N": str(expected_last_updated)},
+                    ":entry": {"SS": [f"{now}:{count}"]},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise MetadataError(f"updating shard metadata of {key!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise MetadataError(f"updating shard metadata of {key!r} failed: {exc}") from exc
+        return _from_item(key, response["Attributes"])
+
+
+def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
+    try:
+        count = int(item[names.ATTR_NUMBER_OF_SHARDS]["N"])
+        last_updated = int(item[names.ATTR_LAST_UPDATED]["N"])
+        history = parse_history(item.get(names.ATTR_SHARD_HISTORY, {}).get("SS", []))
+    except (KeyError, ValueError) as exc:
+        raise MetadataError(f"shard metadata item of {key!r} is malformed: {exc}") from exc
+    return ShardInfo(key, count, last_updated, history or ((last_updated, count),))
+
+
+@dataclass
+class _CacheEntry:
+    info: ShardInfo
+    expires_at: float
+
+
+@dataclass
+class ShardMetadata:
+    """Shard counts for writers (cached) and readers (fresh), and shard-count changes.
+
+    Parameters
+    ----------
+    store : MetadataStore
+        Where metadata lives.
+    default_shards : int
+        N of a key never seen (stored on a writer's first use).
+    max_shards : int
+        Upper bound of any key's N (at most 1,000).
+    cooldown_s : float
+        Minimum seconds between two changes of one key's N.
+    cache_ttl_s : float
+        Lifetime of a writer's cached entry, seconds. Readers never use the cache.
+    clock : callable
+        Returns epoch seconds (float); injectable for tests.
+    sleep : callable
+        Sleeps for the random back-off between racing growers; injectable for tests.
+    """
+
+    store: MetadataStore
+    default_shards: int = 1
+    max_shards: int = MAX_SHARD_COUNT
+    cooldown_s: float = 60.0
+    cache_ttl_s: float = 30.0
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    _cache: dict[str, _CacheEntry] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.default_shards <= self.max_shards <= MAX_SHARD_COUNT:
+            raise ValidationError(
+                "shard counts",
+                f"need 1 <= default_shards ({self.default_shards}) <= max_shards "
+                f"({self.max_shards}) <= {MAX_SHARD_COUNT}",
+            )
+
+    def for_reader(self, key: str) -> ShardInfo:
+        """Return a key's metadata read fresh, without creating it (readers only read).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        ShardInfo
+            With ``stored=False`` and N = ``default_shards`` for a key never seen.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table cannot be read.
+        """
+        info = self.store.get(key)
+        if info is None:
+            return ShardInfo(key, self.default_shards, 0, ((0, self.default_shards),), stored=False)
+        return info
+
+    def for_writer(self, key: str) -> ShardInfo:
+        """Return a key's metadata for a writer: cached up to ``cache_ttl_s`` seconds.
+
+        A key never seen is created with N = ``default_shards`` (get-or-create).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        ShardInfo
+            The metadata in force, at most ``cache_ttl_s`` old.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table cannot be read or written.
+        """
+        now = self.clock()
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None and entry.expires_at > now:
+                return entry.info
+        info = self.store.get(key)
+        if info is None:
+            info = self.store.create(key, self.default_shards, int(now)) or self.store.get(key)
+            if info is None:
+                raise MetadataError(f"shard metadata of {key!r} vanished while being created")
+        self._remember(info, now)
+        return info
+
+    def _remember(self, info: ShardInfo, now: float) -> None:
+        with self._lock:
+            self._cache[info.key] = _CacheEntry(info, now + self.cache_ttl_s)
+
+    def invalidate(self, key: str) -> None:
+        """Drop a key from the writer cache so the next write reads it fresh.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        """
+        with self._lock:
+            self._cache.pop(key, None)
+
+    def grow(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
+        """Raise a key's N to ``target`` (never lowers it), honouring the cooldown.
+
+        The change is a conditional ``UpdateItem`` on ``last_updated``; a grower that
+        loses the race re-reads after a random back-off and stops if the key changed
+        within the cooldown, so racing growers make one change per cooldown window.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        target : int
+            Wanted N; capped at ``max_shards``.
+        max_attempts : int
+            Conditional-update attempts before giving up.
+
+        Returns
+        -------
+        GrowthResult
+            What happened; ``reason`` says why nothing changed when ``changed`` is False.
+
+        Raises
+        ------
+        ValidationError
+            If ``target < 1``.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        if target < 1:
+            raise ValidationError("target", f"must be >= 1, got {target}")
+        return self._change(
+            key, min(target, self.max_shards), grow_only=True, max_attempts=max_attempts
+        )
+
+    def set_count(self, key: str, count: int, max_attempts: int = 5) -> GrowthResult:
+        """Set a key's N (operator path; may shrink), with the same conditional update.
+
+        Data written under a larger N stays where it is; readers keep querying every
+        shard in ``shard_history``. The cooldown does not apply to an operator's set.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        count : int
+            New N, ``1 <= count <= max_shards``.
+        max_attempts : int
+            Conditional-update attempts before giving up.
+
+        Returns
+        -------
+        GrowthResult
+            ``reason`` is ``set`` when changed, ``already_sufficient`` when N already was ``count``.
+
+        Raises
+        ------
+        ValidationError
+            If ``count`` is out of range.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        if not 1 <= count <= self.max_shards:
+            raise ValidationError("count", f"must be within 1..{self.max_shards}, got {count}")
+        return self._change(key, count, grow_only=False, max_attempts=max_attempts)
+
+    def _change(self, key: str, target: int, *, grow_only: bool, max_attempts: int) -> GrowthResult:
+        first: int | None = None
+        for attempt in range(max_attempts):
+            now = self.clock()
+            info = self.store.get(key)
+            if info is None:
+                created = self.store.create(key, target, int(now))
+                if created is not None:
+                    self._remember(created, now)
+                    return GrowthResult(
+                        key, self.default_shards, target, True, "grown" if grow_only else "set"
+                    )
+                continue
+            if first is None:
+                first = info.number_of_shards
+            if info.number_of_shards == target or (grow_only and info.number_of_shards > target):
+                self._remember(info, now)
+                reason = (
+                    "capped" if grow_only and target == self.max_shards else "already_sufficient"
+                )
+                return GrowthResult(key, first, info.number_of_shards, False, reason)
+            if grow_only and now - info.last_updated < self.cooldown_s:
+                self._remember(info, now)
+                return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
+            updated = self.store.update(
+                key, target, info.last_updated, max(int(now), info.last_updated + 1)
+            )
+            if updated is not None:
+                self._remember(updated, now)
+                return GrowthResult(key, first, target, True, "grown" if grow_only else "set")
+            # Lost the race: back off a random fraction of a second, then re-read.
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+        raise MetadataError(f"shard count of {key!r} kept changing under {max_attempts} attempts")

@@ -1,0 +1,270 @@
+"""The scatter-gather reader: query every shard in parallel, merge, page with a cursor.
+
+For a logical key the reader reads the shard metadata fresh, queries every shard that
+any count in ``shard_history`` may have used (invariant 3) in parallel with the page
+limit pushed down to each shard, merges the streams in exact sort-key order
+(:mod:`dynashard.merge`) and returns a page with an opaque cursor (invariant 4). A
+failed shard query fails the read with an error naming the shard, unless partial
+results were asked for, which then list the missing shards (invariant 5).
+
+Base-table queries are strongly consistent (``ConsistentRead``), so an acknowledged
+write is never missed for replication lag; GSI reads cannot be (Developer Guide,
+"Read consistency").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard import names
+from dynashard.errors import ShardQueryError, ValidationError
+from dynashard.keys import format_ts, physical_key
+from dynashard.merge import Cursor, merge_page, query_fingerprint
+from dynashard.metadata import ShardMetadata
+from dynashard.model import from_dynamodb_numbers
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: Largest page a caller may ask for.
+MAX_PAGE_LIMIT: Final = 1000
+#: Sort-key bounds of time-series items: SKs start with a year, so they sort between "0"
+#: and ":" (the byte after "9"); other items of the table (counters, "#...") fall outside.
+_SK_FLOOR: Final = "0"
+_SK_CEILING: Final = ":"
+
+_deserializer = TypeDeserializer()
+
+
+@dataclass
+class Page:
+    """One page of a scatter-gather read.
+
+    Attributes
+    ----------
+    items : list of dict
+        JSON-ready events ``{"key", "id", "ts", "data"}`` in the requested order.
+    cursor : str or None
+        Opaque cursor of the next page; None after the last page.
+    missing_shards : list of str
+        Physical keys whose query failed (only with ``allow_partial=True``).
+    shards_queried : int
+        Shard queries made for this page, retries of further pages included.
+    """
+
+    items: list[dict[str, Any]]
+    cursor: str | None
+    missing_shards: list[str] = field(default_factory=list)
+    shards_queried: int = 0
+
+
+class _ShardStream:
+    """Lazy iterator over one shard's items in sort-key order, page by page."""
+
+    def __init__(self, reader: ShardedReader, pk: str, request: dict[str, Any]) -> None:
+        self.reader = reader
+        self.pk = pk
+        self.request = request
+        self.buffer: list[dict[str, Any]] = []
+        self.start_key: dict[str, Any] | None = request.get("ExclusiveStartKey")
+        self.finished = False
+        self.queries = 0
+        self.tolerate_failure = False
+        self.failure: dict[str, str] = {}
+
+    def fetch(self) -> None:
+        """Run one Query; raise ShardQueryError naming the shard on failure."""
+        request = dict(self.request)
+        if self.start_key is not None:
+            request["ExclusiveStartKey"] = self.start_key
+        self.queries += 1
+        try:
+            response = self.reader.client.query(**request)
+        except ClientError as exc:
+            error = exc.response["Error"]
+            raise ShardQueryError(
+                {self.pk: f"{error['Code']}: {error.get('Message', '')}"}
+            ) from exc
+        except BotoCoreError as exc:
+            raise ShardQueryError({self.pk: f"{type(exc).__name__}: {exc}"}) from exc
+        self.buffer.extend(response.get("Items", []))
+        self.start_key = response.get("LastEvaluatedKey")
+        self.finished = self.start_key is None
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        while True:
+            for item in self.buffer:
+                yield item[names.ATTR_SK]["S"], item
+            self.buffer = []
+            if self.finished:
+                return
+            try:
+                self.fetch()
+            except ShardQueryError as exc:
+                if not self.tolerate_failure:
+                    raise
+                self.failure = exc.failures
+                return
+
+
+class ShardedReader:
+    """Scatter-gather reads of a sharded logical key.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A boto3 DynamoDB client shared by the worker threads; its
+        ``max_pool_connections`` should cover the executor's workers.
+    table_name : str
+        The data table.
+    metadata : ShardMetadata
+        Shard metadata (read fresh here, never from the writer cache).
+    executor : Executor
+        Runs the shard queries in parallel.
+    """
+
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, metadata: ShardMetadata, executor: Executor
+    ) -> None:
+        self.client = client
+        self.table_name = table_name
+        self.metadata = metadata
+        self.executor = executor
+
+    def query(
+        self,
+        key: str,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 100,
+        descending: bool = False,
+        cursor: str | None = None,
+        allow_partial: bool = False,
+    ) -> Page:
+        """Read one page of a logical key's events, merged across its shards.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        start : datetime, optional
+            Earliest event time, inclusive (UTC).
+        end : datetime, optional
+            Latest event time, exclusive (UTC).
+        limit : int
+            Page size, 1..1000; pushed down to every shard query.
+        descending : bool
+            Newest first when True.
+        cursor : str, optional
+            The ``cursor`` of the previous page of the same query.
+        allow_partial : bool
+            Return what the healthy shards hold, listing failed shards in
+            ``missing_shards``, instead of failing.
+
+        Returns
+        -------
+        Page
+            Items in exact sort-key order and the next page's cursor.
+
+        Raises
+        ------
+        ValidationError
+            If ``limit`` is out of range or ``start >= end``.
+        CursorError
+            If ``cursor`` is malformed or belongs to another query.
+        ShardQueryError
+            If a shard query failed and ``allow_partial`` is False.
+        MetadataError
+            If the shard metadata cannot be read.
+        """
+        if not 1 <= limit <= MAX_PAGE_LIMIT:
+            raise ValidationError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
+        lo = format_ts(start) if start is not None else _SK_FLOOR
+        hi = format_ts(end) if end is not None else _SK_CEILING
+        if start is not None and end is not None and lo >= hi:
+            raise ValidationError("from", f"must be earlier than to ({lo} >= {hi})")
+        fingerprint = query_fingerprint(key, lo, hi, descending)
+        position = Cursor.decode(cursor, fingerprint) if cursor else None
+
+        info = self.metadata.for_reader(key)
+        shards = [s for s in range(info.max_count) if position is None or s not in position.done]
+        streams = {s: self._stream(key, s, lo, hi, limit, descending, position) for s in shards}
+        failures = self._prefetch(streams)
+        if failures and not allow_partial:
+            raise ShardQueryError(failures)
+        live = [s for s in shards if streams[s].pk not in failures]
+        for s in live:
+            streams[s].tolerate_failure = allow_partial
+        merged = merge_page([iter(streams[s]) for s in live], limit, descending)
+        for s in live:
+            failures.update(streams[s].failure)
+        done = set(position.done) if position else set()
+        # A stream that stopped because its query failed is missing, not done.
+        done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
+        next_cursor = None
+        if merged.last_sort_key is not None and len(done) < info.max_count:
+            next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
+        return Page(
+            items=[_to_event(item) for item in merged.items],
+            cursor=next_cursor,
+            missing_shards=sorted(failures),
+            shards_queried=sum(stream.queries for stream in streams.values()),
+        )
+
+    def _stream(
+        self,
+        key: str,
+        shard: int,
+        lo: str,
+        hi: str,
+        limit: int,
+        descending: bool,
+        position: Cursor | None,
+    ) -> _ShardStream:
+        pk = physical_key(key, shard)
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+            "ScanIndexForward": not descending,
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if position is not None:
+            request["ExclusiveStartKey"] = {
+                names.ATTR_PK: {"S": pk},
+                names.ATTR_SK: {"S": position.position},
+            }
+        return _ShardStream(self, pk, request)
+
+    def _prefetch(self, streams: dict[int, _ShardStream]) -> dict[str, str]:
+        """Run every shard's first Query in parallel; return the failures by physical key."""
+        futures: dict[int, Future[None]] = {
+            s: self.executor.submit(st.fetch) for s, st in streams.items()
+        }
+        failures: dict[str, str] = {}
+        for future in futures.values():
+            try:
+                future.result()
+            except ShardQueryError as exc:
+                failures.update(exc.failures)
+        return failures
+
+
+def _to_event(item: dict[str, Any]) -> dict[str, Any]:
+    plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
+    return {
+        "key": plain[names.ATTR_KEY],
+        "id": plain[names.ATTR_ID],
+        "ts": plain[names.ATTR_TS],
+        "data": from_dynamodb_numbers(plain.get(names.ATTR_DATA, {})),
+    }

@@ -1,0 +1,60 @@
+"""Exponential back-off with full jitter, for the retries botocore does not do itself.
+
+``UnprocessedItems`` and ``UnprocessedKeys`` come back inside a successful response,
+so botocore never retries them; AWS "strongly recommend[s] that you use an exponential
+backoff algorithm" for them (BatchWriteItem API reference). Full jitter is from the AWS
+Architecture Blog, "Exponential Backoff And Jitter": sleep
+``uniform(0, min(cap, base * 2**attempt))``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Final
+
+#: Error codes that mean "try again later" (throttling and transient server errors).
+RETRYABLE_ERROR_CODES: Final = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionInProgressException",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential back-off with full jitter.
+
+    Parameters
+    ----------
+    base_s : float
+        Delay scale of the first retry, seconds.
+    cap_s : float
+        Largest delay, seconds.
+    max_attempts : int
+        Attempts in all, the first included.
+    """
+
+    base_s: float = 0.05
+    cap_s: float = 5.0
+    max_attempts: int = 8
+
+    def delay(self, attempt: int) -> float:
+        """Return the delay before retry number ``attempt`` (0-based), seconds.
+
+        Parameters
+        ----------
+        attempt : int
+            How many attempts have failed so far, minus one.
+
+        Returns
+        -------
+        float
+            ``uniform(0, min(cap_s, base_s * 2**attempt))``.
+        """
+        return random.uniform(0.0, min(self.cap_s, self.base_s * (2**attempt)))

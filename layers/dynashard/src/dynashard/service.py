@@ -1,0 +1,317 @@
+"""The facade: one object that wires the metadata store, writer, reader and counters.
+
+Handlers and other services build one :class:`Dynashard` per container (or process)
+and reuse it: it owns one boto3 client, whose connection pool covers the worker
+threads, and one thread pool shared by writes and scatter-gather reads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from dynashard.counters import CounterValue, ShardedCounter, counter_key
+from dynashard.errors import ValidationError
+from dynashard.keys import MAX_SHARD_COUNT
+from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
+from dynashard.model import Event
+from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
+from dynashard.reader import Page, ShardedReader
+from dynashard.strategies import TimeBucket
+from dynashard.writer import ShardedWriter, WriteOutcome
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass(frozen=True)
+class DynashardConfig:
+    """Settings of a :class:`Dynashard`.
+
+    Attributes
+    ----------
+    data_table : str
+        The sharded data table.
+    metadata_table : str
+        The shard metadata table.
+    default_shards : int
+        N of a key never seen.
+    max_shards : int
+        Upper bound of any key's N (at most 1,000).
+    cooldown_s : float
+        Minimum seconds between two growths of one key.
+    metadata_cache_ttl_s : float
+        Lifetime of a writer's cached shard count, seconds.
+    time_bucket : TimeBucket
+        Bucket of GSI1 partition keys.
+    max_workers : int
+        Threads for parallel BatchWriteItem calls and shard queries.
+    endpoint_url : str or None
+        DynamoDB endpoint (DynamoDB Local or the partition emulator); None for AWS.
+    partition_wcu : float
+        Per-partition write ceiling used for planning, WCU/s.
+    partition_rcu : float
+        Per-partition read ceiling used for planning, RCU/s.
+    target_utilization : float
+        Planned fraction of the partition ceiling per shard, in (0, 1].
+    """
+
+    data_table: str
+    metadata_table: str
+    default_shards: int = 1
+    max_shards: int = MAX_SHARD_COUNT
+    cooldown_s: float = 60.0
+    metadata_cache_ttl_s: float = 30.0
+    time_bucket: TimeBucket = TimeBucket.DAY
+    max_workers: int = 16
+    endpoint_url: str | None = None
+    partition_wcu: float = PARTITION_WCU_LIMIT
+    partition_rcu: float = PARTITION_RCU_LIMIT
+    target_utilization: float = 0.8
+
+    def __post_init__(self) -> None:
+        if self.max_workers < 1:
+            raise ValidationError("max_workers", f"must be >= 1, got {self.max_workers}")
+
+
+def make_client(config: DynashardConfig) -> DynamoDBClient:
+    """Create a DynamoDB client whose connection pool covers the worker threads.
+
+    botocore's default pool is 10 connections; threads beyond it open and discard
+    extra connections (botocore ``config.py`` and PR #1026), so the pool is sized to
+    ``max_workers``. Retries use botocore's ``standard`` mode.
+
+    Parameters
+    ----------
+    config : DynashardConfig
+        Endpoint and worker count.
+
+    Returns
+    -------
+    DynamoDBClient
+        A thread-safe low-level client.
+    """
+    import boto3
+    from botocore.config import Config
+
+    client: DynamoDBClient = boto3.client(
+        "dynamodb",
+        endpoint_url=config.endpoint_url,
+        config=Config(
+            max_pool_connections=max(10, config.max_workers + 2),
+            retries={"mode": "standard", "total_max_attempts": 4},
+        ),
+    )
+    return client
+
+
+class Dynashard:
+    """Sharded writes, scatter-gather reads, sharded counters and shard counts.
+
+    Parameters
+    ----------
+    config : DynashardConfig
+        Tables and tuning.
+    client : DynamoDBClient, optional
+        A boto3 DynamoDB client; one from :func:`make_client` is created when omitted
+        (build the facade on first use, not at import time).
+
+    Examples
+    --------
+    >>> ds = Dynashard(DynashardConfig("dynashard-data", "dynashard-shards"))  # doctest: +SKIP
+    >>> event = Event(key="DEPARTURES#JFK", id="f1", ts="2013-01-01T10:00:00Z")  # doctest: +SKIP
+    >>> ds.put_events([event])  # doctest: +SKIP
+    """
+
+    def __init__(self, config: DynashardConfig, client: DynamoDBClient | None = None) -> None:
+        self.config = config
+        self.client: DynamoDBClient = client if client is not None else make_client(config)
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self.metadata = ShardMetadata(
+            store=DynamoDBMetadataStore(config.metadata_table, self.client),
+            default_shards=config.default_shards,
+            max_shards=config.max_shards,
+            cooldown_s=config.cooldown_s,
+            cache_ttl_s=config.metadata_cache_ttl_s,
+        )
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        """ThreadPoolExecutor: The shared worker pool, created on first use."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    self.config.max_workers, thread_name_prefix="dynashard"
+                )
+            return self._executor
+
+    def _writer(self) -> ShardedWriter:
+        return ShardedWriter(
+            self.client,
+            self.config.data_table,
+            self.metadata,
+            self.executor,
+            self.config.time_bucket,
+        )
+
+    def put_events(self, events: Sequence[Event]) -> list[WriteOutcome]:
+        """Write events to their shards; see :meth:`ShardedWriter.write`.
+
+        Parameters
+        ----------
+        events : sequence of Event
+            Validated events.
+
+        Returns
+        -------
+        list of WriteOutcome
+            One per event, in input order.
+        """
+        if not events:
+            return []
+        return self._writer().write(events)
+
+    def query_events(
+        self,
+        key: str,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 100,
+        descending: bool = False,
+        cursor: str | None = None,
+        allow_partial: bool = False,
+    ) -> Page:
+        """Read one page of a logical key's events; see :meth:`ShardedReader.query`.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        start, end : datetime, optional
+            Event-time range, start inclusive, end exclusive (UTC).
+        limit : int
+            Page size, 1..1000.
+        descending : bool
+            Newest first when True.
+        cursor : str, optional
+            The previous page's cursor.
+        allow_partial : bool
+            Serve what healthy shards hold, naming the missing ones.
+
+        Returns
+        -------
+        Page
+            Items in exact sort-key order, the next cursor, missing shards.
+        """
+        reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
+        return reader.query(
+            key,
+            start=start,
+            end=end,
+            limit=limit,
+            descending=descending,
+            cursor=cursor,
+            allow_partial=allow_partial,
+        )
+
+    def _counters(self) -> ShardedCounter:
+        return ShardedCounter(self.client, self.config.data_table, self.metadata)
+
+    def increment_counter(self, name: str, by: int = 1, idempotency_key: str | None = None) -> bool:
+        """Add ``by`` to a sharded counter; see :meth:`ShardedCounter.increment`.
+
+        Parameters
+        ----------
+        name : str
+            Counter name.
+        by : int
+            Non-zero integer.
+        idempotency_key : str, optional
+            Apply at most once per key.
+
+        Returns
+        -------
+        bool
+            False when ``idempotency_key`` had already been applied.
+        """
+        return self._counters().increment(name, by, idempotency_key)
+
+    def get_counter(self, name: str) -> CounterValue:
+        """Read a sharded counter; see :meth:`ShardedCounter.get`.
+
+        Parameters
+        ----------
+        name : str
+            Counter name.
+
+        Returns
+        -------
+        CounterValue
+            Sum over every shard.
+        """
+        return self._counters().get(name)
+
+    def shard_info(self, key: str) -> ShardInfo:
+        """Read a key's shard metadata fresh, without creating it.
+
+        Parameters
+        ----------
+        key : str
+            Logical key (a counter's is ``COUNTER#{name}``, see :func:`counter_key`).
+
+        Returns
+        -------
+        ShardInfo
+            Current count and history.
+        """
+        return self.metadata.for_reader(key)
+
+    def grow(self, key: str, target: int) -> GrowthResult:
+        """Raise a key's shard count to ``target``, honouring the cooldown.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        target : int
+            Wanted N (capped at ``max_shards``).
+
+        Returns
+        -------
+        GrowthResult
+            What changed.
+        """
+        return self.metadata.grow(key, target)
+
+    def set_shard_count(self, key: str, count: int) -> GrowthResult:
+        """Set a key's shard count (operator path; may shrink).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        count : int
+            New N.
+
+        Returns
+        -------
+        GrowthResult
+            What changed.
+        """
+        return self.metadata.set_count(key, count)
+
+    def close(self) -> None:
+        """Shut the worker pool down (waits for running calls)."""
+        with self._lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+
+
+__all__ = ["Dynashard", "DynashardConfig", "counter_key", "make_client"]

@@ -1,0 +1,228 @@
+"""The sharded writer: events -> items -> parallel BatchWriteItem, one outcome per event.
+
+Each event's shard comes from its logical key's shard count (writer cache, see
+:mod:`dynashard.metadata`) and the ``random`` strategy keyed by the event id, so a
+retried or redelivered event lands on the same item (invariant 2). Items are grouped
+into BatchWriteItem calls of at most 25 (BatchWriteItem API reference) sent in
+parallel; ``UnprocessedItems`` are retried with exponential back-off and full jitter.
+Every event gets an outcome, written or failed with the reason, so a caller can report
+failures for redelivery instead of losing them (invariant 1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard import names
+from dynashard.errors import DynashardError
+from dynashard.keys import format_ts, physical_key, validate_item_size
+from dynashard.metadata import ShardMetadata
+from dynashard.model import Event
+from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
+from dynashard.strategies import TimeBucket, random_shard, time_bucket
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: Largest number of put requests in one BatchWriteItem call (DynamoDB quota).
+BATCH_WRITE_MAX_ITEMS = 25
+
+_serializer = TypeSerializer()
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What happened to one event.
+
+    Attributes
+    ----------
+    event_id : str
+        The event's id.
+    key : str
+        The event's logical key.
+    ok : bool
+        True when the item is durable in the table.
+    error : str or None
+        Why it failed (error code and message), when ``ok`` is False.
+    physical_key : str or None
+        The physical key it went to, when a shard was chosen.
+    """
+
+    event_id: str
+    key: str
+    ok: bool
+    error: str | None = None
+    physical_key: str | None = None
+
+
+def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
+    """Build the data-table item of an event, in DynamoDB's wire format.
+
+    Parameters
+    ----------
+    event : Event
+        The event.
+    shard : int
+        Its shard, ``0 <= shard < N``.
+    bucket : TimeBucket
+        Time bucket of the GSI1 partition key ``{logical}#{bucket}``.
+
+    Returns
+    -------
+    dict
+        Attribute name -> AttributeValue (``{"S": ...}``, ``{"M": ...}``, ...).
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If the sort key or the item is over a DynamoDB limit.
+    """
+    sk = event.sort_key
+    plain: dict[str, Any] = {
+        names.ATTR_PK: physical_key(event.key, shard),
+        names.ATTR_SK: sk,
+        names.ATTR_GSI1PK: f"{event.key}#{time_bucket(event.ts, bucket)}",
+        names.ATTR_GSI1SK: sk,
+        names.ATTR_KEY: event.key,
+        names.ATTR_ID: event.id,
+        names.ATTR_TS: format_ts(event.ts),
+        names.ATTR_SHARD: shard,
+        names.ATTR_DATA: event.data,
+    }
+    validate_item_size(plain)
+    return {name: _serializer.serialize(value) for name, value in plain.items()}
+
+
+class ShardedWriter:
+    """Writes events to their shards with parallel BatchWriteItem calls.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A boto3 DynamoDB client (thread-safe; shared by the worker threads).
+    table_name : str
+        The data table.
+    metadata : ShardMetadata
+        Shard counts (the writer cache).
+    executor : Executor
+        Runs the BatchWriteItem calls in parallel.
+    bucket : TimeBucket
+        Time bucket of GSI1 keys.
+    backoff : Backoff
+        Retry policy for ``UnprocessedItems`` and throttling errors.
+    sleep : callable
+        Sleeps between retries; injectable for tests.
+    """
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        metadata: ShardMetadata,
+        executor: Executor,
+        bucket: TimeBucket = TimeBucket.DAY,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.table_name = table_name
+        self.metadata = metadata
+        self.executor = executor
+        self.bucket = bucket
+        self.backoff = backoff or Backoff()
+        self.sleep = sleep
+
+    def write(self, events: Sequence[Event]) -> list[WriteOutcome]:
+        """Write events; return one outcome per event, in input order.
+
+        Events with the same logical key and sort key (the same event offered twice)
+        become one item and share its outcome.
+
+        Parameters
+        ----------
+        events : sequence of Event
+            Validated events, any number.
+
+        Returns
+        -------
+        list of WriteOutcome
+            ``len(events)`` outcomes. Nothing is raised for a per-event failure; a
+            failed outcome names the reason.
+        """
+        outcomes: list[WriteOutcome | None] = [None] * len(events)
+        slots: dict[tuple[str, str], list[int]] = {}
+        items: dict[tuple[str, str], dict[str, Any]] = {}
+        for index, event in enumerate(events):
+            try:
+                shard = random_shard(self.metadata.for_writer(event.key).number_of_shards, event.id)
+                item = build_item(event, shard, self.bucket)
+            except DynashardError as exc:
+                outcomes[index] = WriteOutcome(
+                    event.id, event.key, False, f"{type(exc).__name__}: {exc}"
+                )
+                continue
+            item_key = (item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"])
+            slots.setdefault(item_key, []).append(index)
+            items[item_key] = item
+        keys = list(items)
+        chunks = [
+            keys[i : i + BATCH_WRITE_MAX_ITEMS] for i in range(0, len(keys), BATCH_WRITE_MAX_ITEMS)
+        ]
+        futures = [
+            self.executor.submit(self._write_chunk, [items[k] for k in chunk]) for chunk in chunks
+        ]
+        for chunk, future in zip(chunks, futures, strict=True):
+            failures = future.result()
+            for item_key in chunk:
+                error = failures.get(item_key)
+                for index in slots[item_key]:
+                    event = events[index]
+                    outcomes[index] = WriteOutcome(
+                        event.id, event.key, error is None, error, item_key[0]
+                    )
+        return [o for o in outcomes if o is not None]
+
+    def _write_chunk(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+        """Write up to 25 items; return the keys that failed, with the reason."""
+        pending = [{"PutRequest": {"Item": item}} for item in chunk]
+        last_error = "UnprocessedItems: still throttled after all retries"
+        for attempt in range(self.backoff.max_attempts):
+            if attempt:
+                self.sleep(self.backoff.delay(attempt - 1))
+            try:
+                response = self.client.batch_write_item(RequestItems={self.table_name: pending})  # type: ignore[dict-item]
+            except ClientError as exc:
+                code = exc.response["Error"]["Code"]
+                last_error = f"{code}: {exc.response['Error'].get('Message', '')}"
+                if code in RETRYABLE_ERROR_CODES:
+                    continue
+                if len(pending) > 1:
+                    # One bad item fails the whole batch: write the items one by one so
+                    # that only the bad one fails.
+                    return self._write_singly([r["PutRequest"]["Item"] for r in pending])
+                return {_item_key(pending[0]["PutRequest"]["Item"]): last_error}
+            except BotoCoreError as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+                continue
+            pending = list(response.get("UnprocessedItems", {}).get(self.table_name, []))  # type: ignore[arg-type]
+            if not pending:
+                return {}
+            last_error = "UnprocessedItems: still throttled after all retries"
+        return {_item_key(r["PutRequest"]["Item"]): last_error for r in pending}
+
+    def _write_singly(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+        failures: dict[tuple[str, str], str] = {}
+        for item in chunk:
+            failures.update(self._write_chunk([item]))
+        return failures
+
+
+def _item_key(item: dict[str, Any]) -> tuple[str, str]:
+    return item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"]
