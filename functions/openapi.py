@@ -1,0 +1,79 @@
+"""The OpenAPI document of the dynashard HTTP API (ingest and query functions together).
+
+Run ``python -m functions.openapi`` (``make openapi``) to print it. The two functions
+serve different routes of one REST API, so their Powertools resolvers' documents are
+merged with Powertools' ``OpenAPIMerge``; a route served by both would be an error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
+
+#: Title of the merged document.
+TITLE = "dynashard API"
+#: Version of the API the document describes.
+API_VERSION = "0.1.0"
+DESCRIPTION = (
+    "Adaptive write sharding for DynamoDB hot partitions: write events and counters "
+    "(ingest function) and read them back merged over their shards (query function). "
+    "Logical keys in a path are percent-encoded (`#` as `%23`)."
+)
+
+
+def _merge() -> OpenAPIMerge:
+    from functions.ingest.app import app as ingest_app
+    from functions.query.app import app as query_app
+
+    merge = OpenAPIMerge(
+        title=TITLE, version=API_VERSION, description=DESCRIPTION, on_conflict="error"
+    )
+    for app in (ingest_app, query_app):
+        merge.add_schema(json.loads(app.get_openapi_json_schema()))
+    return merge
+
+
+def openapi_schema() -> dict[str, Any]:
+    """Build the merged OpenAPI document.
+
+    Returns
+    -------
+    dict
+        The OpenAPI 3.1 document with every route of both functions.
+
+    Raises
+    ------
+    aws_lambda_powertools.event_handler.openapi.exceptions.OpenAPIMergeError
+        If both functions declare the same method and path.
+    """
+    return _merge().get_openapi_schema()
+
+
+def openapi_json() -> str:
+    """Build the merged OpenAPI document as indented JSON.
+
+    Returns
+    -------
+    str
+        JSON text of :func:`openapi_schema`.
+    """
+    return _merge().get_openapi_json_schema()
+
+
+def main() -> int:
+    """Print the OpenAPI document to standard output.
+
+    Returns
+    -------
+    int
+        Exit status 0.
+    """
+    sys.stdout.write(openapi_json() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

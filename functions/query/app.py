@@ -1,0 +1,411 @@
+"""Query function: API Gateway ``GET /events``, ``GET /counters/{name}``, ``GET /shards/{key}``.
+
+Read-only: it reads events (scatter-gather over every shard a key has had in the read
+window, merged in exact sort-key order), counters (summed over their shards) and shard
+metadata, and never writes. The deployed handler string is ``app.handler``; tests import
+``functions.query.app``.
+
+Status codes:
+
+- 200: the answer.
+- 400: a dynashard rule was broken, e.g. a malformed ``cursor`` or ``from`` after ``to``
+  (``{"message", "field"}``).
+- 422: a parameter failed validation (``{"message", "field", "errors"}``), e.g.
+  ``limit`` outside 1..1000 or a missing ``key``.
+- 503: a shard query failed and partial results were not asked for; ``shards`` names
+  the physical keys that failed (never a silent empty page).
+- 500: any other dynashard error.
+
+Path values are percent-decoded: a key like ``DEPARTURES#JFK`` travels as
+``DEPARTURES%23JFK`` (``#`` would end the URL's path).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from urllib.parse import unquote
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.metrics import MetricUnit
+from dynashard import names
+from dynashard.errors import DynashardError, ShardQueryError, ValidationError
+from dynashard.keys import parse_ts
+from dynashard.model import dumps
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from dynashard import CounterValue, Dynashard, DynashardConfig, Page, ShardInfo
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace=names.METRICS_NAMESPACE)
+app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
+
+#: Largest page ``GET /events`` serves (the library's limit).
+MAX_LIMIT = 1000
+
+
+# --- configuration ------------------------------------------------------------------
+class Settings(BaseSettings):
+    """Configuration of the query function, read from the environment once per container.
+
+    Attributes
+    ----------
+    data_table, metadata_table : str
+        Table names (required; the stack sets them).
+    default_shards : int
+        Shard count of a key never seen (>= 1).
+    max_shards : int
+        Upper bound of any key's shard count.
+    time_bucket : str
+        ``hour``, ``day`` or ``month``: the GSI time bucket.
+    dynamodb_endpoint : str or None
+        DynamoDB endpoint URL (the local sandbox only).
+    partition_rcu : float
+        Per-partition read limit, RCU/s (3,000 on DynamoDB).
+    """
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore")
+
+    data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
+    metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
+    default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
+    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
+    time_bucket: Literal["hour", "day", "month"] = Field(
+        "day", validation_alias=names.ENV_TIME_BUCKET
+    )
+    dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
+    partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
+
+    def to_config(self) -> DynashardConfig:
+        """Build the library configuration.
+
+        Returns
+        -------
+        DynashardConfig
+            The same values, for :class:`~dynashard.Dynashard`.
+        """
+        from dynashard import DynashardConfig, TimeBucket
+
+        return DynashardConfig(
+            data_table=self.data_table,
+            metadata_table=self.metadata_table,
+            default_shards=self.default_shards,
+            max_shards=self.max_shards,
+            time_bucket=TimeBucket(self.time_bucket),
+            endpoint_url=self.dynamodb_endpoint,
+            partition_rcu=self.partition_rcu,
+        )
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """Read and validate the settings once per container (first invocation, not import).
+
+    Returns
+    -------
+    Settings
+        The cached settings.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        If a variable is missing or invalid.
+    """
+    return Settings()  # type: ignore[call-arg]  # values come from the environment
+
+
+@functools.cache
+def get_service() -> Dynashard:
+    """Build the :class:`~dynashard.Dynashard` facade once per container.
+
+    Returns
+    -------
+    Dynashard
+        The facade over the configured tables (its boto3 client is created lazily).
+    """
+    from dynashard import Dynashard
+
+    return Dynashard(get_settings().to_config())
+
+
+class QueryService(Protocol):
+    """The read-only part of :class:`~dynashard.Dynashard` this function uses."""
+
+    def query_events(
+        self,
+        key: str,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 100,
+        descending: bool = False,
+        cursor: str | None = None,
+        allow_partial: bool = False,
+    ) -> Page:
+        """Read one page of a key's events, merged over its shards."""
+        ...
+
+    def get_counter(self, name: str) -> CounterValue:
+        """Read a sharded counter."""
+        ...
+
+    def shard_info(self, key: str) -> ShardInfo:
+        """Read a key's shard metadata."""
+        ...
+
+
+# --- response models (they document the API) ---------------------------------------------
+class EventsPage(BaseModel):
+    """Body of ``GET /events``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    items: list[dict[str, Any]] = Field(description='Events {"key","id","ts","data"} in order')
+    cursor: str | None = Field(
+        description="Pass back as `cursor` for the next page; null at the end"
+    )
+    missing_shards: list[str] | None = Field(
+        None, description="Only with partial=true: physical keys whose query failed"
+    )
+
+
+class CounterBody(BaseModel):
+    """Body of ``GET /counters/{name}``."""
+
+    name: str
+    value: int
+    shards: int
+
+
+class ShardHistoryEntry(BaseModel):
+    """One shard count that was in force."""
+
+    since: int = Field(description="Epoch seconds")
+    count: int
+
+
+class ShardsBody(BaseModel):
+    """Body of ``GET /shards/{key}``."""
+
+    key: str
+    number_of_shards: int
+    last_updated: int = Field(description="Epoch seconds of the last change")
+    history: list[ShardHistoryEntry]
+
+
+# --- routes ------------------------------------------------------------------------------
+def _service() -> QueryService:
+    service: QueryService = app.context.get("service") or get_service()
+    return service
+
+
+def _time(value: str | None, field: str) -> datetime | None:
+    return None if value is None else parse_ts(value, field=field)
+
+
+@app.get(
+    "/events",
+    summary="Read a key's events in order, one page at a time",
+    responses={
+        200: {
+            "description": "One page; `missing_shards` only when partial=true",
+            "content": {"application/json": {"model": EventsPage}},
+        },
+    },
+)
+def get_events(
+    key: Annotated[str, Query(min_length=1, description="Logical key, e.g. DEPARTURES#JFK")],
+    start: Annotated[
+        str | None,
+        Query(alias="from", description="Inclusive start: ISO-8601 or epoch milliseconds"),
+    ] = None,
+    end: Annotated[
+        str | None,
+        Query(alias="to", description="Exclusive end: ISO-8601 or epoch milliseconds"),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+    order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+    cursor: Annotated[str | None, Query(min_length=1)] = None,
+    partial: Annotated[
+        bool, Query(description="Serve healthy shards and name the missing ones")
+    ] = False,
+) -> dict[str, Any]:
+    """Read one page of a logical key's events (scatter-gather over its shards).
+
+    Parameters
+    ----------
+    key : str
+        Logical key.
+    start, end : str, optional
+        ``from`` (inclusive) and ``to`` (exclusive): ISO-8601 or epoch milliseconds.
+    limit : int
+        Page size, 1..1000.
+    order : {"asc", "desc"}
+        Event-time order.
+    cursor : str, optional
+        The previous page's cursor.
+    partial : bool
+        Allow a page without the shards that failed.
+
+    Returns
+    -------
+    dict
+        ``{"items", "cursor"}`` (see :class:`EventsPage`), plus ``missing_shards``
+        when ``partial`` is true.
+    """
+    started = time.perf_counter()
+    page = _service().query_events(
+        key,
+        start=_time(start, "from"),
+        end=_time(end, "to"),
+        limit=limit,
+        descending=order == "desc",
+        cursor=cursor,
+        allow_partial=partial,
+    )
+    metrics.add_metric(
+        name="ReadLatency",
+        unit=MetricUnit.Milliseconds,
+        value=(time.perf_counter() - started) * 1000,
+    )
+    metrics.add_metric(
+        name="ShardsQueried", unit=MetricUnit.Count, value=getattr(page, "shards_queried", 0)
+    )
+    body: dict[str, Any] = {"items": page.items, "cursor": page.cursor}
+    if partial:
+        body["missing_shards"] = list(page.missing_shards)
+        if page.missing_shards:
+            logger.warning("partial page", extra={"missing_shards": page.missing_shards})
+    return body
+
+
+@app.get("/counters/<name>", summary="Read a sharded counter")
+def get_counter(name: Annotated[str, Path(min_length=1)]) -> CounterBody:
+    """Read the counter ``name`` (the sum over its shards).
+
+    Parameters
+    ----------
+    name : str
+        Counter name, percent-encoded in the path.
+
+    Returns
+    -------
+    CounterBody
+        ``{"name", "value", "shards"}``.
+    """
+    value = _service().get_counter(unquote(name))
+    return CounterBody(name=value.name, value=value.value, shards=value.shards)
+
+
+@app.get("/shards/<key>", summary="Read a key's shard count and history")
+def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
+    """Read a logical key's shard metadata, fresh.
+
+    Parameters
+    ----------
+    key : str
+        Logical key, percent-encoded in the path.
+
+    Returns
+    -------
+    ShardsBody
+        ``{"key", "number_of_shards", "last_updated", "history": [{"since", "count"}]}``.
+    """
+    return ShardsBody.model_validate(_service().shard_info(unquote(key)).to_json())
+
+
+# --- errors, in one place ------------------------------------------------------------------
+def _error(
+    status: HTTPStatus, message: str, field: str | None = None, **extra: Any
+) -> Response[Any]:
+    body: dict[str, Any] = {"message": message, "field": field, **extra}
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+def _field_name(loc: Sequence[Any]) -> str:
+    # ("query", "limit") -> "limit"; ("path", "name") -> "name"
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("query", "path", "header", "cookie", "body"):
+        parts = parts[1:] or parts
+    return ".".join(parts) or "request"
+
+
+def _request_invalid(exc: RequestValidationError) -> Response[Any]:
+    errors = [
+        {
+            "field": _field_name(e.get("loc", ())),
+            "type": e.get("type"),
+            "msg": str(e.get("msg", "invalid")).removeprefix("Value error, "),
+        }
+        for e in exc.errors()
+    ]
+    first = errors[0] if errors else {"field": "request", "msg": "invalid request"}
+    logger.info("request rejected", extra={"errors": errors})
+    return _error(
+        HTTPStatus.UNPROCESSABLE_ENTITY,
+        f"{first['field']}: {first['msg']}",
+        str(first["field"]),
+        errors=errors,
+    )
+
+
+def _dynashard_invalid(exc: ValidationError) -> Response[Any]:
+    return _error(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
+
+
+def _shard_failed(exc: ShardQueryError) -> Response[Any]:
+    logger.error("shard query failed", extra={"failures": exc.failures})
+    return _error(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
+
+
+def _dynashard_failed(exc: DynashardError) -> Response[Any]:
+    logger.exception("dynashard error")
+    return _error(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
+
+
+# Most specific first: Powertools looks handlers up along the exception's MRO.
+for _exc_class, _exc_handler in (
+    (RequestValidationError, _request_invalid),
+    (ValidationError, _dynashard_invalid),
+    (ShardQueryError, _shard_failed),
+    (DynashardError, _dynashard_failed),
+):
+    app.exception_handler(_exc_class)(_exc_handler)
+
+
+@logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(
+    event: dict[str, Any], context: LambdaContext, service: QueryService | None = None
+) -> dict[str, Any]:
+    """Handle a REST API proxy event for the read routes.
+
+    Parameters
+    ----------
+    event : dict
+        API Gateway REST API (v1) proxy event.
+    context : LambdaContext
+        Lambda context.
+    service : QueryService, optional
+        A ``Dynashard``-like object; default: the container's, built from the settings.
+
+    Returns
+    -------
+    dict
+        The API Gateway proxy response.
+    """
+    if service is not None:
+        app.context["service"] = service  # cleared by resolve() when it returns
+    return app.resolve(event, context)
