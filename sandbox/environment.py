@@ -87,3 +87,31 @@ def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = old
+
+
+def reset_function_caches() -> list[str]:
+    """Drop the per-container caches of the functions loaded in this process.
+
+    The functions validate their settings and build their service once per container
+    (``functools.cache`` on ``get_settings`` / ``get_service``). The sandbox runs every
+    "container" in one process, so after pointing the environment at other tables it
+    must start them cold again, as a new Lambda container would.
+
+    Returns
+    -------
+    list of str
+        ``module.attribute`` of each cache that was cleared.
+    """
+    import sys
+
+    cleared: list[str] = []
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("functions."):
+            continue
+        for attr in ("get_settings", "get_service", "get_reader", "get_config"):
+            cached = getattr(module, attr, None)
+            clear = getattr(cached, "cache_clear", None)
+            if callable(clear):
+                clear()
+                cleared.append(f"{module_name}.{attr}")
+    return cleared

