@@ -1,0 +1,527 @@
+"""Scaler function: grows the shard count of hot keys when a throttling alarm fires.
+
+Invoked by a CloudWatch alarm on ``WriteKeyRangeThroughputThrottleEvents`` (or the read
+twin), either as the alarm's Lambda action (``"source": "aws.cloudwatch"``,
+``alarmData``) or through SNS (``Records[0].Sns.Message`` = the classic alarm
+notification). The deployed handler string is ``app.handler``.
+
+Flow: parse the alarm -> act only on state ``ALARM`` and only for key-range throttling
+(adding shards does nothing for table, account or on-demand-maximum limits) -> ask a
+:class:`HotKeySource` which partition keys were throttled or hottest in the alarm's
+window -> map physical keys ``{logical}#{shard}`` to logical keys and sum their load ->
+``plan_shard_count`` from that load and the per-partition limit -> ``grow`` through the
+library's conditional update (which honours the cooldown).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from dynashard import names
+from dynashard.errors import CooldownActiveError, DynashardError, ValidationError
+from dynashard.keys import split_physical_key
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+try:  # package import (tests, sandbox): functions.scaler.app
+    from .hot_keys import ContributorInsightsHotKeySource, HotKey, HotKeySource
+except ImportError:  # Lambda asset root: app.py is a top-level module next to hot_keys.py
+    from hot_keys import (  # type: ignore[no-redef]
+        ContributorInsightsHotKeySource,
+        HotKey,
+        HotKeySource,
+    )
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from dynashard import Dynashard, DynashardConfig, GrowthResult, ShardInfo
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace=names.METRICS_NAMESPACE)
+
+#: Metrics whose alarms mean "a partition key value is over its limit": the only
+#: throttling that more shards relieve (CloudWatch throttling metrics for DynamoDB).
+KEY_RANGE_METRICS: dict[str, Literal["write", "read"]] = {
+    "WriteKeyRangeThroughputThrottleEvents": "write",
+    "ReadKeyRangeThroughputThrottleEvents": "read",
+}
+
+
+# --- configuration ---------------------------------------------------------------------
+class Settings(BaseSettings):
+    """Configuration of the scaler function, read from the environment once per container.
+
+    Attributes
+    ----------
+    data_table, metadata_table : str
+        Table names (required; the stack sets them).
+    default_shards, max_shards : int
+        Shard count of a key never seen; upper bound of any key's shard count.
+    cooldown_s : float
+        Seconds between two shard-count changes of one key.
+    dynamodb_endpoint : str or None
+        DynamoDB endpoint URL (the local sandbox only).
+    partition_wcu, partition_rcu : float
+        Per-partition limits, WCU/s and RCU/s (1,000 and 3,000 on DynamoDB).
+    target_utilization : float
+        Fraction of a partition's limit a shard is planned to use, in (0, 1].
+    """
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore")
+
+    data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
+    metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
+    default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
+    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
+    cooldown_s: float = Field(60.0, ge=0, validation_alias=names.ENV_COOLDOWN_S)
+    dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
+    partition_wcu: float = Field(1000.0, gt=0, validation_alias=names.ENV_PARTITION_WCU)
+    partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
+    target_utilization: float = Field(
+        0.8, gt=0, le=1, validation_alias=names.ENV_TARGET_UTILIZATION
+    )
+
+    def to_config(self) -> DynashardConfig:
+        """Build the library configuration.
+
+        Returns
+        -------
+        DynashardConfig
+            The same values, for :class:`~dynashard.Dynashard`.
+        """
+        from dynashard import DynashardConfig
+
+        return DynashardConfig(
+            data_table=self.data_table,
+            metadata_table=self.metadata_table,
+            default_shards=self.default_shards,
+            max_shards=self.max_shards,
+            cooldown_s=self.cooldown_s,
+            endpoint_url=self.dynamodb_endpoint,
+            partition_wcu=self.partition_wcu,
+            partition_rcu=self.partition_rcu,
+            target_utilization=self.target_utilization,
+        )
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """Read and validate the settings once per container (first invocation, not import).
+
+    Returns
+    -------
+    Settings
+        The cached settings.
+    """
+    return Settings()  # type: ignore[call-arg]  # values come from the environment
+
+
+@functools.cache
+def get_service() -> Dynashard:
+    """Build the :class:`~dynashard.Dynashard` facade once per container.
+
+    Returns
+    -------
+    Dynashard
+        The facade over the configured tables.
+    """
+    from dynashard import Dynashard
+
+    return Dynashard(get_settings().to_config())
+
+
+@functools.cache
+def get_hot_key_source() -> HotKeySource:
+    """Build the default hot-key source (Contributor Insights) once per container.
+
+    Returns
+    -------
+    HotKeySource
+        A :class:`ContributorInsightsHotKeySource` with lazily created clients.
+    """
+    return ContributorInsightsHotKeySource()
+
+
+class ScalerService(Protocol):
+    """The part of :class:`~dynashard.Dynashard` this function uses."""
+
+    def shard_info(self, key: str) -> ShardInfo:
+        """Read a key's shard metadata."""
+        ...
+
+    def grow(self, key: str, target: int) -> GrowthResult:
+        """Raise a key's shard count to ``target`` (conditional, honours the cooldown)."""
+        ...
+
+
+# --- the alarm ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Alarm:
+    """What the scaler needs from a CloudWatch alarm notification, in either shape.
+
+    Attributes
+    ----------
+    name : str
+        Alarm name.
+    state : str
+        New state: ``ALARM``, ``OK`` or ``INSUFFICIENT_DATA``.
+    timestamp : datetime
+        When the state changed (UTC); the end of the window to inspect.
+    window_s : int
+        Seconds the alarm evaluated (period x evaluation periods), at least 60.
+    metric_names : tuple of str
+        The metrics the alarm watches.
+    table_name, index_name : str or None
+        ``TableName`` / ``GlobalSecondaryIndexName`` dimensions, if present.
+    """
+
+    name: str
+    state: str
+    timestamp: datetime
+    window_s: int
+    metric_names: tuple[str, ...] = ()
+    table_name: str | None = None
+    index_name: str | None = None
+
+    @property
+    def start(self) -> datetime:
+        """datetime: Start of the window to inspect."""
+        return self.timestamp - timedelta(seconds=self.window_s)
+
+
+def _time(value: Any) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        return datetime.now(UTC)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _from_lambda_action(event: Mapping[str, Any]) -> Alarm:
+    data = event["alarmData"]
+    state = data.get("state") or {}
+    metric_names: list[str] = []
+    dimensions: dict[str, str] = {}
+    period = 60
+    for query in (data.get("configuration") or {}).get("metrics") or []:
+        stat = query.get("metricStat") or {}
+        metric = stat.get("metric") or {}
+        if metric.get("name"):
+            metric_names.append(metric["name"])
+        if metric.get("namespace") == "AWS/DynamoDB":
+            dimensions.update(metric.get("dimensions") or {})
+        period = max(period, int(stat.get("period") or 60))
+    return Alarm(
+        name=str(data.get("alarmName", "")),
+        state=str(state.get("value", "")),
+        timestamp=_time(state.get("timestamp") or event.get("time")),
+        window_s=period,
+        metric_names=tuple(metric_names),
+        table_name=dimensions.get("TableName"),
+        index_name=dimensions.get("GlobalSecondaryIndexName"),
+    )
+
+
+def _from_sns_message(message: Mapping[str, Any]) -> Alarm:
+    trigger = message.get("Trigger") or {}
+    dimensions: dict[str, str] = {}
+    for dim in trigger.get("Dimensions") or []:
+        name = dim.get("name", dim.get("Name"))
+        value = dim.get("value", dim.get("Value"))
+        if name and value is not None:
+            dimensions[str(name)] = str(value)
+    metric_names = [trigger["MetricName"]] if trigger.get("MetricName") else []
+    for query in trigger.get("Metrics") or []:  # metric-math alarms
+        metric = ((query.get("MetricStat") or {}).get("Metric")) or {}
+        if metric.get("MetricName"):
+            metric_names.append(metric["MetricName"])
+        for dim in metric.get("Dimensions") or []:
+            dimensions[str(dim.get("Name"))] = str(dim.get("Value"))
+    period = int(trigger.get("Period") or 60)
+    evaluations = int(trigger.get("EvaluationPeriods") or 1)
+    return Alarm(
+        name=str(message.get("AlarmName", "")),
+        state=str(message.get("NewStateValue", "")),
+        timestamp=_time(message.get("StateChangeTime")),
+        window_s=max(60, period * evaluations),
+        metric_names=tuple(metric_names),
+        table_name=dimensions.get("TableName"),
+        index_name=dimensions.get("GlobalSecondaryIndexName"),
+    )
+
+
+def parse_alarm(event: Mapping[str, Any]) -> Alarm:
+    """Read a CloudWatch alarm event in either shape.
+
+    Parameters
+    ----------
+    event : mapping
+        The Lambda alarm-action event (``"source": "aws.cloudwatch"``) or an SNS event
+        whose first record's ``Sns.Message`` is the alarm notification JSON.
+
+    Returns
+    -------
+    Alarm
+        The alarm's name, new state, window, metrics and table dimensions.
+
+    Raises
+    ------
+    ValueError
+        If the event is neither shape (the invocation fails, so it is retried and then
+        reaches the function's failure destination rather than being dropped).
+    """
+    if event.get("source") == "aws.cloudwatch" and isinstance(event.get("alarmData"), Mapping):
+        return _from_lambda_action(event)
+    records = event.get("Records")
+    if isinstance(records, list) and records:
+        sns = records[0].get("Sns") if isinstance(records[0], Mapping) else None
+        if isinstance(sns, Mapping) and "Message" in sns:
+            try:
+                message = json.loads(sns["Message"])
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"SNS message is not alarm JSON: {exc}") from exc
+            if isinstance(message, Mapping) and "AlarmName" in message:
+                return _from_sns_message(message)
+    raise ValueError("not a CloudWatch alarm event (Lambda alarm action or SNS notification)")
+
+
+# --- load per logical key (pure) ------------------------------------------------------------
+@dataclass
+class KeyLoad:
+    """Load observed on one logical key, summed over its shards.
+
+    Attributes
+    ----------
+    key : str
+        Logical key.
+    consumed_units_per_s : float
+        Capacity consumed by all its shards, units/s.
+    throttled_events : int
+        Throttled requests on all its shards in the window.
+    throttled_shards : set of str
+        Physical keys that were throttled.
+    """
+
+    key: str
+    consumed_units_per_s: float = 0.0
+    throttled_events: int = 0
+    throttled_shards: set[str] = field(default_factory=set)
+
+    def demand_units_per_s(self, partition_limit: float, window_s: float) -> float:
+        """Estimate the load the key wanted to put on the table, units/s.
+
+        A throttled shard was running at its key's ceiling, so it consumed at least
+        ``partition_limit`` (Contributor Insights in ``THROTTLED_KEYS`` mode reports no
+        consumption), and every throttled request wanted at least one more unit.
+
+        Parameters
+        ----------
+        partition_limit : float
+            Per-key ceiling, units/s (1,000 WCU/s or 3,000 RCU/s).
+        window_s : float
+            Seconds the figures cover.
+
+        Returns
+        -------
+        float
+            ``max(consumed, throttled_shards x limit) + throttled_events / window_s``.
+        """
+        floor = len(self.throttled_shards) * partition_limit
+        return max(self.consumed_units_per_s, floor) + self.throttled_events / max(1.0, window_s)
+
+
+def loads_by_logical_key(hot: Iterable[HotKey]) -> tuple[dict[str, KeyLoad], list[str]]:
+    """Group hot physical keys by logical key.
+
+    Parameters
+    ----------
+    hot : iterable of HotKey
+        Keys as the source reported them (``{logical}#{shard}``).
+
+    Returns
+    -------
+    tuple of (dict of str to KeyLoad, list of str)
+        Load per logical key, and the reported keys that are not physical keys of the
+        data table (e.g. a GSI's ``{logical}#{bucket}``), which the scaler cannot map.
+    """
+    loads: dict[str, KeyLoad] = {}
+    unmapped: list[str] = []
+    for item in hot:
+        try:
+            logical, _shard = split_physical_key(item.key)
+        except ValidationError:
+            unmapped.append(item.key)
+            continue
+        load = loads.setdefault(logical, KeyLoad(logical))
+        load.consumed_units_per_s += item.consumed_units_per_s
+        load.throttled_events += item.throttled_events
+        if item.throttled_events > 0:
+            load.throttled_shards.add(item.key)
+    return loads, unmapped
+
+
+# --- handler ---------------------------------------------------------------------------------
+def _grow_keys(
+    alarm: Alarm,
+    loads: dict[str, KeyLoad],
+    service: ScalerService,
+    settings: Settings,
+    partition_limit: float,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    from dynashard import plan_shard_count
+
+    grown: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    errors: list[str] = []
+    ordered = sorted(
+        loads.values(), key=lambda lo: -lo.demand_units_per_s(partition_limit, alarm.window_s)
+    )
+    for load in ordered:
+        demand = load.demand_units_per_s(partition_limit, alarm.window_s)
+        try:
+            current = service.shard_info(load.key).number_of_shards
+            target = plan_shard_count(
+                current, demand, partition_limit, settings.target_utilization, settings.max_shards
+            )
+            if target <= current:
+                skipped.append(
+                    {"key": load.key, "reason": f"{demand:.0f} units/s fits {current} shard(s)"}
+                )
+                continue
+            result = service.grow(load.key, target)
+        except CooldownActiveError as exc:
+            skipped.append({"key": load.key, "reason": exc.message})
+            continue
+        except DynashardError as exc:
+            logger.exception("growth failed", extra={"key": load.key})
+            skipped.append({"key": load.key, "reason": f"error: {exc.message}"})
+            errors.append(load.key)
+            continue
+        if result.changed:
+            grown.append(
+                {
+                    "key": load.key,
+                    "previous": result.previous,
+                    "current": result.current,
+                    "units_per_s": round(demand, 1),
+                }
+            )
+        else:
+            skipped.append({"key": load.key, "reason": result.reason})
+    return grown, skipped, errors
+
+
+def _emit_metrics(grown: list[dict[str, Any]]) -> None:
+    metrics.add_metric(name="ShardsGrown", unit=MetricUnit.Count, value=len(grown))
+    for entry in grown:
+        # One EMF blob per key with the key as metadata, not as a dimension: logical
+        # keys are unbounded, and each dimension value would be its own metric.
+        with single_metric(
+            name="ShardCount",
+            unit=MetricUnit.Count,
+            value=entry["current"],
+            namespace=names.METRICS_NAMESPACE,
+        ) as metric:
+            metric.add_metadata(key="key", value=entry["key"])
+            metric.add_metadata(key="previous", value=entry["previous"])
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(
+    event: dict[str, Any],
+    context: LambdaContext,
+    service: ScalerService | None = None,
+    hot_keys: HotKeySource | None = None,
+) -> dict[str, Any]:
+    """Grow the shard count of the keys behind a key-range throttling alarm.
+
+    Parameters
+    ----------
+    event : dict
+        CloudWatch alarm event: Lambda alarm action or SNS notification.
+    context : LambdaContext
+        Lambda context.
+    service : ScalerService, optional
+        A ``Dynashard``-like object; default: the container's.
+    hot_keys : HotKeySource, optional
+        Where hot keys come from; default: Contributor Insights.
+
+    Returns
+    -------
+    dict
+        ``{"alarm", "state", "grown": [{"key", "previous", "current", "units_per_s"}],
+        "skipped": [{"key", "reason"}]}`` (plus ``"ignored"`` when nothing was done).
+
+    Raises
+    ------
+    ValueError
+        If the event is not an alarm.
+    DynashardError
+        If growing some key failed for a reason other than the cooldown (after the
+        other keys were handled), so the invocation is retried.
+    """
+    alarm = parse_alarm(event)
+    logger.append_keys(alarm=alarm.name)
+    summary: dict[str, Any] = {
+        "alarm": alarm.name,
+        "state": alarm.state,
+        "grown": [],
+        "skipped": [],
+    }
+    if alarm.state != "ALARM":
+        summary["ignored"] = f"state is {alarm.state}, not ALARM"
+        logger.info("alarm ignored", extra=summary)
+        return summary
+    kinds = {KEY_RANGE_METRICS[m] for m in alarm.metric_names if m in KEY_RANGE_METRICS}
+    if alarm.metric_names and not kinds:
+        summary["ignored"] = (
+            f"metrics {list(alarm.metric_names)} are not key-range throttling: "
+            "more shards do not relieve table, account or on-demand limits"
+        )
+        logger.info("alarm ignored", extra=summary)
+        return summary
+
+    settings = get_settings()
+    partition_limit = settings.partition_rcu if kinds == {"read"} else settings.partition_wcu
+    table = alarm.table_name or settings.data_table
+    source = hot_keys or get_hot_key_source()
+    hot = source.hot_keys(table, alarm.index_name, alarm.start, alarm.timestamp)
+    loads, unmapped = loads_by_logical_key(hot)
+    grown, skipped, errors = _grow_keys(
+        alarm, loads, service or get_service(), settings, partition_limit
+    )
+    skipped.extend(
+        {"key": key, "reason": "not a physical key {logical}#{shard}"} for key in unmapped
+    )
+    summary.update(grown=grown, skipped=skipped)
+    _emit_metrics(grown)
+    logger.info("scaler done", extra=summary)
+    if errors:
+        raise DynashardError(f"growing {len(errors)} key(s) failed: {', '.join(errors)}")
+    return summary
+
+
+#: Exposed for tests and the sandbox.
+__all__ = [
+    "Alarm",
+    "ContributorInsightsHotKeySource",
+    "HotKey",
+    "HotKeySource",
+    "KeyLoad",
+    "Settings",
+    "get_service",
+    "get_settings",
+    "handler",
+    "loads_by_logical_key",
+    "parse_alarm",
+]
