@@ -160,7 +160,7 @@ class ShardedReader:
         end : datetime, optional
             Latest event time, exclusive (UTC).
         limit : int
-            Page size, 1..1000; pushed down to every shard query.
+            Page size, 1..1000; pushed down to every shard query (as ``limit + 1``).
         descending : bool
             Newest first when True.
         cursor : str, optional
@@ -236,7 +236,9 @@ class ShardedReader:
             "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
             "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
             "ScanIndexForward": not descending,
-            "Limit": limit,
+            # One more than the page: a shard whose items all fit in the page then shows
+            # it is exhausted without a second query.
+            "Limit": limit + 1,
             "ConsistentRead": True,
         }
         if position is not None:

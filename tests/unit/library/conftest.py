@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from dynashard import Dynashard, DynashardConfig
+from moto import mock_aws
+
+from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
+
+
+@pytest.fixture
+def ddb_client() -> Iterator[object]:
+    """A moto-backed DynamoDB client with the project's tables created from infra/."""
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        for spec in ALL_TABLES:
+            client.create_table(**create_table_request(spec))
+        yield client
+
+
+@pytest.fixture
+def service(ddb_client: object) -> Iterator[Dynashard]:
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, max_workers=4),
+        client=ddb_client,  # type: ignore[arg-type]
+    )
+    yield ds
+    ds.close()

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from dynashard.errors import KeyLimitExceededError, ValidationError
+from dynashard.keys import (
+    MAX_ITEM_BYTES,
+    format_ts,
+    item_size,
+    parse_ts,
+    physical_key,
+    sort_key,
+    split_physical_key,
+    validate_item_size,
+    validate_logical_key,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def test_physical_key_round_trip() -> None:
+    assert physical_key("DEPARTURES#JFK", 3) == "DEPARTURES#JFK#3"
+    assert split_physical_key("DEPARTURES#JFK#3") == ("DEPARTURES#JFK", 3)
+
+
+def test_split_rejects_keys_without_shard() -> None:
+    with pytest.raises(ValidationError, match="not a physical key"):
+        split_physical_key("DEPARTURES#JFK")
+
+
+def test_format_ts_is_fixed_width_utc() -> None:
+    ts = datetime(2013, 1, 1, 5, 15, tzinfo=timezone(timedelta(hours=-5)))
+    assert format_ts(ts) == "2013-01-01T10:15:00.000000Z"
+
+
+@given(
+    st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 1, 1)),
+    st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 1, 1)),
+)
+def test_byte_order_of_timestamps_is_time_order(a: datetime, b: datetime) -> None:
+    fa, fb = format_ts(a).encode(), format_ts(b).encode()
+    assert (fa < fb) == (a < b)
+    assert len(fa) == len(fb)
+
+
+def test_parse_ts_accepts_iso_and_epoch_millis() -> None:
+    expected = datetime(2013, 1, 1, 10, 0, tzinfo=UTC)
+    assert parse_ts("2013-01-01T10:00:00Z") == expected
+    assert parse_ts("2013-01-01T05:00:00-05:00") == expected
+    assert parse_ts(1357034400000) == expected
+    assert parse_ts("1357034400000") == expected
+
+
+@pytest.mark.parametrize("bad", ["yesterday", "", None, True, [1], "2013-13-01T00:00:00Z"])
+def test_parse_ts_names_the_field(bad: object) -> None:
+    with pytest.raises(ValidationError, match=r"^ts: must be ISO-8601"):
+        parse_ts(bad)
+
+
+def test_partition_key_limit_counts_the_shard_suffix() -> None:
+    validate_logical_key("k" * 2043)  # + "#999" = 2047 bytes
+    with pytest.raises(KeyLimitExceededError, match="2048 bytes"):
+        validate_logical_key("k" * 2045)
+    with pytest.raises(KeyLimitExceededError, match="must not be empty"):
+        validate_logical_key("")
+
+
+def test_multibyte_keys_are_measured_in_utf8_bytes() -> None:
+    with pytest.raises(KeyLimitExceededError):
+        validate_logical_key("é" * 1023)  # 2046 bytes + suffix
+
+
+def test_sort_key_limit() -> None:
+    ts = datetime(2013, 1, 1, tzinfo=UTC)
+    assert sort_key(ts, "e1") == "2013-01-01T00:00:00.000000Z#e1"
+    sort_key(ts, "x" * (1024 - 28))
+    with pytest.raises(KeyLimitExceededError, match="1024 bytes"):
+        sort_key(ts, "x" * (1024 - 27))
+    with pytest.raises(KeyLimitExceededError, match="must not be empty"):
+        sort_key(ts, "")
+
+
+def test_item_size_follows_the_developer_guide_rules() -> None:
+    # name bytes + value bytes: "a"(1) + "bc"(2); "n"(1) + 12345 (3 digits pairs -> 3 + 1)
+    assert item_size({"a": "bc"}) == 3
+    assert item_size({"n": 12345}) == 1 + 4
+    assert item_size({"m": {"x": "y"}}) == 1 + 3 + 1 + 1 + 1
+    assert item_size({"b": True, "z": None}) == 4
+
+
+def test_item_over_400kb_is_refused() -> None:
+    validate_item_size({"data": "x" * (MAX_ITEM_BYTES - 10)})
+    with pytest.raises(KeyLimitExceededError, match="409600 bytes"):
+        validate_item_size({"data": "x" * MAX_ITEM_BYTES})

@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import pytest
+from dynashard.errors import MetadataError, ValidationError
+from dynashard.metadata import DynamoDBMetadataStore, ShardInfo, ShardMetadata, parse_history
+
+from infra.table_specs import METADATA_TABLE
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class MemoryStore:
+    """In-memory MetadataStore with DynamoDB's conditional semantics, thread-safe."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, ShardInfo] = {}
+        self.lock = threading.Lock()
+        self.updates = 0
+        self.gets = 0
+
+    def get(self, key: str) -> ShardInfo | None:
+        with self.lock:
+            self.gets += 1
+            return self.items.get(key)
+
+    def create(self, key: str, count: int, now: int) -> ShardInfo | None:
+        with self.lock:
+            if key in self.items:
+                return None
+            self.items[key] = ShardInfo(key, count, now, ((now, count),))
+            return self.items[key]
+
+    def update(
+        self, key: str, count: int, expected_last_updated: int, now: int
+    ) -> ShardInfo | None:
+        with self.lock:
+            info = self.items.get(key)
+            if info is None or info.last_updated != expected_last_updated:
+                return None
+            self.updates += 1
+            self.items[key] = replace(
+                info,
+                number_of_shards=count,
+                last_updated=now,
+                history=(*info.history, (now, count)),
+            )
+            return self.items[key]
+
+
+def test_writer_gets_or_creates_with_default() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, default_shards=2, clock=clock)
+    info = meta.for_writer("K")
+    assert info.number_of_shards == 2
+    assert store.items["K"].history == ((1_000_000, 2),)
+
+
+def test_reader_does_not_create() -> None:
+    store = MemoryStore()
+    info = ShardMetadata(store).for_reader("K")
+    assert (info.number_of_shards, info.stored) == (1, False)
+    assert store.items == {}
+
+
+def test_writer_cache_lives_at_most_its_ttl() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, cache_ttl_s=30, clock=clock)
+    meta.for_writer("K")
+    store.items["K"] = replace(store.items["K"], number_of_shards=5)
+    clock.now += 29
+    assert meta.for_writer("K").number_of_shards == 1
+    clock.now += 2
+    assert meta.for_writer("K").number_of_shards == 5
+
+
+def test_reader_sees_a_growth_at_once_while_writers_may_lag() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    writer_side = ShardMetadata(store, cache_ttl_s=30, clock=clock)
+    grower = ShardMetadata(store, cooldown_s=0, clock=clock)
+    writer_side.for_writer("K")
+    clock.now += 1
+    grower.grow("K", 4)
+    assert writer_side.for_writer("K").number_of_shards == 1  # still cached
+    # ... and the reader queries shards of every count ever in force.
+    assert ShardMetadata(store).for_reader("K").max_count == 4
+
+
+def test_shrink_keeps_the_larger_count_readable() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, clock=clock)
+    meta.set_count("K", 8)
+    clock.now += 1
+    result = meta.set_count("K", 2)
+    assert (result.previous, result.current, result.reason) == (8, 2, "set")
+    info = meta.for_reader("K")
+    assert info.number_of_shards == 2 and info.max_count == 8
+
+
+def test_grow_honours_the_cooldown() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, cooldown_s=60, clock=clock)
+    meta.for_writer("K")
+    clock.now += 10
+    assert meta.grow("K", 4).reason == "cooldown"
+    clock.now += 60
+    result = meta.grow("K", 4)
+    assert (result.changed, result.previous, result.current) == (True, 1, 4)
+    assert meta.grow("K", 3).reason == "already_sufficient"
+
+
+def test_grow_is_capped() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, max_shards=10, cooldown_s=0, clock=clock)
+    assert meta.grow("K", 50).current == 10
+    clock.now += 1
+    assert meta.grow("K", 50).reason == "capped"
+
+
+def test_fifty_concurrent_growers_make_one_change_per_cooldown() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    ShardMetadata(store, clock=clock).for_writer("K")
+    clock.now += 120
+    growers = [
+        ShardMetadata(store, cooldown_s=60, clock=clock, sleep=lambda s: None) for _ in range(50)
+    ]
+    barrier = threading.Barrier(50)
+
+    def grow(meta: ShardMetadata) -> bool:
+        barrier.wait()
+        return meta.grow("K", 8).changed
+
+    with ThreadPoolExecutor(50) as pool:
+        changed = list(pool.map(grow, growers))
+    assert sum(changed) == 1
+    assert store.updates == 1
+    assert store.items["K"].number_of_shards == 8
+
+
+def test_persistent_race_losses_raise() -> None:
+    class AlwaysLoses(MemoryStore):
+        def update(self, key: str, count: int, expected: int, now: int) -> ShardInfo | None:
+            return None
+
+    store, clock = AlwaysLoses(), FakeClock()
+    meta = ShardMetadata(store, cooldown_s=0, clock=clock, sleep=lambda s: None)
+    meta.for_writer("K")
+    with pytest.raises(MetadataError, match="kept changing"):
+        meta.grow("K", 4)
+
+
+def test_invalid_settings_and_targets() -> None:
+    with pytest.raises(ValidationError):
+        ShardMetadata(MemoryStore(), default_shards=0)
+    with pytest.raises(ValidationError, match="target"):
+        ShardMetadata(MemoryStore()).grow("K", 0)
+    with pytest.raises(ValidationError, match="count"):
+        ShardMetadata(MemoryStore(), max_shards=10).set_count("K", 11)
+
+
+def test_history_parsing() -> None:
+    assert parse_history({"20:4", "10:1"}) == ((10, 1), (20, 4))
+    with pytest.raises(MetadataError, match="not"):
+        parse_history({"x:1"})
+
+
+def test_dynamodb_store_is_conditional(ddb_client: object) -> None:
+    store = DynamoDBMetadataStore(METADATA_TABLE.default_name, ddb_client)  # type: ignore[arg-type]
+    assert store.get("K") is None
+    created = store.create("K", 1, 100)
+    assert created is not None and store.create("K", 3, 101) is None
+    assert store.update("K", 4, expected_last_updated=99, now=102) is None  # lost the race
+    updated = store.update("K", 4, expected_last_updated=100, now=102)
+    assert updated is not None
+    assert updated.history == ((100, 1), (102, 4))
+    assert store.get("K") == updated

@@ -1,0 +1,238 @@
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from dynashard import Dynashard, DynashardConfig, Event
+from dynashard.errors import CursorError, ShardQueryError, ValidationError
+from dynashard.retry import Backoff
+from dynashard.writer import ShardedWriter
+
+from infra.table_specs import DATA_TABLE, METADATA_TABLE
+
+from .fakes import FlakyClient, client_error
+
+T0 = datetime(2013, 1, 1, tzinfo=UTC)
+
+
+def make_events(n: int, key: str = "K", seed: int = 7) -> list[Event]:
+    rng = random.Random(seed)
+    return [
+        Event(
+            key=key,
+            id=f"e{i:05d}",
+            ts=T0 + timedelta(seconds=rng.randrange(86_400 * 3)),
+            data={"i": i},
+        )
+        for i in range(n)
+    ]
+
+
+def read_all(ds: Dynashard, key: str = "K", **kw: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor = None
+    for _ in range(10_000):
+        page = ds.query_events(key, cursor=cursor, **kw)
+        items.extend(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            return items
+    raise AssertionError("paging did not end")
+
+
+def expected_ids(events: list[Event], descending: bool = False) -> list[str]:
+    return [e.id for e in sorted(events, key=lambda e: e.sort_key, reverse=descending)]
+
+
+def flaky_service(ddb_client: Any) -> tuple[Dynashard, FlakyClient]:
+    flaky = FlakyClient(ddb_client)
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, max_workers=4),
+        client=flaky,  # type: ignore[arg-type]
+    )
+    return ds, flaky
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_round_trip_in_exact_order_across_shards(service: Dynashard, descending: bool) -> None:
+    service.set_shard_count("K", 6)
+    events = make_events(400)
+    outcomes = service.put_events(events)
+    assert all(o.ok for o in outcomes)
+    assert {o.physical_key for o in outcomes} == {f"K#{s}" for s in range(6)}
+    items = read_all(service, limit=33, descending=descending)
+    assert [i["id"] for i in items] == expected_ids(events, descending)
+    assert items[0]["data"] == {"i": int(items[0]["id"][1:])}
+
+
+def test_time_range_is_start_inclusive_end_exclusive(service: Dynashard) -> None:
+    service.set_shard_count("K", 3)
+    events = make_events(300)
+    service.put_events(events)
+    start, end = T0 + timedelta(days=1), T0 + timedelta(days=2)
+    items = read_all(service, start=start, end=end, limit=50)
+    assert [i["id"] for i in items] == expected_ids([e for e in events if start <= e.ts < end])
+    edge = Event(key="K", id="edge", ts=end)
+    service.put_events([edge])
+    assert "edge" not in {i["id"] for i in read_all(service, start=start, end=end, limit=50)}
+
+
+def test_retried_event_is_stored_once(service: Dynashard) -> None:
+    service.set_shard_count("K", 4)
+    events = make_events(50)
+    service.put_events(events)
+    outcomes = service.put_events(events[:10] + events[:10])
+    assert len(outcomes) == 20 and all(o.ok for o in outcomes)
+    assert len(read_all(service)) == 50
+
+
+def test_event_duplicated_by_a_resize_is_read_once(service: Dynashard) -> None:
+    # The same event written under two shard counts lands in two shards; the merge
+    # collapses the identical sort keys (invariant 2).
+    service.set_shard_count("K", 2)
+    events = make_events(200)
+    service.put_events(events)
+    service.set_shard_count("K", 9)
+    service.metadata.invalidate("K")
+    service.put_events(events)
+    assert [i["id"] for i in read_all(service, limit=17)] == expected_ids(events)
+
+
+def test_unprocessed_items_are_retried_until_durable(ddb_client: Any) -> None:
+    ds, flaky = flaky_service(ddb_client)
+    flaky.unprocessed_rounds = 3
+    events = make_events(25)
+    outcomes = ds.put_events(events)
+    assert all(o.ok for o in outcomes)
+    assert flaky.batch_write_calls == 4
+    assert len(read_all(ds)) == 25
+
+
+def test_items_still_unprocessed_after_all_retries_are_reported(ddb_client: Any) -> None:
+    flaky = FlakyClient(ddb_client)
+    flaky.unprocessed_rounds = 100
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name), client=flaky
+    )  # type: ignore[arg-type]
+    writer = ShardedWriter(
+        flaky,
+        DATA_TABLE.default_name,
+        ds.metadata,
+        ds.executor,  # type: ignore[arg-type]
+        backoff=Backoff(max_attempts=3),
+        sleep=lambda s: None,
+    )
+    outcomes = writer.write(make_events(8))
+    failed = [o for o in outcomes if not o.ok]
+    # Each attempt writes half of what is pending: 8 -> 4 -> 2 -> 1 left unprocessed.
+    assert len(failed) == 1
+    assert "UnprocessedItems" in (failed[0].error or "")
+    written = {i["id"] for i in read_all(ds)}
+    assert written == {o.event_id for o in outcomes if o.ok}
+
+
+def test_one_bad_item_does_not_fail_its_batch(ddb_client: Any) -> None:
+    class RejectsOne(FlakyClient):
+        def batch_write_item(self, RequestItems: dict[str, Any], **kw: Any) -> dict[str, Any]:
+            ((_table, requests),) = RequestItems.items()
+            if any(r["PutRequest"]["Item"]["id"]["S"] == "e00003" for r in requests):
+                raise client_error("ValidationException", "bad item", "BatchWriteItem")
+            return dict(self.inner.batch_write_item(RequestItems=RequestItems))
+
+    flaky = RejectsOne(ddb_client)
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name), client=flaky
+    )  # type: ignore[arg-type]
+    outcomes = ds.put_events(make_events(10))
+    assert [o.event_id for o in outcomes if not o.ok] == ["e00003"]
+    assert "ValidationException" in (outcomes[3].error or "")
+
+
+def test_oversized_event_fails_alone(service: Dynashard) -> None:
+    events = [*make_events(3), Event(key="K", id="big", ts=T0, data={"blob": "x" * 410_000})]
+    outcomes = service.put_events(events)
+    assert [o.ok for o in outcomes] == [True, True, True, False]
+    assert "400 KB" in (outcomes[3].error or "")
+
+
+def test_failed_shard_fails_the_read_naming_it(ddb_client: Any) -> None:
+    ds, flaky = flaky_service(ddb_client)
+    ds.set_shard_count("K", 4)
+    ds.put_events(make_events(40))
+    flaky.failing_pks = {"K#2"}
+    with pytest.raises(ShardQueryError, match="K#2") as info:
+        ds.query_events("K")
+    assert info.value.shards == ["K#2"]
+
+
+def test_partial_results_name_the_missing_shards(ddb_client: Any) -> None:
+    ds, flaky = flaky_service(ddb_client)
+    ds.set_shard_count("K", 4)
+    events = make_events(80)
+    outcomes = ds.put_events(events)
+    flaky.failing_pks = {"K#1"}
+    page = ds.query_events("K", limit=1000, allow_partial=True)
+    assert page.missing_shards == ["K#1"]
+    on_k1 = {o.event_id for o in outcomes if o.physical_key == "K#1"}
+    assert [i["id"] for i in page.items] == [i for i in expected_ids(events) if i not in on_k1]
+
+
+def test_failure_on_a_later_shard_page_fails_the_read(ddb_client: Any) -> None:
+    ds, flaky = flaky_service(ddb_client)
+    ds.set_shard_count("K", 2)
+    events = make_events(60)
+    ds.put_events(events)
+    flaky.page_cap = 5  # every shard answers in pages of 5, as a 1 MB cut would
+    assert [i["id"] for i in read_all(ds, limit=40)] == expected_ids(events)
+    flaky.fail_after_first_query = {"K#0"}
+    flaky.queries.clear()
+    with pytest.raises(ShardQueryError, match="K#0"):
+        ds.query_events("K", limit=40)
+    page = ds.query_events("K", limit=40, allow_partial=True)
+    assert page.missing_shards == ["K#0"]
+
+
+def test_cursor_misuse_is_refused(service: Dynashard) -> None:
+    service.put_events(make_events(20))
+    page = service.query_events("K", limit=5)
+    assert page.cursor is not None
+    with pytest.raises(CursorError):
+        service.query_events("K", limit=5, cursor=page.cursor, descending=True)
+    with pytest.raises(CursorError):
+        service.query_events("OTHER", limit=5, cursor=page.cursor)
+
+
+def test_bad_read_arguments(service: Dynashard) -> None:
+    with pytest.raises(ValidationError, match="limit"):
+        service.query_events("K", limit=0)
+    with pytest.raises(ValidationError, match="from"):
+        service.query_events("K", start=T0, end=T0)
+
+
+def test_empty_key_reads_empty_without_cursor(service: Dynashard) -> None:
+    page = service.query_events("NOTHING")
+    assert (page.items, page.cursor) == ([], None)
+
+
+def test_growth_between_pages_misses_nothing(service: Dynashard) -> None:
+    service.set_shard_count("K", 2)
+    first = make_events(100, seed=1)
+    service.put_events(first)
+    page = service.query_events("K", limit=10)
+    service.set_shard_count("K", 7)
+    service.metadata.invalidate("K")
+    late = [Event(key="K", id=f"late{i}", ts=T0 + timedelta(days=5, seconds=i)) for i in range(30)]
+    service.put_events(late)
+    items = page.items + read_all_from(service, page.cursor)
+    assert [i["id"] for i in items] == expected_ids(first + late)
+
+
+def read_all_from(ds: Dynashard, cursor: str | None) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    while cursor:
+        page = ds.query_events("K", limit=10, cursor=cursor)
+        items.extend(page.items)
+        cursor = page.cursor
+    return items
