@@ -1,0 +1,21 @@
+"""The partition emulator: DynamoDB's throttling in front of DynamoDB Local.
+
+A DynamoDB-compatible HTTP endpoint that charges every request's capacity units to the
+partition key values it touches (table and GSIs), throttles exactly as DynamoDB does
+(``ProvisionedThroughputExceededException`` with ``ThrottlingReasons``), and keeps the
+figures CloudWatch and Contributor Insights would. See :mod:`sandbox.emulator.server`.
+"""
+
+from __future__ import annotations
+
+from sandbox.emulator.config import EmulatorConfig, LognormalLatency, OnDemand, Provisioned
+from sandbox.emulator.server import EmulatorServer, PartitionEmulator
+
+__all__ = [
+    "EmulatorConfig",
+    "EmulatorServer",
+    "LognormalLatency",
+    "OnDemand",
+    "PartitionEmulator",
+    "Provisioned",
+]

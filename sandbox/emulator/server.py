@@ -1,0 +1,879 @@
+"""The partition emulator: a DynamoDB-compatible HTTP endpoint in front of DynamoDB Local.
+
+Built on aiohttp (``aiohttp.web`` server, one ``ClientSession`` with a keep-alive
+connector to DynamoDB Local). Every request of the DynamoDB JSON protocol (``POST /``,
+``X-Amz-Target: DynamoDB_20120810.<Operation>``) is inspected; its capacity units are
+charged to the partition key values it touches on the table and on each GSI
+(:mod:`sandbox.emulator.operations`); a request over a limit is answered with
+DynamoDB's own throttling error and never forwarded; the rest is forwarded verbatim
+(the original bytes, headers included) and the answer relayed. Only a partly throttled
+batch is rewritten: the admitted part is forwarded and the throttled part is returned
+in ``UnprocessedItems`` / ``UnprocessedKeys``.
+
+Admin routes, off the DynamoDB path: ``GET /_emulator/metrics``,
+``GET /_emulator/contributors``, ``POST /_emulator/limits``, ``POST /_emulator/reset``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import random
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, Final
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from sandbox.emulator import metrics as m
+from sandbox.emulator.capacity import item_size, key_value_text, query_read_units, read_units
+from sandbox.emulator.config import EmulatorConfig, LognormalLatency, OnDemand, Provisioned
+from sandbox.emulator.errors import (
+    PROVISIONED_THROUGHPUT_EXCEEDED,
+    response_headers,
+    throttle_message,
+    throttling_error_body,
+    transaction_canceled_body,
+)
+from sandbox.emulator.limits import (
+    Charge,
+    Limiter,
+    LimitType,
+    Operation,
+    Resource,
+    ResourceLimit,
+    Violation,
+)
+from sandbox.emulator.operations import (
+    ImageCache,
+    WritePlan,
+    plan_condition_check,
+    plan_delete,
+    plan_put,
+    plan_update,
+    query_partition_key,
+    read_resource,
+)
+from sandbox.emulator.schema import (
+    LOCAL_REGION,
+    TableMeta,
+    index_arn,
+    region_from_authorization,
+    table_arn,
+    table_meta_from_description,
+)
+
+#: Prefix of the DynamoDB JSON protocol's ``X-Amz-Target``.
+TARGET_PREFIX: Final = "DynamoDB_20120810."
+#: Operations after which the table metadata cache is refreshed.
+_SCHEMA_CHANGES: Final = frozenset({"CreateTable", "UpdateTable", "DeleteTable"})
+#: Request headers not forwarded (hop-by-hop, or recomputed by the client session).
+_DROP_HEADERS: Final = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "expect",
+        "accept-encoding",
+    }
+)
+#: Response headers relayed from DynamoDB Local.
+_RELAY_HEADERS: Final = ("Content-Type", "x-amzn-RequestId", "x-amz-crc32", "Content-Encoding")
+#: Largest request body accepted (BatchWriteItem: 16 MB).
+_MAX_BODY: Final = 17 * 1024 * 1024
+
+Handler = Callable[["_Call", dict[str, Any]], Awaitable[web.Response]]
+
+
+@dataclasses.dataclass(slots=True)
+class _Call:
+    """One DynamoDB request in flight."""
+
+    operation: str
+    body: bytes
+    headers: CIMultiDict[str]
+    region: str
+    upstream: tuple[int, bytes, CIMultiDictProxy[str]] | None = None
+
+
+class _Passthrough(Exception):
+    """Planning could not make sense of the request: forward it untouched."""
+
+
+def _charges(plans: Iterable[WritePlan]) -> list[Charge]:
+    return [c for p in plans for c in p.charges]
+
+
+class PartitionEmulator:
+    """A DynamoDB endpoint that throttles like DynamoDB, in front of DynamoDB Local.
+
+    Parameters
+    ----------
+    upstream_url : str
+        DynamoDB Local's endpoint, e.g. ``http://127.0.0.1:8000``.
+    config : EmulatorConfig, optional
+        Limits, scale, latency, clock.
+
+    Examples
+    --------
+    >>> emulator = PartitionEmulator("http://127.0.0.1:8000", EmulatorConfig(scale=0.05))
+    >>> url = await emulator.start(port=0)  # doctest: +SKIP
+    """
+
+    def __init__(self, upstream_url: str, config: EmulatorConfig | None = None) -> None:
+        self.upstream_url = upstream_url.rstrip("/") + "/"
+        self.config = config or EmulatorConfig()
+        self.limiter = Limiter(
+            self.config.partition_wcu, self.config.partition_rcu, self.config.scale
+        )
+        self.metrics = m.Metrics()
+        self.images = ImageCache()
+        self.endpoint_url: str | None = None
+        self._tables: dict[str, TableMeta] = {}
+        self._rng = random.Random(self.config.seed)
+        self._session: aiohttp.ClientSession | None = None
+        self._runner: web.AppRunner | None = None
+        self._handlers: dict[str, Handler] = {
+            "PutItem": self._put_item,
+            "UpdateItem": self._update_item,
+            "DeleteItem": self._delete_item,
+            "BatchWriteItem": self._batch_write_item,
+            "TransactWriteItems": self._transact_write_items,
+            "GetItem": self._get_item,
+            "BatchGetItem": self._batch_get_item,
+            "Query": self._query_or_scan,
+            "Scan": self._query_or_scan,
+            "TransactGetItems": self._transact_get_items,
+        }
+
+    # --- life cycle -----------------------------------------------------------------
+    def make_app(self) -> web.Application:
+        """Build the aiohttp application (DynamoDB path and admin routes).
+
+        Returns
+        -------
+        aiohttp.web.Application
+            Opens the client session to DynamoDB Local on startup, closes it on cleanup.
+        """
+        app = web.Application(client_max_size=_MAX_BODY)
+        app.router.add_post("/", self._handle)
+        app.router.add_get("/_emulator/health", self._admin_health)
+        app.router.add_get("/_emulator/metrics", self._admin_metrics)
+        app.router.add_get("/_emulator/contributors", self._admin_contributors)
+        app.router.add_post("/_emulator/limits", self._admin_limits)
+        app.router.add_post("/_emulator/reset", self._admin_reset)
+        app.on_startup.append(self._open_session)
+        app.on_cleanup.append(self._close_session)
+        return app
+
+    async def _open_session(self, _app: web.Application) -> None:
+        connector = aiohttp.TCPConnector(limit=256, keepalive_timeout=30.0)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            auto_decompress=False,
+            timeout=aiohttp.ClientTimeout(total=60.0),
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def _close_session(self, _app: web.Application) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on ``host:port`` (0 picks a free port).
+
+        Parameters
+        ----------
+        host : str
+            Interface; loopback by default.
+        port : int
+            TCP port, 0 for any free one.
+
+        Returns
+        -------
+        str
+            The endpoint URL, e.g. ``http://127.0.0.1:54321``.
+        """
+        self._runner = web.AppRunner(self.make_app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound_host, bound_port = self._runner.addresses[0][:2]
+        self.endpoint_url = f"http://{bound_host}:{bound_port}"
+        return self.endpoint_url
+
+    async def close(self) -> None:
+        """Stop serving and close the connection pool."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # --- in-process API -------------------------------------------------------------
+    def update_limits(self, **changes: Any) -> EmulatorConfig:
+        """Change the configuration at run time (fields of :class:`EmulatorConfig`).
+
+        Parameters
+        ----------
+        **changes
+            E.g. ``scale=0.1`` or ``table_mode=Provisioned(rcu=50, wcu=20)``.
+
+        Returns
+        -------
+        EmulatorConfig
+            The new configuration. Key buckets restart full.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For an unknown field or an invalid value.
+        """
+        self.config = dataclasses.replace(self.config, **changes)
+        self.limiter.configure(
+            self.config.partition_wcu, self.config.partition_rcu, self.config.scale
+        )
+        for meta in self._tables.values():
+            self._apply_limits(meta)
+        return self.config
+
+    def reset(self) -> None:
+        """Refill every bucket, drop all figures, remembered items and table metadata."""
+        self.limiter.reset()
+        self.metrics.reset()
+        self.images.clear()
+        self._tables.clear()
+
+    def on_demand(self, meta: TableMeta) -> bool:
+        """Return whether a table is treated as on-demand.
+
+        Parameters
+        ----------
+        meta : TableMeta
+            The table.
+
+        Returns
+        -------
+        bool
+            From ``config.table_mode``, or the table's own billing mode when None.
+        """
+        mode = self.config.table_mode
+        if mode is None:
+            return meta.on_demand
+        return isinstance(mode, OnDemand)
+
+    # --- limits ---------------------------------------------------------------------
+    def _apply_limits(self, meta: TableMeta) -> None:
+        mode = self.config.table_mode
+        account = self.config.account_table_units * self.config.scale
+        owners: list[tuple[Resource, Any]] = [(Resource(meta.name), meta)]
+        owners += [(Resource(meta.name, g.name), g) for g in meta.gsis]
+        for resource, owner in owners:
+            for op in (Operation.READ, Operation.WRITE):
+                reading = op is Operation.READ
+                limit: ResourceLimit | None
+                if isinstance(mode, Provisioned) or (mode is None and not meta.on_demand):
+                    if isinstance(mode, Provisioned):
+                        units = mode.rcu if reading else mode.wcu
+                    else:
+                        units = owner.provisioned_rcu if reading else owner.provisioned_wcu
+                    limit = (
+                        ResourceLimit(LimitType.PROVISIONED, units, self.config.burst_seconds)
+                        if units
+                        else None
+                    )
+                else:
+                    if isinstance(mode, OnDemand):
+                        most = mode.max_rcu if reading else mode.max_wcu
+                    else:
+                        most = owner.max_read_units if reading else owner.max_write_units
+                    if most is not None and most <= account:
+                        limit = ResourceLimit(LimitType.MAX_ON_DEMAND, most)
+                    else:
+                        limit = ResourceLimit(LimitType.ACCOUNT, account)
+                self.limiter.set_resource_limit(resource, op, limit)
+
+    # --- upstream -------------------------------------------------------------------
+    @staticmethod
+    def _forward_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
+        out: CIMultiDict[str] = CIMultiDict(
+            (k, v) for k, v in headers.items() if k.lower() not in _DROP_HEADERS
+        )
+        out["Accept-Encoding"] = "identity"
+        return out
+
+    async def _send(
+        self, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, bytes, CIMultiDictProxy[str]]:
+        if self._session is None:
+            raise RuntimeError("the emulator is not started")
+        async with self._session.post(self.upstream_url, data=body, headers=headers) as resp:
+            return resp.status, await resp.read(), resp.headers
+
+    async def _forward(self, call: _Call, body: bytes | None = None) -> None:
+        call.upstream = await self._send(call.headers, call.body if body is None else body)
+
+    @staticmethod
+    def _relay(call: _Call, body: bytes | None = None) -> web.Response:
+        assert call.upstream is not None
+        status, data, headers = call.upstream
+        out = {k: headers[k] for k in _RELAY_HEADERS if k in headers}
+        if body is not None:
+            out.update(response_headers(body, headers.get("x-amzn-RequestId")))
+            data = body
+        return web.Response(status=status, body=data, headers=out)
+
+    async def _meta(self, call: _Call, table: str) -> TableMeta:
+        meta = self._tables.get(table)
+        if meta is not None:
+            return meta
+        headers = CIMultiDict(call.headers)
+        headers["X-Amz-Target"] = TARGET_PREFIX + "DescribeTable"
+        status, data, _ = await self._send(headers, json.dumps({"TableName": table}).encode())
+        if status != 200:
+            raise _Passthrough(f"DescribeTable {table}: HTTP {status}")
+        meta = table_meta_from_description(json.loads(data)["Table"])
+        self._tables[table] = meta
+        self._apply_limits(meta)
+        return meta
+
+    def _forget(self, body: bytes) -> None:
+        try:
+            table = json.loads(body).get("TableName")
+        except (ValueError, AttributeError):
+            table = None
+        if isinstance(table, str):
+            self._tables.pop(table, None)
+            if self.config.table_mode is None:
+                self.limiter.forget_table(table)
+        else:
+            self._tables.clear()
+
+    # --- request entry --------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        target = request.headers.get("X-Amz-Target", "")
+        operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
+        region = region_from_authorization(request.headers.get("Authorization")) or LOCAL_REGION
+        call = _Call(operation, body, self._forward_headers(request.headers), region)
+        handler = self._handlers.get(operation)
+        response: web.Response | None = None
+        if handler is not None:
+            try:
+                response = await handler(call, json.loads(body))
+            except (_Passthrough, ValueError, KeyError, TypeError, AttributeError, StopIteration):
+                response = self._relay(call) if call.upstream is not None else None
+        if response is None:
+            await self._forward(call)
+            if operation in _SCHEMA_CHANGES:
+                self._forget(body)
+            response = self._relay(call)
+        latency = self.config.latency
+        if latency is not None:
+            await asyncio.sleep(latency.sample(self._rng))
+        return response
+
+    # --- figures --------------------------------------------------------------------
+    def _record_consumed(self, op: Operation, charges: Iterable[Charge], now: float) -> None:
+        metric = m.CONSUMED_WCU if op is Operation.WRITE else m.CONSUMED_RCU
+        for charge in charges:
+            self.metrics.add(metric, charge.resource, charge.units, now)
+            if charge.key is not None:
+                self.metrics.record_key(op, charge.resource, charge.key, now, units=charge.units)
+
+    def _record_throttled(
+        self, op: Operation, charges: Iterable[Charge], violations: list[Violation], now: float
+    ) -> None:
+        """Count one throttled item operation: events per violated resource, keys."""
+        generic = m.WRITE_THROTTLE_EVENTS if op is Operation.WRITE else m.READ_THROTTLE_EVENTS
+        for resource, limit in {(v.resource, v.limit) for v in violations}:
+            self.metrics.add(m.THROTTLE_EVENT_METRICS[(op, limit)], resource, 1, now)
+            self.metrics.add(generic, resource, 1, now)
+        for charge in charges:
+            if charge.key is not None:
+                self.metrics.record_key(op, charge.resource, charge.key, now, throttled=True)
+
+    def _throttle_response(self, call: _Call, violations: list[Violation]) -> web.Response:
+        first = violations[0]
+        meta = self._tables[first.resource.table]
+        on_demand = self.on_demand(meta)
+        code = self.config.on_demand_error if on_demand else PROVISIONED_THROUGHPUT_EXCEEDED
+        message = throttle_message(on_demand=on_demand, index=first.resource.index is not None)
+        reasons: dict[tuple[str, str], None] = {}
+        for v in violations:
+            reasons[(v.reason, self._arn(v.resource, call.region))] = None
+        self.metrics.add(m.THROTTLED_REQUESTS, Resource(first.resource.table), 1, self._now())
+        body = throttling_error_body(code, message, list(reasons))
+        return web.Response(status=400, body=body, headers=response_headers(body))
+
+    def _arn(self, resource: Resource, region: str) -> str:
+        if resource.index is None:
+            return table_arn(resource.table, region, self.config.account_id)
+        return index_arn(resource.table, resource.index, region, self.config.account_id)
+
+    def _now(self) -> float:
+        return self.config.clock()
+
+    def _cancellation_code(self, table: str) -> str:
+        meta = self._tables[table]
+        return "ThrottlingError" if self.on_demand(meta) else "ProvisionedThroughputExceeded"
+
+    # --- writes ---------------------------------------------------------------------
+    async def _single_write(self, call: _Call, plan: WritePlan) -> web.Response:
+        now = self._now()
+        violations = self.limiter.admit(Operation.WRITE, plan.charges, now)
+        if violations:
+            self._record_throttled(Operation.WRITE, plan.charges, violations, now)
+            return self._throttle_response(call, violations)
+        self._record_consumed(Operation.WRITE, plan.charges, now)
+        await self._forward(call)
+        if call.upstream is not None and call.upstream[0] == 200:
+            self.images.put(plan.cache_key, plan.image_after)
+        return self._relay(call)
+
+    async def _put_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        meta = await self._meta(call, req["TableName"])
+        return await self._single_write(call, plan_put(meta, req["Item"], self.images))
+
+    async def _update_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        meta = await self._meta(call, req["TableName"])
+        return await self._single_write(call, plan_update(meta, req, self.images))
+
+    async def _delete_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        meta = await self._meta(call, req["TableName"])
+        return await self._single_write(call, plan_delete(meta, req["Key"], self.images))
+
+    async def _batch_write_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        metas = {t: await self._meta(call, t) for t in req["RequestItems"]}
+        now = self._now()
+        admitted: dict[str, list[Any]] = {}
+        unprocessed: dict[str, list[Any]] = {}
+        plans: list[WritePlan] = []
+        violations: list[Violation] = []
+        for table, requests in req["RequestItems"].items():
+            for item_request in requests:
+                if "PutRequest" in item_request:
+                    plan = plan_put(metas[table], item_request["PutRequest"]["Item"], self.images)
+                else:
+                    key = item_request["DeleteRequest"]["Key"]
+                    plan = plan_delete(metas[table], key, self.images)
+                found = self.limiter.admit(Operation.WRITE, plan.charges, now)
+                if found:
+                    violations += found
+                    self._record_throttled(Operation.WRITE, plan.charges, found, now)
+                    unprocessed.setdefault(table, []).append(item_request)
+                else:
+                    self._record_consumed(Operation.WRITE, plan.charges, now)
+                    admitted.setdefault(table, []).append(item_request)
+                    plans.append(plan)
+        if not admitted and violations:
+            return self._throttle_response(call, violations)
+        if not unprocessed:
+            await self._forward(call)
+        else:
+            await self._forward(call, json.dumps({**req, "RequestItems": admitted}).encode())
+        assert call.upstream is not None
+        if call.upstream[0] != 200:
+            return self._relay(call)
+        for plan in plans:
+            self.images.put(plan.cache_key, plan.image_after)
+        if not unprocessed:
+            return self._relay(call)
+        answer = json.loads(call.upstream[1])
+        merged = answer.setdefault("UnprocessedItems", {})
+        for table, requests in unprocessed.items():
+            merged.setdefault(table, []).extend(requests)
+        return self._relay(call, json.dumps(answer, separators=(",", ":")).encode())
+
+    async def _transact_write_items(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        plans: list[WritePlan] = []
+        for action in req["TransactItems"]:
+            kind, spec = next(iter(action.items()))
+            meta = await self._meta(call, spec["TableName"])
+            if kind == "Put":
+                plans.append(plan_put(meta, spec["Item"], self.images, transactional=True))
+            elif kind == "Update":
+                plans.append(plan_update(meta, spec, self.images, transactional=True))
+            elif kind == "Delete":
+                plans.append(plan_delete(meta, spec["Key"], self.images, transactional=True))
+            else:
+                plans.append(plan_condition_check(meta, spec["Key"], self.images))
+        now = self._now()
+        violations = self.limiter.admit(Operation.WRITE, _charges(plans), now)
+        if violations:
+            return self._transaction_canceled(Operation.WRITE, plans, violations, now)
+        self._record_consumed(Operation.WRITE, _charges(plans), now)
+        await self._forward(call)
+        if call.upstream is not None and call.upstream[0] == 200:
+            for plan in plans:
+                if plan.changes_item:
+                    self.images.put(plan.cache_key, plan.image_after)
+        return self._relay(call)
+
+    def _transaction_canceled(
+        self, op: Operation, plans: list[WritePlan], violations: list[Violation], now: float
+    ) -> web.Response:
+        codes: list[str | None] = []
+        for plan in plans:
+            hit = [
+                v
+                for v in violations
+                if any(
+                    c.resource == v.resource and (v.key is None or v.key == c.key)
+                    for c in plan.charges
+                )
+            ]
+            if hit:
+                self._record_throttled(op, plan.charges, hit, now)
+                codes.append(self._cancellation_code(plan.table))
+            else:
+                codes.append(None)
+        first = violations[0]
+        meta = self._tables[first.resource.table]
+        message = throttle_message(
+            on_demand=self.on_demand(meta), index=first.resource.index is not None
+        )
+        self.metrics.add(m.THROTTLED_REQUESTS, Resource(first.resource.table), 1, now)
+        body = transaction_canceled_body(codes, message)
+        return web.Response(status=400, body=body, headers=response_headers(body))
+
+    # --- reads ----------------------------------------------------------------------
+    def _settle_read(self, resource: Resource, key: str | None, units: float, now: float) -> None:
+        """Charge the rest of a read once its size is known (the minimum was reserved)."""
+        if units <= 0:
+            return
+        charge = Charge(resource, key, units)
+        self.limiter.consume(Operation.READ, [charge], now)
+        self.metrics.add(m.CONSUMED_RCU, resource, units, now)
+        if key is not None:
+            self.metrics.record_key(Operation.READ, resource, key, now, units=units, count=False)
+
+    async def _get_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        meta = await self._meta(call, req["TableName"])
+        consistent = bool(req.get("ConsistentRead", False))
+        resource = Resource(meta.name)
+        key = key_value_text(req["Key"][meta.hash_key])
+        reserved = read_units(0, consistent=consistent)
+        now = self._now()
+        charge = [Charge(resource, key, reserved)]
+        violations = self.limiter.admit(Operation.READ, charge, now)
+        if violations:
+            self._record_throttled(Operation.READ, charge, violations, now)
+            return self._throttle_response(call, violations)
+        self._record_consumed(Operation.READ, charge, now)
+        await self._forward(call)
+        assert call.upstream is not None
+        if call.upstream[0] == 200:
+            item = json.loads(call.upstream[1]).get("Item")
+            units = read_units(item_size(item) if item else 0, consistent=consistent)
+            self._settle_read(resource, key, units - reserved, self._now())
+        return self._relay(call)
+
+    async def _batch_get_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        metas = {t: await self._meta(call, t) for t in req["RequestItems"]}
+        now = self._now()
+        admitted: dict[str, Any] = {}
+        unprocessed: dict[str, Any] = {}
+        violations: list[Violation] = []
+        for table, spec in req["RequestItems"].items():
+            meta = metas[table]
+            reserved = read_units(0, consistent=bool(spec.get("ConsistentRead", False)))
+            for key in spec["Keys"]:
+                charge = [Charge(Resource(table), key_value_text(key[meta.hash_key]), reserved)]
+                found = self.limiter.admit(Operation.READ, charge, now)
+                target = unprocessed if found else admitted
+                target.setdefault(table, {**spec, "Keys": []})["Keys"].append(key)
+                if found:
+                    violations += found
+                    self._record_throttled(Operation.READ, charge, found, now)
+                else:
+                    self._record_consumed(Operation.READ, charge, now)
+        if not admitted and violations:
+            return self._throttle_response(call, violations)
+        if not unprocessed:
+            await self._forward(call)
+        else:
+            await self._forward(call, json.dumps({**req, "RequestItems": admitted}).encode())
+        assert call.upstream is not None
+        if call.upstream[0] != 200:
+            return self._relay(call)
+        answer = json.loads(call.upstream[1])
+        later = self._now()
+        for table, items in (answer.get("Responses") or {}).items():
+            meta = metas[table]
+            consistent = bool(admitted.get(table, {}).get("ConsistentRead", False))
+            reserved = read_units(0, consistent=consistent)
+            for item in items:
+                units = read_units(item_size(item), consistent=consistent)
+                key = item.get(meta.hash_key)
+                self._settle_read(
+                    Resource(table), key_value_text(key) if key else None, units - reserved, later
+                )
+        if not unprocessed:
+            return self._relay(call)
+        merged = answer.setdefault("UnprocessedKeys", {})
+        for table, spec in unprocessed.items():
+            if table in merged:
+                merged[table]["Keys"].extend(spec["Keys"])
+            else:
+                merged[table] = spec
+        return self._relay(call, json.dumps(answer, separators=(",", ":")).encode())
+
+    async def _query_or_scan(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        meta = await self._meta(call, req["TableName"])
+        resource, hash_key = read_resource(meta, req.get("IndexName"))
+        key = query_partition_key(req, hash_key) if call.operation == "Query" else None
+        consistent = bool(req.get("ConsistentRead", False)) and resource.index is None
+        reserved = query_read_units(0, consistent=consistent)
+        now = self._now()
+        charge = [Charge(resource, key, reserved)]
+        violations = self.limiter.admit(Operation.READ, charge, now)
+        if violations:
+            self._record_throttled(Operation.READ, charge, violations, now)
+            return self._throttle_response(call, violations)
+        self._record_consumed(Operation.READ, charge, now)
+        await self._forward(call)
+        assert call.upstream is not None
+        if call.upstream[0] == 200:
+            answer = json.loads(call.upstream[1])
+            items = answer.get("Items") or []
+            returned = sum(item_size(i) for i in items)
+            count, scanned = int(answer.get("Count", 0)), int(answer.get("ScannedCount", 0))
+            # A filter drops items after they are read: scale by ScannedCount / Count.
+            read_bytes = returned * scanned // count if count and scanned > count else returned
+            units = query_read_units(read_bytes, consistent=consistent)
+            self._settle_read(resource, key, units - reserved, self._now())
+        return self._relay(call)
+
+    async def _transact_get_items(self, call: _Call, req: dict[str, Any]) -> web.Response:
+        plans: list[WritePlan] = []
+        reserved = read_units(0, consistent=True, transactional=True)
+        for action in req["TransactItems"]:
+            spec = action["Get"]
+            meta = await self._meta(call, spec["TableName"])
+            charge = Charge(
+                Resource(meta.name), key_value_text(spec["Key"][meta.hash_key]), reserved
+            )
+            plans.append(
+                WritePlan(
+                    meta.name, spec["Key"], [charge], ImageCache.cache_key(meta, spec["Key"]), None
+                )
+            )
+        now = self._now()
+        violations = self.limiter.admit(Operation.READ, _charges(plans), now)
+        if violations:
+            return self._transaction_canceled(Operation.READ, plans, violations, now)
+        self._record_consumed(Operation.READ, _charges(plans), now)
+        await self._forward(call)
+        assert call.upstream is not None
+        if call.upstream[0] == 200:
+            answer = json.loads(call.upstream[1])
+            later = self._now()
+            for plan, got in zip(plans, answer.get("Responses") or [], strict=False):
+                item = got.get("Item")
+                units = read_units(
+                    item_size(item) if item else 0, consistent=True, transactional=True
+                )
+                charge = plan.charges[0]
+                self._settle_read(charge.resource, charge.key, units - reserved, later)
+        return self._relay(call)
+
+    # --- admin routes ---------------------------------------------------------------
+    async def _admin_health(self, _request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "upstream": self.upstream_url})
+
+    def _window(self, request: web.Request) -> tuple[float, float]:
+        minutes = float(request.query.get("minutes", "5"))
+        end = self._now() + 60.0
+        return end - 60.0 - minutes * 60.0, end
+
+    async def _admin_metrics(self, request: web.Request) -> web.Response:
+        table = request.query.get("table")
+        rows = [r for r in self.metrics.snapshot() if table is None or r["table"] == table]
+        return web.json_response({"metrics": rows})
+
+    async def _admin_contributors(self, request: web.Request) -> web.Response:
+        q = request.query
+        try:
+            mode = q.get("mode", "ACCESSED_AND_THROTTLED_KEYS")
+            if mode not in ("ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"):
+                raise ValueError(f"unknown mode {mode!r}")
+            op = Operation(q.get("operation", "Write"))
+            resource = Resource(q["table"], q.get("index") or None)
+            start, end = self._window(request)
+            views = self.metrics.contributors(
+                mode,  # type: ignore[arg-type]
+                op,
+                resource,
+                start,
+                end,
+                n=int(q.get("n", "10")),
+            )
+        except (KeyError, ValueError) as exc:
+            return web.json_response({"error": f"bad query: {exc}"}, status=400)
+        return web.json_response(
+            {
+                "mode": mode,
+                "operation": op.value,
+                **{name: [dataclasses.asdict(r) for r in rows] for name, rows in views.items()},
+            }
+        )
+
+    async def _admin_limits(self, request: web.Request) -> web.Response:
+        try:
+            changes = dict(await request.json())
+            if "table_mode" in changes:
+                changes["table_mode"] = _table_mode_from_json(changes["table_mode"])
+            if changes.get("latency") is not None:
+                changes["latency"] = LognormalLatency(**changes["latency"])
+            config = self.update_limits(**changes)
+        except (TypeError, ValueError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response(config_to_json(config))
+
+    async def _admin_reset(self, _request: web.Request) -> web.Response:
+        self.reset()
+        return web.json_response({"ok": True})
+
+
+def _table_mode_from_json(value: Any) -> Provisioned | OnDemand | None:
+    if value is None:
+        return None
+    if "provisioned" in value:
+        return Provisioned(**value["provisioned"])
+    if "on_demand" in value:
+        return OnDemand(**(value["on_demand"] or {}))
+    raise ValueError("table_mode must be null, {'provisioned': {...}} or {'on_demand': {...}}")
+
+
+def config_to_json(config: EmulatorConfig) -> dict[str, Any]:
+    """Return the JSON view of a configuration (the clock left out).
+
+    Parameters
+    ----------
+    config : EmulatorConfig
+        The configuration.
+
+    Returns
+    -------
+    dict
+        Field name -> value; ``table_mode`` as ``{"provisioned": {...}}`` or
+        ``{"on_demand": {...}}`` or None.
+    """
+    mode = config.table_mode
+    table_mode: dict[str, Any] | None = None
+    if isinstance(mode, Provisioned):
+        table_mode = {"provisioned": dataclasses.asdict(mode)}
+    elif isinstance(mode, OnDemand):
+        table_mode = {"on_demand": dataclasses.asdict(mode)}
+    return {
+        "partition_wcu": config.partition_wcu,
+        "partition_rcu": config.partition_rcu,
+        "scale": config.scale,
+        "table_mode": table_mode,
+        "account_table_units": config.account_table_units,
+        "burst_seconds": config.burst_seconds,
+        "latency": dataclasses.asdict(config.latency) if config.latency else None,
+        "on_demand_error": config.on_demand_error,
+        "account_id": config.account_id,
+    }
+
+
+class EmulatorServer:
+    """Run a :class:`PartitionEmulator` on its own event loop in a background thread.
+
+    For synchronous callers (tests, the sandbox, the demo): boto3 talks to
+    :attr:`endpoint_url` while figures are read from :attr:`emulator`.
+
+    Parameters
+    ----------
+    upstream_url : str
+        DynamoDB Local's endpoint.
+    config : EmulatorConfig, optional
+        Emulator configuration.
+    host : str
+        Interface (loopback by default).
+    port : int
+        Port, 0 for a free one.
+
+    Examples
+    --------
+    >>> config = EmulatorConfig(scale=0.05)
+    >>> with EmulatorServer(ddb.endpoint_url, config) as server:  # doctest: +SKIP
+    ...     client = boto3.client("dynamodb", endpoint_url=server.endpoint_url)
+    """
+
+    def __init__(
+        self,
+        upstream_url: str,
+        config: EmulatorConfig | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.emulator = PartitionEmulator(upstream_url, config)
+        self.host, self.port = host, port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        """str: The emulator's URL (after :meth:`start`)."""
+        if self.emulator.endpoint_url is None:
+            raise RuntimeError("the emulator is not started")
+        return self.emulator.endpoint_url
+
+    def start(self, timeout_s: float = 10.0) -> str:
+        """Start the loop thread and the server.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait for the server to listen.
+
+        Returns
+        -------
+        str
+            The endpoint URL.
+        """
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(
+            target=loop.run_forever, name="partition-emulator", daemon=True
+        )
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(self.emulator.start(self.host, self.port), loop)
+        return future.result(timeout_s)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the server and the loop thread.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait for each step.
+        """
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.emulator.close(), loop).result(timeout_s)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout_s)
+        loop.close()
+        self._loop = self._thread = None
+
+    def __enter__(self) -> EmulatorServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
