@@ -500,7 +500,9 @@ def parse_event(text: str | bytes) -> Event:
 def _describe(exc: Exception) -> str:
     if isinstance(exc, PydanticValidationError):
         return "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: "
+            f"{e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
         )
     return f"{type(exc).__name__}: {exc}"
 

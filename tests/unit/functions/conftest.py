@@ -1,0 +1,49 @@
+"""Fixtures of the Lambda function tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# Powertools reads these when the function modules are imported (module-level Logger,
+# Tracer, Metrics), so they are set before any test module imports a function.
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dynashard-test")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "dynashard")
+
+from dynashard import names
+
+from .support import LambdaContext
+
+
+@pytest.fixture(autouse=True)
+def _function_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Give every test a valid function environment and cold caches."""
+    from functions.ingest import app as ingest
+    from functions.query import app as query
+    from functions.scaler import app as scaler
+
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
+    monkeypatch.setenv(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE)
+    monkeypatch.setenv(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE)
+    caches = [
+        ingest.get_settings,
+        ingest.get_service,
+        query.get_settings,
+        query.get_service,
+        scaler.get_settings,
+        scaler.get_service,
+        scaler.get_hot_key_source,
+    ]
+    for cached in caches:
+        cached.cache_clear()
+    yield
+    for cached in caches:
+        cached.cache_clear()
+
+
+@pytest.fixture
+def context() -> LambdaContext:
+    return LambdaContext()

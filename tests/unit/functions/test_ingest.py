@@ -1,0 +1,351 @@
+"""Ingest function: REST routes, SQS and Kinesis batches, against a fake service."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from dynashard.errors import MetadataError, ValidationError
+
+from functions.ingest import app as ingest
+
+from .support import FakeService, LambdaContext, load_event
+
+
+def _body(response: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(response["body"])
+
+
+def _with_body(name: str, body: Any) -> dict[str, Any]:
+    event = load_event(name)
+    event["body"] = body if isinstance(body, str) else json.dumps(body)
+    return event
+
+
+def _emf(captured: str) -> dict[str, list[float]]:
+    """Merge the EMF blobs Powertools printed: metric name -> values."""
+    values: dict[str, list[float]] = {}
+    for line in captured.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            blob = json.loads(line)
+            for definition in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+                value = blob[definition["Name"]]
+                values.setdefault(definition["Name"], []).extend(
+                    value if isinstance(value, list) else [value]
+                )
+    return values
+
+
+# --- POST /events -------------------------------------------------------------------------
+def test_post_one_event_writes_it_and_answers_200(context: LambdaContext) -> None:
+    # Given the sample request with one event
+    service = FakeService()
+    # When it is handled
+    response = ingest.api_handler(load_event("api_post_events"), context, service=service)
+    # Then the event is written once and acknowledged
+    assert response["statusCode"] == 200
+    body = _body(response)
+    assert body["written"] == 1 and body["failed"] == []
+    assert body["results"] == [
+        {"id": "2013-01-01-B6-725", "key": "DEPARTURES#JFK", "ok": True, "error": None}
+    ]
+    [[event]] = service.put_calls
+    assert event.ts == datetime(2013, 1, 1, 5, 40, tzinfo=UTC)
+    assert event.data["flight"] == 725
+
+
+def test_post_batch_is_one_bulk_write_and_accepts_epoch_millis(context: LambdaContext) -> None:
+    # Given the sample batch of 3 events, one with an epoch-milliseconds ts
+    service = FakeService()
+    # When it is handled
+    response = ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    # Then all three go to the library in one call, in order
+    assert response["statusCode"] == 200
+    assert len(service.put_calls) == 1
+    assert [e.id for e in service.put_calls[0]] == [
+        "2013-01-01-B6-725",
+        "2013-01-01-UA-1696",
+        "2013-01-01-UA-1545",
+    ]
+    assert service.put_calls[0][1].ts == datetime(2013, 1, 1, 5, 58, tzinfo=UTC)
+    assert _body(response)["written"] == 3
+
+
+def test_post_events_emits_written_and_failed_counts(
+    context: LambdaContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a batch where one event cannot be written
+    service = FakeService(fail_ids=["2013-01-01-UA-1696"])
+    # When it is handled
+    ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    # Then the EMF output carries both counts
+    metrics = _emf(capsys.readouterr().out)
+    assert metrics["EventsWritten"] == [2.0]
+    assert metrics["EventsFailed"] == [1.0]
+
+
+def test_partial_write_failure_answers_503_naming_only_the_failed_event(
+    context: LambdaContext,
+) -> None:
+    # Given a batch where the library could not write one event
+    service = FakeService(fail_ids=["2013-01-01-UA-1696"])
+    # When it is handled
+    response = ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    # Then the client is told to retry exactly that one, after a pause
+    assert response["statusCode"] == 503
+    assert response["multiValueHeaders"]["Retry-After"] == ["1"]
+    body = _body(response)
+    assert body["written"] == 2
+    assert body["failed"] == [
+        {
+            "id": "2013-01-01-UA-1696",
+            "key": "DEPARTURES#JFK",
+            "error": "ProvisionedThroughputExceededException",
+        }
+    ]
+    assert [r["ok"] for r in body["results"]] == [True, False, True]
+
+
+def test_all_events_failing_is_503_listing_each(context: LambdaContext) -> None:
+    ids = ["2013-01-01-B6-725", "2013-01-01-UA-1696", "2013-01-01-UA-1545"]
+    service = FakeService(fail_ids=ids)
+    response = ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    assert response["statusCode"] == 503
+    assert [f["id"] for f in _body(response)["failed"]] == ids
+    assert _body(response)["written"] == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"key": "DEPARTURES#JFK", "id": "1", "ts": "yesterday"}, "ts"),
+        ({"key": "DEPARTURES#JFK", "ts": "2013-01-01T05:40:00Z"}, "id"),
+        ({"key": "", "id": "1", "ts": 1}, "key"),
+        ({"key": "K", "id": "1", "ts": 1, "data": []}, "data"),
+        ({"key": "K", "id": "1", "ts": 1, "colour": "red"}, "colour"),
+        ({"events": [{"key": "K", "id": "1", "ts": 1}, {"key": "K", "ts": 1}]}, "events[1].id"),
+        ({"events": [{"key": "K", "id": "1", "ts": "13/01/2013"}]}, "events[0].ts"),
+        ({"events": []}, "events"),
+        ({"events": [{"key": "K", "id": str(i), "ts": i} for i in range(101)]}, "events"),
+        ("{not json", "body"),
+    ],
+)
+def test_bad_post_events_body_is_422_naming_the_field_and_writes_nothing(
+    context: LambdaContext, body: Any, field: str
+) -> None:
+    # Given a request body that breaks the event contract
+    service = FakeService()
+    # When it is handled
+    response = ingest.api_handler(_with_body("api_post_events", body), context, service=service)
+    # Then nothing is written and the JSON answer names the field
+    assert response["statusCode"] == 422
+    answer = _body(response)
+    assert answer["field"] == field
+    assert answer["message"].startswith(f"{field}: ")
+    assert any(e["field"] == field for e in answer["errors"])
+    assert service.put_calls == []
+
+
+def test_batch_of_exactly_100_events_is_accepted(context: LambdaContext) -> None:
+    events = [{"key": "K", "id": str(i), "ts": 1_357_000_000_000 + i} for i in range(100)]
+    service = FakeService()
+    response = ingest.api_handler(
+        _with_body("api_post_events", {"events": events}), context, service=service
+    )
+    assert response["statusCode"] == 200
+    assert len(service.put_calls[0]) == 100
+
+
+def test_unknown_route_is_404(context: LambdaContext) -> None:
+    event = load_event("api_post_events")
+    event["path"] = "/nothing-here"
+    response = ingest.api_handler(event, context, service=FakeService())
+    assert response["statusCode"] == 404
+
+
+# --- POST /counters/{name} -----------------------------------------------------------------
+def test_post_counter_decodes_the_name_and_passes_the_idempotency_key(
+    context: LambdaContext,
+) -> None:
+    # Given the sample increment of CARRIER#UA (sent as CARRIER%23UA) with a key
+    service = FakeService()
+    # When it is handled
+    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    # Then the library increments the decoded name once
+    assert response["statusCode"] == 200
+    assert _body(response) == {"name": "CARRIER#UA", "by": 5}
+    assert service.increments == [("CARRIER#UA", 5, "sqs-059f36b4-87a3-44ab-83d2-661975830a7d")]
+
+
+def test_post_counter_without_idempotency_key(context: LambdaContext) -> None:
+    event = load_event("api_post_counter")
+    del event["headers"]["Idempotency-Key"]
+    del event["multiValueHeaders"]["Idempotency-Key"]
+    service = FakeService()
+    response = ingest.api_handler(event, context, service=service)
+    assert response["statusCode"] == 200
+    assert service.increments == [("CARRIER#UA", 5, None)]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"by": 0}, "by"), ({"by": "5"}, "by"), ({"by": 1.5}, "by"), ({"by": True}, "by"), ({}, "by")],
+)
+def test_bad_counter_body_is_422(context: LambdaContext, body: Any, field: str) -> None:
+    service = FakeService()
+    response = ingest.api_handler(_with_body("api_post_counter", body), context, service=service)
+    assert response["statusCode"] == 422
+    assert _body(response)["field"] == field
+    assert service.increments == []
+
+
+def test_library_validation_error_is_400_with_field(context: LambdaContext) -> None:
+    service = FakeService(raises=ValidationError("name", "longer than 2,048 bytes"))
+    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    assert response["statusCode"] == 400
+    assert _body(response) == {"message": "name: longer than 2,048 bytes", "field": "name"}
+
+
+def test_other_library_error_is_500_with_message(context: LambdaContext) -> None:
+    service = FakeService(raises=MetadataError())
+    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    assert response["statusCode"] == 500
+    assert _body(response)["message"] == "shard metadata unavailable"
+
+
+# --- SQS -------------------------------------------------------------------------------------
+SQS_INVALID_ID = "9d6e3b8a-1c2f-4e5d-8a7b-3f0e1d2c4b5a"
+
+
+def test_sqs_invalid_record_is_the_only_failure_and_valid_ones_are_one_write(
+    context: LambdaContext,
+) -> None:
+    # Given the sample batch: 4 messages, the third with an unparseable ts
+    service = FakeService()
+    # When it is handled
+    result = ingest.sqs_handler(load_event("sqs_batch"), context, service=service)
+    # Then exactly that message is reported, and the 3 others were written in one call
+    assert result == {"batchItemFailures": [{"itemIdentifier": SQS_INVALID_ID}]}
+    assert len(service.put_calls) == 1
+    assert [e.id for e in service.put_calls[0]] == [
+        "2013-01-01-B6-725",
+        "2013-01-01-UA-1696",
+        "2013-01-01-UA-1545",
+    ]
+
+
+def test_sqs_invalid_record_reason_is_logged(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    ingest.sqs_handler(load_event("sqs_batch"), context, service=FakeService())
+    rejected = [r for r in caplog.records if r.getMessage() == "record rejected"]
+    assert [getattr(r, "item_id", None) for r in rejected] == [SQS_INVALID_ID]
+    assert getattr(rejected[0], "reason", "").startswith("invalid event: ts: must be ISO-8601")
+
+
+def test_sqs_write_failure_of_one_event_reports_its_message(context: LambdaContext) -> None:
+    # Given the library fails the event of the last message
+    service = FakeService(fail_ids=["2013-01-01-UA-1545"])
+    # When the batch is handled
+    result = ingest.sqs_handler(load_event("sqs_batch"), context, service=service)
+    # Then that message and the invalid one are reported, in batch order
+    assert result == {
+        "batchItemFailures": [
+            {"itemIdentifier": SQS_INVALID_ID},
+            {"itemIdentifier": "c80e8021-a70a-42c7-a470-796e1186f753"},
+        ]
+    }
+
+
+def test_sqs_all_failed_is_still_a_partial_response_listing_every_message(
+    context: LambdaContext,
+) -> None:
+    # Given a library whose bulk write fails as a whole
+    service = FakeService(raises=MetadataError())
+    event = load_event("sqs_batch")
+    # When the batch is handled
+    result = ingest.sqs_handler(event, context, service=service)
+    # Then no exception escapes and every message goes back to the queue
+    assert result == {
+        "batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]
+    }
+
+
+def test_sqs_batch_of_only_invalid_records_writes_nothing(context: LambdaContext) -> None:
+    event = load_event("sqs_batch")
+    for record in event["Records"]:
+        record["body"] = "not json"
+    service = FakeService()
+    result = ingest.sqs_handler(event, context, service=service)
+    assert len(result["batchItemFailures"]) == 4
+    assert service.put_calls == []
+
+
+def test_sqs_clean_batch_reports_nothing(context: LambdaContext) -> None:
+    event = load_event("sqs_batch")
+    del event["Records"][2]
+    assert ingest.sqs_handler(event, context, service=FakeService()) == {"batchItemFailures": []}
+
+
+# --- Kinesis --------------------------------------------------------------------------------
+def test_kinesis_batch_is_written_in_one_call(context: LambdaContext) -> None:
+    service = FakeService()
+    result = ingest.kinesis_handler(load_event("kinesis_batch"), context, service=service)
+    assert result == {"batchItemFailures": []}
+    assert len(service.put_calls) == 1
+    assert [e.key for e in service.put_calls[0]] == [
+        "DEPARTURES#JFK",
+        "DEPARTURES#JFK",
+        "DEPARTURES#EWR",
+    ]
+
+
+def test_kinesis_failures_are_reported_by_sequence_number(context: LambdaContext) -> None:
+    # Given one record whose data is not base64 JSON and one event the library fails
+    event = load_event("kinesis_batch")
+    event["Records"][0]["kinesis"]["data"] = base64.b64encode(b"{oops").decode()
+    service = FakeService(fail_ids=["2013-01-01-UA-1545"])
+    # When the batch is handled
+    result = ingest.kinesis_handler(event, context, service=service)
+    # Then both are reported by their sequence numbers
+    assert result == {
+        "batchItemFailures": [
+            {"itemIdentifier": "49590338271490256608559692538361571095921575989136588898"},
+            {"itemIdentifier": "49590338271490256608559692541807423115452743591278227490"},
+        ]
+    }
+    assert len(service.put_calls[0]) == 2
+
+
+def test_kinesis_data_that_is_not_base64_is_a_failure(context: LambdaContext) -> None:
+    event = load_event("kinesis_batch")
+    event["Records"][1]["kinesis"]["data"] = "%%% not base64 %%%"
+    result = ingest.kinesis_handler(event, context, service=FakeService())
+    assert result == {
+        "batchItemFailures": [
+            {"itemIdentifier": "49590338271490256608559692540925702759324208523137515618"}
+        ]
+    }
+
+
+# --- configuration ---------------------------------------------------------------------------
+def test_settings_are_read_at_first_use_and_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DYNASHARD_DEFAULT_SHARDS", "4")
+    first = ingest.get_settings()
+    monkeypatch.setenv("DYNASHARD_DEFAULT_SHARDS", "8")
+    assert ingest.get_settings() is first
+    assert first.default_shards == 4
+    config = first.to_config()
+    assert config.default_shards == 4
+    assert config.data_table == "dynashard-data"
+
+
+def test_missing_table_setting_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pydantic
+
+    monkeypatch.delenv("DYNASHARD_DATA_TABLE")
+    with pytest.raises(pydantic.ValidationError, match="DYNASHARD_DATA_TABLE"):
+        ingest.get_settings()
