@@ -4,9 +4,9 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
-from dynashard import Dynashard, DynashardConfig
 from moto import mock_aws
 
+from dynashard import Dynashard, DynashardConfig
 from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 

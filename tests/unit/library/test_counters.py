@@ -3,9 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from dynashard import Dynashard, DynashardConfig, counter_key
 from dynashard.errors import ValidationError
-
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 from .fakes import FlakyClient

@@ -3,6 +3,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dynashard.errors import KeyLimitExceededError, ValidationError
 from dynashard.keys import (
     MAX_ITEM_BYTES,
@@ -15,8 +18,6 @@ from dynashard.keys import (
     validate_item_size,
     validate_logical_key,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def test_physical_key_round_trip() -> None:

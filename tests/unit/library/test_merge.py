@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import pytest
-from dynashard.errors import CursorError
-from dynashard.merge import Cursor, merge_page, query_fingerprint
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from dynashard.errors import CursorError
+from dynashard.merge import Cursor, merge_page, query_fingerprint
 
 sort_keys = st.text(alphabet="abcdef0123", min_size=1, max_size=4)
 

@@ -5,9 +5,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
+
 from dynashard.errors import MetadataError, ValidationError
 from dynashard.metadata import DynamoDBMetadataStore, ShardInfo, ShardMetadata, parse_history
-
 from infra.table_specs import METADATA_TABLE
 
 

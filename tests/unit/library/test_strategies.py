@@ -4,6 +4,9 @@ from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dynashard.errors import ValidationError
 from dynashard.strategies import (
     calculated_shards,
@@ -13,8 +16,6 @@ from dynashard.strategies import (
     shard_for,
     time_bucket,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def test_hash64_is_stable_across_processes() -> None:

@@ -5,11 +5,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.errors import CursorError, ShardQueryError, ValidationError
 from dynashard.retry import Backoff
 from dynashard.writer import ShardedWriter
-
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 from .fakes import FlakyClient, client_error
