@@ -1,0 +1,209 @@
+"""Query function: GET /events, /counters/{name}, /shards/{key}, and the OpenAPI document."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from dynashard.errors import CursorError, MetadataError, ShardQueryError
+from functions import openapi
+from functions.query import app as query
+
+from .support import FakeService, LambdaContext, load_event
+
+
+def _body(response: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(response["body"])
+
+
+def _get_events(**params: str | None) -> dict[str, Any]:
+    """The sample GET /events with some query parameters replaced (None removes one)."""
+    event = load_event("api_get_events")
+    for name, value in params.items():
+        if value is None:
+            event["queryStringParameters"].pop(name, None)
+            event["multiValueQueryStringParameters"].pop(name, None)
+        else:
+            event["queryStringParameters"][name] = value
+            event["multiValueQueryStringParameters"][name] = [value]
+    return event
+
+
+# --- GET /events ------------------------------------------------------------------------------
+def test_get_events_passes_the_parsed_window_and_answers_items_and_cursor(
+    context: LambdaContext,
+) -> None:
+    # Given the sample request: from ISO-8601, to epoch millis, limit 50, asc
+    service = FakeService()
+    # When it is handled
+    response = query.handler(load_event("api_get_events"), context, service=service)
+    # Then the library gets UTC datetimes and the answer is {"items", "cursor"} only
+    assert response["statusCode"] == 200
+    assert service.query_calls == [
+        (
+            "DEPARTURES#JFK",
+            {
+                "start": datetime(2013, 1, 1, tzinfo=UTC),
+                "end": datetime(2013, 1, 2, tzinfo=UTC),
+                "limit": 50,
+                "descending": False,
+                "cursor": None,
+                "allow_partial": False,
+            },
+        )
+    ]
+    body = _body(response)
+    assert set(body) == {"items", "cursor"}
+    assert body["cursor"] == "opaque-cursor"
+    assert body["items"][0]["data"] == {"dep_delay": -1.5}
+
+
+def test_get_events_defaults(context: LambdaContext) -> None:
+    service = FakeService()
+    event = _get_events(**{"from": None, "to": None, "limit": None, "order": None})
+    response = query.handler(event, context, service=service)
+    assert response["statusCode"] == 200
+    [(_key, kwargs)] = service.query_calls
+    assert kwargs["limit"] == 100
+    assert kwargs["descending"] is False
+    assert kwargs["start"] is None and kwargs["end"] is None
+    assert _body(response)["cursor"] is None
+
+
+def test_get_events_desc_and_cursor_are_passed_through(context: LambdaContext) -> None:
+    service = FakeService()
+    query.handler(_get_events(order="desc", cursor="abc"), context, service=service)
+    [(_key, kwargs)] = service.query_calls
+    assert kwargs["descending"] is True
+    assert kwargs["cursor"] == "abc"
+
+
+def test_partial_results_name_the_missing_shards(context: LambdaContext) -> None:
+    service = FakeService()
+    response = query.handler(_get_events(partial="true"), context, service=service)
+    assert response["statusCode"] == 200
+    assert service.query_calls[0][1]["allow_partial"] is True
+    assert _body(response)["missing_shards"] == ["DEPARTURES#JFK#3"]
+
+
+def test_get_events_emits_latency_and_shards_queried(
+    context: LambdaContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query.handler(load_event("api_get_events"), context, service=FakeService())
+    blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    names = {m["Name"] for b in blobs for m in b["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert {"ReadLatency", "ShardsQueried"} <= names
+    assert any(b.get("ShardsQueried") in (4, 4.0, [4.0]) for b in blobs)
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"key": None}, "key"),
+        ({"key": ""}, "key"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "1001"}, "limit"),
+        ({"limit": "many"}, "limit"),
+        ({"order": "sideways"}, "order"),
+        ({"partial": "perhaps"}, "partial"),
+    ],
+)
+def test_bad_parameter_is_422_naming_it(
+    context: LambdaContext, params: dict[str, str | None], field: str
+) -> None:
+    service = FakeService()
+    response = query.handler(_get_events(**params), context, service=service)
+    assert response["statusCode"] == 422
+    body = _body(response)
+    assert body["field"] == field
+    assert body["message"].startswith(f"{field}: ")
+    assert service.query_calls == []
+
+
+@pytest.mark.parametrize("field", ["from", "to"])
+def test_unparseable_time_is_400_naming_the_parameter(context: LambdaContext, field: str) -> None:
+    service = FakeService()
+    response = query.handler(_get_events(**{field: "yesterday"}), context, service=service)
+    assert response["statusCode"] == 400
+    body = _body(response)
+    assert body["field"] == field
+    assert "ISO-8601" in body["message"]
+    assert service.query_calls == []
+
+
+def test_bad_cursor_is_400(context: LambdaContext) -> None:
+    response = query.handler(
+        _get_events(cursor="zzz"), context, service=FakeService(raises=CursorError("not ours"))
+    )
+    assert response["statusCode"] == 400
+    assert _body(response) == {"message": "cursor: not ours", "field": "cursor"}
+
+
+def test_failed_shard_is_503_naming_it_never_an_empty_page(context: LambdaContext) -> None:
+    failure = ShardQueryError({"DEPARTURES#JFK#2": "ProvisionedThroughputExceededException"})
+    response = query.handler(
+        load_event("api_get_events"), context, service=FakeService(raises=failure)
+    )
+    assert response["statusCode"] == 503
+    body = _body(response)
+    assert body["shards"] == ["DEPARTURES#JFK#2"]
+    assert "items" not in body
+
+
+def test_other_library_error_is_500(context: LambdaContext) -> None:
+    response = query.handler(
+        load_event("api_get_events"), context, service=FakeService(raises=MetadataError())
+    )
+    assert response["statusCode"] == 500
+    assert _body(response)["message"] == "shard metadata unavailable"
+
+
+# --- GET /counters/{name}, GET /shards/{key} ---------------------------------------------------
+def test_get_counter_decodes_the_name(context: LambdaContext) -> None:
+    response = query.handler(load_event("api_get_counter"), context, service=FakeService())
+    assert response["statusCode"] == 200
+    assert _body(response) == {"name": "CARRIER#UA", "value": 42, "shards": 3}
+
+
+def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
+    service = FakeService(shards={"DEPARTURES#JFK": 4})
+    response = query.handler(load_event("api_get_shards"), context, service=service)
+    assert response["statusCode"] == 200
+    assert _body(response) == {
+        "key": "DEPARTURES#JFK",
+        "number_of_shards": 4,
+        "last_updated": 1_700_000_000,
+        "history": [{"since": 1_700_000_000, "count": 1}],
+    }
+
+
+def test_query_function_does_not_serve_writes(context: LambdaContext) -> None:
+    service = FakeService()
+    response = query.handler(load_event("api_post_events"), context, service=service)
+    assert response["statusCode"] in (404, 405)
+    assert service.put_calls == []
+
+
+# --- OpenAPI ----------------------------------------------------------------------------------
+def test_openapi_document_lists_every_route() -> None:
+    document = openapi.openapi_schema()
+    routes = {(path, method) for path, ops in document["paths"].items() for method in ops}
+    assert routes == {
+        ("/events", "post"),
+        ("/counters/{name}", "post"),
+        ("/events", "get"),
+        ("/counters/{name}", "get"),
+        ("/shards/{key}", "get"),
+    }
+    params = {p["name"] for p in document["paths"]["/events"]["get"]["parameters"]}
+    assert params == {"key", "from", "to", "limit", "order", "cursor", "partial"}
+
+
+def test_openapi_module_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert openapi.main() == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["info"]["title"] == "dynashard API"
+    assert "Event" in document["components"]["schemas"]
