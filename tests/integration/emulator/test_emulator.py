@@ -1,0 +1,291 @@
+"""The partition emulator in front of DynamoDB Local, driven by boto3.
+
+The emulator's clock is a manual one: buckets refill only when a test advances it, so
+every count below is exact and no test sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.emulator import EmulatorConfig, EmulatorServer, Provisioned
+from sandbox.emulator.limits import Operation, Resource
+from sandbox.emulator.metrics import (
+    CONSUMED_RCU,
+    CONSUMED_WCU,
+    READ_THROTTLE_EVENTS,
+    THROTTLED_REQUESTS,
+)
+from sandbox.tables import create_tables, data_and_metadata, delete_tables
+
+pytestmark = pytest.mark.integration
+
+REGION = "eu-west-1"
+SCALE = 0.01  # 10 WCU/s and 30 RCU/s per key
+T0 = 1_800_000_000.0
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def data_table(dynamodb_local: DynamoDBLocal) -> Iterator[str]:
+    client = dynamodb_local.client()
+    names = create_tables(client, suffix=f"-e{uuid.uuid4().hex[:8]}", exist_ok=False)
+    yield data_and_metadata(names)[0]
+    delete_tables(client, names.values())
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def server(dynamodb_local: DynamoDBLocal, clock: ManualClock) -> Iterator[EmulatorServer]:
+    with EmulatorServer(dynamodb_local.endpoint_url, EmulatorConfig(scale=SCALE, clock=clock)) as s:
+        yield s
+
+
+def make_client(url: str, **retries: Any) -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=url,
+        region_name=REGION,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+        config=Config(retries=retries or {"mode": "standard", "total_max_attempts": 1}),
+    )
+
+
+def put(client: Any, table: str, pk: str, sk: str, **extra: Any) -> None:
+    item = {"PK": {"S": pk}, "SK": {"S": sk}, **extra}
+    client.put_item(TableName=table, Item=item)
+
+
+def arn(table: str, index: str | None = None) -> str:
+    base = f"arn:aws:dynamodb:{REGION}:000000000000:table/{table}"
+    return base if index is None else f"{base}/index/{index}"
+
+
+def test_hot_key_is_throttled_with_key_range_reason_and_others_are_not(
+    server: EmulatorServer, data_table: str, clock: ManualClock
+) -> None:
+    client = make_client(server.endpoint_url)
+    # Given a hot key that has used its 10 WCU for this second
+    for i in range(10):
+        put(client, data_table, "hot", f"{i}")
+    # When one more write arrives
+    with pytest.raises(client.exceptions.ProvisionedThroughputExceededException) as info:
+        put(client, data_table, "hot", "x")
+    # Then it carries DynamoDB's throttling reason and the table ARN
+    response = info.value.response
+    assert response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert response["ThrottlingReasons"] == [
+        {"reason": "TableWriteKeyRangeThroughputExceeded", "resource": arn(data_table)}
+    ]
+    # And another key is unaffected
+    put(client, data_table, "cold", "1")
+    # And one second later the hot key has 10 WCU again
+    clock.now += 1.0
+    put(client, data_table, "hot", "y")
+    # And the throttled write never reached DynamoDB Local
+    direct = make_client(server.emulator.upstream_url)
+    key = {"PK": {"S": "hot"}, "SK": {"S": "x"}}
+    assert "Item" not in direct.get_item(TableName=data_table, Key=key)
+
+
+@pytest.mark.parametrize(
+    "retries",
+    [{"mode": "standard", "total_max_attempts": 3}, {"mode": "legacy", "total_max_attempts": 3}],
+)
+def test_botocore_retries_the_answer_as_throttling(
+    server: EmulatorServer, data_table: str, retries: dict[str, Any]
+) -> None:
+    client = make_client(server.endpoint_url, **retries)
+    for i in range(10):
+        put(client, data_table, "retry", f"{i}")
+    with pytest.raises(ClientError) as info:
+        put(client, data_table, "retry", "x")
+    assert info.value.response["ResponseMetadata"]["RetryAttempts"] == 2
+
+
+def test_batch_write_returns_throttled_part_as_unprocessed_items(
+    server: EmulatorServer, data_table: str
+) -> None:
+    client = make_client(server.endpoint_url)
+    requests = [
+        {"PutRequest": {"Item": {"PK": {"S": "batch"}, "SK": {"S": f"{i:02d}"}}}} for i in range(25)
+    ]
+    # When 25 writes to one key arrive in one batch (10 WCU available)
+    answer = client.batch_write_item(RequestItems={data_table: requests})
+    # Then 15 come back, in the request's own shape, and 10 were written
+    unprocessed = answer["UnprocessedItems"][data_table]
+    assert unprocessed == requests[10:]
+    got = client.query(
+        TableName=data_table,
+        KeyConditionExpression="PK = :p",
+        ExpressionAttributeValues={":p": {"S": "batch"}},
+    )
+    assert sorted(i["SK"]["S"] for i in got["Items"]) == [f"{i:02d}" for i in range(10)]
+    # And when none of a batch can be written, the whole call is throttled
+    with pytest.raises(client.exceptions.ProvisionedThroughputExceededException):
+        client.batch_write_item(RequestItems={data_table: requests[10:12]})
+
+
+def test_hot_gsi_partition_throttles_base_table_write(
+    server: EmulatorServer, data_table: str
+) -> None:
+    client = make_client(server.endpoint_url)
+    gsi = {"GSI1PK": {"S": "low-cardinality"}, "GSI1SK": {"S": "s"}}
+    # Given distinct table keys that all share one GSI partition key
+    for i in range(10):
+        put(client, data_table, f"spread#{i}", "s", **gsi)
+    # When one more write lands on the same GSI partition
+    with pytest.raises(client.exceptions.ProvisionedThroughputExceededException) as info:
+        put(client, data_table, "spread#10", "s", **gsi)
+    # Then the base write is throttled for the index (back-pressure), with its ARN
+    assert info.value.response["ThrottlingReasons"] == [
+        {"reason": "IndexWriteKeyRangeThroughputExceeded", "resource": arn(data_table, "GSI1")}
+    ]
+    direct = make_client(server.emulator.upstream_url)
+    key = {"PK": {"S": "spread#10"}, "SK": {"S": "s"}}
+    assert "Item" not in direct.get_item(TableName=data_table, Key=key)
+
+
+def test_metrics_and_top_keys_match_what_was_sent(
+    server: EmulatorServer, data_table: str, clock: ManualClock
+) -> None:
+    client = make_client(server.endpoint_url)
+    throttled = 0
+    for i in range(14):
+        try:
+            put(client, data_table, "m-hot", f"{i}")
+        except client.exceptions.ProvisionedThroughputExceededException:
+            throttled += 1
+    for i in range(3):
+        put(client, data_table, "m-warm", f"{i}", data={"S": "x" * 1500})  # 2 WCU each
+    emulator, table = server.emulator, Resource(data_table)
+    start, end = T0 - 60, T0 + 60
+    assert throttled == 4
+    assert emulator.metrics.total(CONSUMED_WCU, table, start, end) == 10 + 3 * 2
+    assert emulator.metrics.total("WriteKeyRangeThroughputThrottleEvents", table, start, end) == 4
+    assert emulator.metrics.total(THROTTLED_REQUESTS, table, start, end) == 4
+    views = emulator.metrics.contributors(
+        "ACCESSED_AND_THROTTLED_KEYS", Operation.WRITE, table, start, end
+    )
+    assert [(r.key, r.throttled_events) for r in views["most_throttled"]] == [("m-hot", 4)]
+    assert [(r.key, r.consumed_units) for r in views["most_accessed"]] == [
+        ("m-hot", 10.0),
+        ("m-warm", 6.0),
+    ]
+    # And the admin route (off the DynamoDB path) says the same
+    url = f"{server.endpoint_url}/_emulator/contributors?table={data_table}&mode=THROTTLED_KEYS"
+    with urllib.request.urlopen(url, timeout=5) as resp:  # loopback only
+        body = json.load(resp)
+    assert body["most_throttled"][0]["key"] == "m-hot"
+    assert body["most_throttled"][0]["throttled_events"] == 4
+    assert "most_accessed" not in body
+
+
+def test_reads_charged_by_bytes_and_throttled_per_key(
+    server: EmulatorServer, data_table: str
+) -> None:
+    client = make_client(server.endpoint_url)
+    table = Resource(data_table)
+    big = {"S": "x" * 3000}
+    for i in range(3):
+        put(client, data_table, "r-big", f"{i}", data=big)
+    before = server.emulator.metrics.total(CONSUMED_RCU, table, T0 - 60, T0 + 60)
+    # An EC Query of three ~3 KB items reads ~9 KB: ceil(9 KB / 4 KB) = 3 RCU, halved
+    got = client.query(
+        TableName=data_table,
+        KeyConditionExpression="PK = :p",
+        ExpressionAttributeValues={":p": {"S": "r-big"}},
+    )
+    assert got["Count"] == 3
+    after = server.emulator.metrics.total(CONSUMED_RCU, table, T0 - 60, T0 + 60)
+    assert after - before == 1.5
+    # 30 RCU/s per key: 30 strongly consistent reads of a small item, then throttled
+    put(client, data_table, "r-hot", "1")
+    key = {"PK": {"S": "r-hot"}, "SK": {"S": "1"}}
+    for _ in range(30):
+        client.get_item(TableName=data_table, Key=key, ConsistentRead=True)
+    with pytest.raises(client.exceptions.ProvisionedThroughputExceededException) as info:
+        client.get_item(TableName=data_table, Key=key, ConsistentRead=True)
+    assert info.value.response["ThrottlingReasons"][0]["reason"] == (
+        "TableReadKeyRangeThroughputExceeded"
+    )
+    assert server.emulator.metrics.total(READ_THROTTLE_EVENTS, table, T0 - 60, T0 + 60) == 1
+
+
+def test_provisioned_table_limit_and_batch_get_unprocessed_keys(
+    server: EmulatorServer, data_table: str
+) -> None:
+    client = make_client(server.endpoint_url)
+    server.emulator.update_limits(table_mode=Provisioned(rcu=4, wcu=5))
+    for i in range(5):
+        put(client, data_table, f"p#{i}", "s")
+    with pytest.raises(client.exceptions.ProvisionedThroughputExceededException) as info:
+        put(client, data_table, "p#5", "s")
+    response = info.value.response
+    assert response["ThrottlingReasons"] == [
+        {"reason": "TableWriteProvisionedThroughputExceeded", "resource": arn(data_table)}
+    ]
+    assert "provisioned throughput for the table was exceeded" in response["Error"]["Message"]
+    # 4 RCU: 4 strongly consistent keys are read, the other 2 come back unprocessed
+    keys = [{"PK": {"S": f"p#{i}"}, "SK": {"S": "s"}} for i in range(5)] + [
+        {"PK": {"S": "none"}, "SK": {"S": "s"}}
+    ]
+    request = {data_table: {"Keys": keys, "ConsistentRead": True}}
+    answer = client.batch_get_item(RequestItems=request)
+    assert len(answer["Responses"][data_table]) == 4
+    assert answer["UnprocessedKeys"][data_table]["Keys"] == keys[4:]
+    assert answer["UnprocessedKeys"][data_table]["ConsistentRead"] is True
+
+
+def test_throttled_transaction_is_cancelled_with_reasons(
+    server: EmulatorServer, data_table: str
+) -> None:
+    client = make_client(server.endpoint_url)
+    for i in range(5):
+        put(client, data_table, "tx-hot", f"{i}")  # 5 of 10 WCU left
+
+    def action(pk: str, sk: str) -> dict[str, Any]:
+        return {"Put": {"TableName": data_table, "Item": {"PK": {"S": pk}, "SK": {"S": sk}}}}
+
+    actions = [action("tx-cold", "1")] + [action("tx-hot", f"t{i}") for i in range(3)]
+    # 3 transactional puts on tx-hot cost 6 WCU > 5 left
+    with pytest.raises(client.exceptions.TransactionCanceledException) as info:
+        client.transact_write_items(TransactItems=actions)
+    codes = [r["Code"] for r in info.value.response["CancellationReasons"]]
+    assert codes == ["None", "ThrottlingError", "ThrottlingError", "ThrottlingError"]
+
+
+def test_other_operations_and_errors_pass_through(server: EmulatorServer, data_table: str) -> None:
+    client = make_client(server.endpoint_url)
+    assert data_table in client.list_tables()["TableNames"]
+    put(client, data_table, "c", "1")
+    with pytest.raises(client.exceptions.ConditionalCheckFailedException):
+        client.put_item(
+            TableName=data_table,
+            Item={"PK": {"S": "c"}, "SK": {"S": "1"}},
+            ConditionExpression="attribute_not_exists(PK)",
+        )
+    with pytest.raises(client.exceptions.ResourceNotFoundException):
+        put(client, "no-such-table", "a", "b")
