@@ -44,16 +44,18 @@ from aws_lambda_powertools.utilities.batch import (
     EventType,
     process_partial_response,
 )
-from dynashard import names
-from dynashard.errors import DynashardError, ShardQueryError, ValidationError
-from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, dumps
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from dynashard import names
+from dynashard.errors import DynashardError, ShardQueryError, ValidationError
+from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, dumps
+
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
     from dynashard import Dynashard, DynashardConfig, WriteOutcome
 
 logger = Logger()

@@ -35,15 +35,17 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from dynashard import names
 from dynashard.errors import DynashardError, ShardQueryError, ValidationError
 from dynashard.keys import parse_ts
 from dynashard.model import dumps
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
     from dynashard import CounterValue, Dynashard, DynashardConfig, Page, ShardInfo
 
 logger = Logger()

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from dynashard import names
 from dynashard.errors import CooldownActiveError, DynashardError, ValidationError
 from dynashard.keys import split_physical_key
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 try:  # package import (tests, sandbox): functions.scaler.app
     from .hot_keys import ContributorInsightsHotKeySource, HotKey, HotKeySource
@@ -41,6 +42,7 @@ except ImportError:  # Lambda asset root: app.py is a top-level module next to h
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
     from dynashard import Dynashard, DynashardConfig, GrowthResult, ShardInfo
 
 logger = Logger()

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from dynashard.errors import MetadataError, ValidationError
 
+from dynashard.errors import MetadataError, ValidationError
 from functions.ingest import app as ingest
 
 from .support import FakeService, LambdaContext, load_event
