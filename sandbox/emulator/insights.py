@@ -1,0 +1,94 @@
+"""The scaler's ``HotKeySource`` port over the emulator's Contributor-Insights figures.
+
+:class:`EmulatorHotKeySource` answers exactly what
+``functions.scaler.hot_keys.ContributorInsightsHotKeySource`` answers against AWS: the
+keys of the PKT report (most throttled) and, in ``ACCESSED_AND_THROTTLED_KEYS`` mode,
+of the PKC report (most consuming), as :class:`HotKey` rows, most throttled first,
+then most consuming.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from functions.scaler.hot_keys import HotKey
+from sandbox.emulator.limits import Operation, Resource
+from sandbox.emulator.metrics import ContributorInsightsMode
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from sandbox.emulator.server import PartitionEmulator
+
+
+class EmulatorHotKeySource:
+    """``HotKeySource`` reading the partition emulator's per-key figures (in process).
+
+    Parameters
+    ----------
+    emulator : PartitionEmulator
+        The running emulator.
+    mode : {"ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"}
+        Contributor Insights mode emulated: ``THROTTLED_KEYS`` reports throttled keys
+        only, with ``consumed_units_per_s`` of 0 (as the AWS adapter does without the
+        PKC report).
+    operation : Operation
+        Write capacity (WCU, the default: the scaler shards writes) or read (RCU).
+    max_contributors : int
+        Top-N of each report (Contributor Insights allows 1..100).
+    """
+
+    def __init__(
+        self,
+        emulator: PartitionEmulator,
+        mode: ContributorInsightsMode = "ACCESSED_AND_THROTTLED_KEYS",
+        operation: Operation = Operation.WRITE,
+        max_contributors: int = 25,
+    ) -> None:
+        self.emulator = emulator
+        self.mode: ContributorInsightsMode = mode
+        self.operation = operation
+        self.max_contributors = max(1, min(100, max_contributors))
+
+    def hot_keys(
+        self, table_name: str, index_name: str | None, start: datetime, end: datetime
+    ) -> list[HotKey]:
+        """Return the hot partition keys between ``start`` and ``end``.
+
+        Parameters
+        ----------
+        table_name : str
+            DynamoDB table name.
+        index_name : str or None
+            GSI name, or None for the base table.
+        start, end : datetime
+            The window (aware datetimes; whole minutes whose start is in it count).
+
+        Returns
+        -------
+        list of HotKey
+            Most throttled first, then most consuming; ``consumed_units_per_s`` is the
+            window's consumed units divided by its length in seconds.
+        """
+        t0, t1 = start.timestamp(), end.timestamp()
+        window_s = max(1.0, t1 - t0)
+        views = self.emulator.metrics.contributors(
+            self.mode,
+            self.operation,
+            Resource(table_name, index_name),
+            t0,
+            t1,
+            n=self.max_contributors,
+        )
+        throttled = {r.key: r.throttled_events for r in views["most_throttled"]}
+        consumed = {r.key: r.consumed_units for r in views.get("most_accessed", [])}
+        hot = [
+            HotKey(
+                key=key,
+                consumed_units_per_s=consumed.get(key, 0.0) / window_s,
+                throttled_events=throttled.get(key, 0),
+            )
+            for key in {**consumed, **throttled}
+        ]
+        hot.sort(key=lambda h: (-h.throttled_events, -h.consumed_units_per_s, h.key))
+        return hot
