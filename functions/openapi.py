@@ -36,6 +36,22 @@ def _merge() -> OpenAPIMerge:
     return merge
 
 
+def _document_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    # Powertools documents its own 422 body (HTTPValidationError); both functions answer
+    # validation errors with {"message", "field", "errors"} instead (their handlers).
+    ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            operation.setdefault("responses", {})["422"] = {
+                "description": "Validation error: `field` names the offending input",
+                "content": {"application/json": {"schema": ref}},
+            }
+    schemas = schema.get("components", {}).get("schemas", {})
+    if "HTTPValidationError" not in json.dumps(schema["paths"]):
+        schemas.pop("HTTPValidationError", None)
+    return schema
+
+
 def openapi_schema() -> dict[str, Any]:
     """Build the merged OpenAPI document.
 
@@ -49,7 +65,7 @@ def openapi_schema() -> dict[str, Any]:
     aws_lambda_powertools.event_handler.openapi.exceptions.OpenAPIMergeError
         If both functions declare the same method and path.
     """
-    return _merge().get_openapi_schema()
+    return _document_errors(_merge().get_openapi_schema())
 
 
 def openapi_json() -> str:
@@ -60,7 +76,7 @@ def openapi_json() -> str:
     str
         JSON text of :func:`openapi_schema`.
     """
-    return _merge().get_openapi_json_schema()
+    return json.dumps(openapi_schema(), indent=2)
 
 
 def main() -> int:

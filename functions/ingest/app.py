@@ -265,6 +265,11 @@ class ErrorResponse(BaseModel):
     message: str
     field: str | None = None
     errors: list[dict[str, Any]] | None = None
+    shards: list[str] | None = Field(None, description="503 only: physical keys that failed")
+
+
+#: OpenAPI content of every 4xx/5xx answer.
+_ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
 
 
 # --- API: routes -------------------------------------------------------------------------
@@ -278,11 +283,11 @@ def _service() -> IngestService:
     summary="Write one event or up to 100",
     responses={
         200: {"description": "Every event is durable"},
-        400: {
-            "description": "A dynashard rule was broken",
-            "content": {"application/json": {"schema": ErrorResponse.model_json_schema()}},
+        400: {"description": "A dynashard rule was broken", "content": _ERROR_CONTENT},
+        503: {
+            "description": "Some events were not written: send the `failed` ones again",
+            "content": {"application/json": {"model": PostEventsResponse}},
         },
-        503: {"description": "Some events were not written: send the `failed` ones again"},
     },
 )
 def post_events(body: Annotated[EventsBody, Body()]) -> Response[PostEventsResponse]:
@@ -324,7 +329,15 @@ def post_events(body: Annotated[EventsBody, Body()]) -> Response[PostEventsRespo
     )
 
 
-@app.post("/counters/<name>", summary="Add to a sharded counter")
+@app.post(
+    "/counters/<name>",
+    summary="Add to a sharded counter",
+    responses={
+        200: {"description": "Counted"},
+        400: {"description": "A dynashard rule was broken", "content": _ERROR_CONTENT},
+        500: {"description": "The increment failed", "content": _ERROR_CONTENT},
+    },
+)
 def post_counter(
     name: Annotated[str, Path(min_length=1)],
     body: Annotated[CounterIncrement, Body()],

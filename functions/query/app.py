@@ -206,6 +206,19 @@ class ShardsBody(BaseModel):
     history: list[ShardHistoryEntry]
 
 
+class ErrorResponse(BaseModel):
+    """Body of a 4xx/5xx answer: what was wrong, and where."""
+
+    message: str
+    field: str | None = None
+    errors: list[dict[str, Any]] | None = None
+    shards: list[str] | None = Field(None, description="503 only: physical keys that failed")
+
+
+#: OpenAPI content of every 4xx/5xx answer.
+_ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
+
+
 # --- routes ------------------------------------------------------------------------------
 def _service() -> QueryService:
     service: QueryService = app.context.get("service") or get_service()
@@ -223,6 +236,11 @@ def _time(value: str | None, field: str) -> datetime | None:
         200: {
             "description": "One page; `missing_shards` only when partial=true",
             "content": {"application/json": {"model": EventsPage}},
+        },
+        400: {"description": "Bad `from`/`to` or `cursor`", "content": _ERROR_CONTENT},
+        503: {
+            "description": "A shard query failed; `shards` names the physical keys",
+            "content": _ERROR_CONTENT,
         },
     },
 )

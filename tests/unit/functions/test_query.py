@@ -200,6 +200,14 @@ def test_openapi_document_lists_every_route() -> None:
     }
     params = {p["name"] for p in document["paths"]["/events"]["get"]["parameters"]}
     assert params == {"key", "from", "to", "limit", "order", "cursor", "partial"}
+    # error bodies are documented as the handlers answer them, not Powertools' default
+    error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    for ops in document["paths"].values():
+        for op in ops.values():
+            assert op["responses"]["422"]["content"]["application/json"]["schema"] == error_ref
+    assert document["paths"]["/events"]["post"]["responses"]["503"]["content"]["application/json"][
+        "schema"
+    ] == {"$ref": "#/components/schemas/PostEventsResponse"}
 
 
 def test_openapi_module_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
