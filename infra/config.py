@@ -1,0 +1,211 @@
+"""Typed parameters of the stack, read from CDK context.
+
+Every field of :class:`StackConfig` is a CDK context key of the same name, set on the
+command line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``
+/ ``cdk.context.json``. Values given on the command line arrive as strings and are
+validated and converted by pydantic once, when the app starts; a bad value stops the
+synth with a message naming the key. docs/DEPLOY.md lists the same parameters.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from dynashard.strategies import TimeBucket
+
+if TYPE_CHECKING:
+    from constructs import Node
+
+#: Stages treated as throw-away: tables are destroyed with the stack, no deletion
+#: protection. Every other stage keeps its tables (retain + deletion protection).
+DEV_STAGES = frozenset({"dev", "test", "sandbox"})
+
+#: Retention periods CloudWatch Logs accepts, days (``PutRetentionPolicy``), with the
+#: name of the matching ``aws_logs.RetentionDays`` member.
+RETENTION_DAYS: dict[int, str] = {
+    1: "ONE_DAY",
+    3: "THREE_DAYS",
+    5: "FIVE_DAYS",
+    7: "ONE_WEEK",
+    14: "TWO_WEEKS",
+    30: "ONE_MONTH",
+    60: "TWO_MONTHS",
+    90: "THREE_MONTHS",
+    120: "FOUR_MONTHS",
+    150: "FIVE_MONTHS",
+    180: "SIX_MONTHS",
+    365: "ONE_YEAR",
+    400: "THIRTEEN_MONTHS",
+    545: "EIGHTEEN_MONTHS",
+    731: "TWO_YEARS",
+    1096: "THREE_YEARS",
+    1827: "FIVE_YEARS",
+    2192: "SIX_YEARS",
+    2557: "SEVEN_YEARS",
+    2922: "EIGHT_YEARS",
+    3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}
+
+
+class StackConfig(BaseModel):
+    """Parameters of the dynashard stack (each one a CDK context key of the same name).
+
+    Parameters
+    ----------
+    stage : str
+        Deployment stage, part of the stack name and the API stage name. ``dev``,
+        ``test`` and ``sandbox`` are throw-away stages (tables destroyed with the
+        stack); any other stage retains its tables and turns on deletion protection.
+    default_shards : int
+        Shard count N of a logical key never seen before (``DYNASHARD_DEFAULT_SHARDS``).
+    max_shards : int
+        Upper bound on N per logical key (``DYNASHARD_MAX_SHARDS``).
+    cooldown_s : float
+        Seconds between two changes of N for one key (``DYNASHARD_COOLDOWN_S``).
+    metadata_cache_ttl_s : float
+        Seconds a writer may cache a key's shard count (``DYNASHARD_METADATA_CACHE_TTL_S``).
+    time_bucket : TimeBucket
+        Time bucket of the GSI1 keys: ``hour``, ``day`` or ``month``.
+    partition_wcu, partition_rcu : float
+        Per-partition ceilings the scaler plans against, WCU/s and RCU/s (1,000 and
+        3,000 per the DynamoDB Developer Guide, "Best practices for designing and
+        using partition keys effectively").
+    target_utilization : float
+        Fraction of a partition's ceiling a shard should carry after growth, in (0, 1].
+    max_read_request_units, max_write_request_units : int or None
+        On-demand maximum throughput of the data table (``OnDemandThroughput``), request
+        units per second; None leaves the table uncapped.
+    warm_read_units_per_second, warm_write_units_per_second : int or None
+        Warm throughput of the data table (``WarmThroughput``), units per second;
+        None keeps DynamoDB's default for a new on-demand table.
+    contributor_insights_mode : str
+        ``ACCESSED_AND_THROTTLED_KEYS`` (the scaler sees the hottest keys' load, which it
+        uses to size N) or ``THROTTLED_KEYS`` (cheaper, throttled keys only).
+    api_auth : str
+        ``iam`` (SigV4, the default) or ``api_key`` (an API key with a usage plan).
+    api_rate_limit : float
+        Steady-state request rate of the API stage (and of the usage plan), requests/s.
+    api_burst_limit : int
+        Burst of the API stage (and of the usage plan), requests.
+    queue_max_receive_count : int
+        Receives of one SQS message before it moves to the dead-letter queue.
+    sqs_batch_size : int
+        Records per ingest invocation from SQS (1-10 without a batching window).
+    kinesis_batch_size : int
+        Records per ingest invocation from Kinesis (1-10,000).
+    kinesis_retry_attempts : int
+        Retries of a failing Kinesis batch before it goes to the on-failure destination
+        (0-10,000; bisect-on-error splits it on every retry).
+    kinesis_max_record_age_s : int
+        Age after which a Kinesis record is sent to the on-failure destination, seconds
+        (60-604,800).
+    log_retention_days : int
+        Retention of every log group, days (a value CloudWatch Logs accepts).
+    function_memory_mb : int
+        Memory of every function, MB (1,769 MB = one vCPU).
+    function_timeout_s : int
+        Timeout of every function, seconds.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        When a context value does not parse or is out of range.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stage: str = Field(default="dev", pattern=r"^[a-z][a-z0-9-]{0,19}$")
+    default_shards: int = Field(default=1, ge=1)
+    max_shards: int = Field(default=1000, ge=1)
+    cooldown_s: float = Field(default=60.0, ge=0)
+    metadata_cache_ttl_s: float = Field(default=30.0, ge=0)
+    time_bucket: TimeBucket = TimeBucket.DAY
+    partition_wcu: float = Field(default=1000.0, gt=0)
+    partition_rcu: float = Field(default=3000.0, gt=0)
+    target_utilization: float = Field(default=0.8, gt=0, le=1)
+    max_read_request_units: int | None = Field(default=None, ge=1)
+    max_write_request_units: int | None = Field(default=None, ge=1)
+    warm_read_units_per_second: int | None = Field(default=None, ge=1)
+    warm_write_units_per_second: int | None = Field(default=None, ge=1)
+    contributor_insights_mode: Literal["ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"] = (
+        "ACCESSED_AND_THROTTLED_KEYS"
+    )
+    api_auth: Literal["iam", "api_key"] = "iam"
+    api_rate_limit: float = Field(default=1000.0, gt=0)
+    api_burst_limit: int = Field(default=2000, ge=1)
+    queue_max_receive_count: int = Field(default=5, ge=1, le=1000)
+    sqs_batch_size: int = Field(default=10, ge=1, le=10)
+    kinesis_batch_size: int = Field(default=100, ge=1, le=10_000)
+    kinesis_retry_attempts: int = Field(default=3, ge=0, le=10_000)
+    kinesis_max_record_age_s: int = Field(default=86_400, ge=60, le=604_800)
+    log_retention_days: int = 30
+    function_memory_mb: int = Field(default=1024, ge=128, le=10_240)
+    function_timeout_s: int = Field(default=30, ge=1, le=900)
+
+    @field_validator(
+        "max_read_request_units",
+        "max_write_request_units",
+        "warm_read_units_per_second",
+        "warm_write_units_per_second",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        """Read ``""`` or ``none`` (as typed on a command line) as "not set"."""
+        if isinstance(value, str) and value.strip().lower() in {"", "none", "null"}:
+            return None
+        return value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _valid_retention(cls, value: int) -> int:
+        """Accept only retention periods CloudWatch Logs supports."""
+        if value not in RETENTION_DAYS:
+            raise ValueError(f"log_retention_days must be one of {sorted(RETENTION_DAYS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StackConfig:
+        """Check the parameters against each other."""
+        if self.default_shards > self.max_shards:
+            raise ValueError("default_shards must not exceed max_shards")
+        return self
+
+    @property
+    def is_dev(self) -> bool:
+        """Whether the stage is throw-away (tables destroyed with the stack)."""
+        return self.stage in DEV_STAGES
+
+    @property
+    def log_retention_name(self) -> str:
+        """Name of the ``aws_logs.RetentionDays`` member for ``log_retention_days``."""
+        return RETENTION_DAYS[self.log_retention_days]
+
+    @classmethod
+    def from_context(cls, node: Node) -> StackConfig:
+        """Build the config from the CDK context of a construct node.
+
+        Parameters
+        ----------
+        node : constructs.Node
+            Any node of the app; context keys are looked up by field name.
+
+        Returns
+        -------
+        StackConfig
+            Validated parameters; fields without a context value keep their default.
+
+        Raises
+        ------
+        pydantic.ValidationError
+            When a context value is invalid.
+        """
+        values = {}
+        for name in cls.model_fields:
+            value = node.try_get_context(name)
+            if value is not None:
+                values[name] = value
+        return cls.model_validate(values)

@@ -1,0 +1,1 @@
+"""One CDK construct per concern, composed by :mod:`infra.stack`."""

@@ -1,0 +1,196 @@
+"""Ingest: ``POST /events`` and ``POST /counters/{name}``, an SQS queue and a Kinesis stream.
+
+Three functions share the ingest code (``functions/ingest``), one per trigger, because
+a Lambda function has one handler; each has its own role and log group. All three may
+write the data table and read/update the metadata table (in-band shard growth), and
+nothing else.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kinesis as kinesis
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import StackConfig
+from infra.constructs.api import EventsApi
+from infra.constructs.functions import DynashardFunction, shared_environment
+from infra.constructs.tables import Tables
+
+#: Actions the ingest functions need on the data table: BatchWriteItem for events,
+#: UpdateItem (``ADD``) for counters, PutItem and ConditionCheckItem for the
+#: idempotent counter variant. No reads, no deletes.
+DATA_WRITE_ACTIONS = (
+    "dynamodb:BatchWriteItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
+)
+#: Actions on the metadata table: read the shard count, create it conditionally on
+#: first use, grow it with a conditional update (optimistic lock on ``last_updated``).
+METADATA_READ_UPDATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+
+
+def _build_write_statements(tables: Tables) -> list[iam.PolicyStatement]:
+    """Return the ingest functions' statements: exact actions on exact table ARNs."""
+    return [
+        iam.PolicyStatement(
+            sid="WriteDataTable",
+            actions=list(DATA_WRITE_ACTIONS),
+            resources=[tables.data_table.table_arn],
+        ),
+        iam.PolicyStatement(
+            sid="ReadUpdateShardMetadata",
+            actions=list(METADATA_READ_UPDATE_ACTIONS),
+            resources=[tables.metadata_table.table_arn],
+        ),
+    ]
+
+
+def _build_queues(scope: Construct, config: StackConfig) -> tuple[sqs.Queue, sqs.Queue]:
+    """Return the ingest queue and its dead-letter queue.
+
+    The visibility timeout is six times the function timeout, as the Lambda
+    Developer Guide advises for SQS event sources ("Configuring a queue to use with
+    Lambda"), so a batch retried inside Lambda is not redelivered meanwhile.
+    """
+    dlq = sqs.Queue(
+        scope,
+        "DeadLetterQueue",
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        retention_period=Duration.days(14),
+    )
+    queue = sqs.Queue(
+        scope,
+        "Queue",
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        visibility_timeout=Duration.seconds(6 * config.function_timeout_s),
+        dead_letter_queue=sqs.DeadLetterQueue(
+            max_receive_count=config.queue_max_receive_count, queue=dlq
+        ),
+    )
+    return queue, dlq
+
+
+def _build_stream(scope: Construct) -> tuple[kinesis.Stream, sqs.Queue]:
+    """Return the on-demand Kinesis stream and the queue for batches it gives up on."""
+    stream = kinesis.Stream(
+        scope,
+        "Stream",
+        stream_mode=kinesis.StreamMode.ON_DEMAND,
+        encryption=kinesis.StreamEncryption.MANAGED,
+        retention_period=Duration.hours(24),
+    )
+    failures = sqs.Queue(
+        scope,
+        "StreamFailureQueue",
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        retention_period=Duration.days(14),
+    )
+    return stream, failures
+
+
+class Ingest(Construct):
+    """The write path: API, SQS and Kinesis triggers of the ingest code.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Parent construct.
+    construct_id : str
+        Construct id.
+    config : StackConfig
+        Batch sizes, retries, max receive count and the functions' defaults.
+    tables : Tables
+        The data and metadata tables.
+    layer : aws_cdk.aws_lambda.ILayerVersion
+        The dynashard layer.
+    api : EventsApi
+        The REST API; the POST routes are added to it.
+
+    Attributes
+    ----------
+    api_function, queue_function, stream_function : DynashardFunction
+        The ingest functions (handlers ``app.api_handler``, ``app.sqs_handler``,
+        ``app.kinesis_handler``).
+    queue, dead_letter_queue : aws_cdk.aws_sqs.Queue
+        The ingest queue and its DLQ (after ``queue_max_receive_count`` receives).
+    stream : aws_cdk.aws_kinesis.Stream
+        The on-demand ingest stream.
+    stream_failure_queue : aws_cdk.aws_sqs.Queue
+        On-failure destination of the stream's event source mapping (it receives the
+        failed batch's shard and sequence numbers, not the records).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        tables: Tables,
+        layer: lambda_.ILayerVersion,
+        api: EventsApi,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.queue, self.dead_letter_queue = _build_queues(self, config)
+        self.stream, self.stream_failure_queue = _build_stream(self)
+        env = shared_environment(
+            config, tables.data_table.table_name, tables.metadata_table.table_name, "ingest"
+        )
+
+        def _function(construct_id: str, handler: str, description: str) -> DynashardFunction:
+            fn = DynashardFunction(
+                self,
+                construct_id,
+                config=config,
+                code_dir="ingest",
+                handler=handler,
+                layer=layer,
+                environment=env,
+                description=description,
+            )
+            fn.add_to_policy(*_build_write_statements(tables))
+            return fn
+
+        self.api_function = _function(
+            "ApiFunction", "app.api_handler", "dynashard ingest: POST /events, POST /counters"
+        )
+        self.queue_function = _function(
+            "QueueFunction", "app.sqs_handler", "dynashard ingest: SQS batches"
+        )
+        self.stream_function = _function(
+            "StreamFunction", "app.kinesis_handler", "dynashard ingest: Kinesis batches"
+        )
+        self._build_event_sources(config)
+        api.add_route("POST", "/events", self.api_function.function, json_body=True)
+        api.add_route("POST", "/counters/{name}", self.api_function.function, json_body=True)
+
+    def _build_event_sources(self, config: StackConfig) -> None:
+        """Wire the queue and the stream to their functions with partial batch responses."""
+        self.queue_function.function.add_event_source(
+            sources.SqsEventSource(
+                self.queue,
+                batch_size=config.sqs_batch_size,
+                report_batch_item_failures=True,
+            )
+        )
+        self.stream_function.function.add_event_source(
+            sources.KinesisEventSource(
+                self.stream,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=config.kinesis_batch_size,
+                report_batch_item_failures=True,
+                bisect_batch_on_error=True,
+                retry_attempts=config.kinesis_retry_attempts,
+                max_record_age=Duration.seconds(config.kinesis_max_record_age_s),
+                on_failure=sources.SqsDlq(self.stream_failure_queue),
+            )
+        )

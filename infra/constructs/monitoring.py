@@ -1,0 +1,228 @@
+"""Monitoring: one CloudWatch dashboard and the dead-letter alarms.
+
+The dashboard shows throttle events by reason (so a hot partition is told apart from
+a table, account or on-demand-maximum limit, design invariant 6), consumed capacity,
+the shard counts and ingest failures the functions emit (Powertools Metrics, EMF,
+namespace ``dynashard``), DLQ depth and read latency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from dynashard import names
+from infra.alarm_specs import DYNAMODB_NAMESPACE, AlarmSpec
+from infra.config import StackConfig
+from infra.constructs.api import EventsApi
+from infra.constructs.ingest import Ingest
+from infra.constructs.query import Query
+from infra.constructs.scaler import Scaler
+from infra.constructs.tables import Tables
+
+#: The eight DynamoDB throttle metrics by cause ("CloudWatch throttling metrics",
+#: Amazon DynamoDB Developer Guide). Only the key-range pair is fixed by shards.
+THROTTLE_METRICS_BY_REASON = (
+    "WriteKeyRangeThroughputThrottleEvents",
+    "ReadKeyRangeThroughputThrottleEvents",
+    "WriteProvisionedThroughputThrottleEvents",
+    "ReadProvisionedThroughputThrottleEvents",
+    "WriteAccountLimitThrottleEvents",
+    "ReadAccountLimitThrottleEvents",
+    "WriteMaxOnDemandThroughputThrottleEvents",
+    "ReadMaxOnDemandThroughputThrottleEvents",
+)
+_PERIOD = Duration.minutes(1)
+
+
+def _dynamodb_metric(
+    metric_name: str, table_name: str, index_name: str | None = None, statistic: str = "Sum"
+) -> cloudwatch.Metric:
+    """Return an ``AWS/DynamoDB`` metric for the table or one of its GSIs."""
+    dims = AlarmSpec(id="dashboard", metric_name=metric_name, index_name=index_name).dimensions(
+        table_name
+    )
+    return cloudwatch.Metric(
+        namespace=DYNAMODB_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map=dims,
+        statistic=statistic,
+        period=_PERIOD,
+        label=f"{metric_name} ({index_name or 'table'})",
+    )
+
+
+def _own_metrics(token: str, statistic: str, label: str) -> cloudwatch.MathExpression:
+    """Return a SEARCH over the functions' own metrics whose names contain ``token``.
+
+    A search keeps the dashboard in step with the metric names the functions emit
+    (CloudWatch splits CamelCase names into search tokens).
+    """
+    return cloudwatch.MathExpression(
+        expression=(
+            f"SEARCH('Namespace=\"{names.METRICS_NAMESPACE}\" {token}', "
+            f"'{statistic}', {int(_PERIOD.to_seconds())})"
+        ),
+        label=label,
+        period=_PERIOD,
+    )
+
+
+def _queue_depth(queue: sqs.IQueue, label: str) -> cloudwatch.Metric:
+    """Return the visible-message count of a queue (maximum per minute)."""
+    return queue.metric_approximate_number_of_messages_visible(
+        statistic="Maximum", period=_PERIOD, label=label
+    )
+
+
+def _build_dlq_alarm(scope: Construct, construct_id: str, queue: sqs.IQueue) -> cloudwatch.Alarm:
+    """Return an alarm that fires as soon as one message sits in a dead-letter queue."""
+    return cloudwatch.Alarm(
+        scope,
+        construct_id,
+        metric=_queue_depth(queue, construct_id),
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description="Ingest records gave up on: inspect and redrive",
+    )
+
+
+def _build_throttle_widgets(table_name: str) -> list[cloudwatch.IWidget]:
+    """Return throttle-by-reason and consumed-capacity graphs for the table and GSI1."""
+    widgets: list[cloudwatch.IWidget] = []
+    for index in (None, names.GSI1_NAME):
+        where = index or "table"
+        widgets.append(
+            cloudwatch.GraphWidget(
+                title=f"Throttle events by reason ({where})",
+                left=[_dynamodb_metric(m, table_name, index) for m in THROTTLE_METRICS_BY_REASON],
+                width=12,
+            )
+        )
+    widgets.append(
+        cloudwatch.GraphWidget(
+            title="Consumed capacity (units per minute)",
+            left=[
+                _dynamodb_metric(m, table_name, index)
+                for m in ("ConsumedWriteCapacityUnits", "ConsumedReadCapacityUnits")
+                for index in (None, names.GSI1_NAME)
+            ],
+            width=12,
+        )
+    )
+    return widgets
+
+
+class Monitoring(Construct):
+    """The dashboard and the DLQ alarms.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Parent construct.
+    construct_id : str
+        Construct id.
+    config : StackConfig
+        Stage (dashboard name).
+    tables, api, ingest, query, scaler
+        The constructs whose metrics are shown.
+
+    Attributes
+    ----------
+    dashboard : aws_cdk.aws_cloudwatch.Dashboard
+        The dashboard, named ``dynashard-<stage>``.
+    dlq_alarm, stream_failure_alarm : aws_cdk.aws_cloudwatch.Alarm
+        Depth alarms of the ingest DLQ and of the stream's on-failure queue.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        tables: Tables,
+        api: EventsApi,
+        ingest: Ingest,
+        query: Query,
+        scaler: Scaler,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.dlq_alarm = _build_dlq_alarm(self, "DeadLetterQueueDepth", ingest.dead_letter_queue)
+        self.stream_failure_alarm = _build_dlq_alarm(
+            self, "StreamFailureQueueDepth", ingest.stream_failure_queue
+        )
+        table_name = tables.data_table.table_name
+        ingest_fns = (ingest.api_function, ingest.queue_function, ingest.stream_function)
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"dynashard-{config.stage}",
+            default_interval=Duration.hours(3),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms",
+                alarms=[*scaler.alarms, self.dlq_alarm, self.stream_failure_alarm],
+                width=24,
+            )
+        )
+        self.dashboard.add_widgets(*_build_throttle_widgets(table_name))
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Shard counts (emitted by the functions)",
+                left=[_own_metrics("Shard", "Maximum", "shards")],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Ingest failures",
+                left=[
+                    *(f.function.metric_errors(period=_PERIOD) for f in ingest_fns),
+                    _own_metrics("Failed", "Sum", "failed records"),
+                    api.api.metric_server_error(period=_PERIOD),
+                ],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            *self._build_latency_and_queue_widgets(table_name, ingest, query)
+        )
+
+    @staticmethod
+    def _build_latency_and_queue_widgets(
+        table_name: str, ingest: Ingest, query: Query
+    ) -> Sequence[cloudwatch.IWidget]:
+        """Return the DLQ depth and read latency graphs."""
+        query_fn = query.function.function
+        return (
+            cloudwatch.GraphWidget(
+                title="Dead-letter depth (messages)",
+                left=[
+                    _queue_depth(ingest.dead_letter_queue, "ingest DLQ"),
+                    _queue_depth(ingest.stream_failure_queue, "stream on-failure queue"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Read latency (ms)",
+                left=[
+                    query_fn.metric_duration(statistic="p50", period=_PERIOD, label="query p50"),
+                    query_fn.metric_duration(statistic="p99", period=_PERIOD, label="query p99"),
+                    cloudwatch.Metric(
+                        namespace=DYNAMODB_NAMESPACE,
+                        metric_name="SuccessfulRequestLatency",
+                        dimensions_map={"TableName": table_name, "Operation": "Query"},
+                        statistic="Average",
+                        period=_PERIOD,
+                        label="DynamoDB Query (server side)",
+                    ),
+                ],
+                width=12,
+            ),
+        )

@@ -1,0 +1,95 @@
+"""Query: the GET routes of the API, served by one read-only function."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from dynashard import names
+from infra.config import StackConfig
+from infra.constructs.api import EventsApi
+from infra.constructs.functions import DynashardFunction, shared_environment
+from infra.constructs.tables import Tables
+
+#: Read actions on the data table and GSI1: Query for scatter-gather reads and GSI
+#: bucket fan-out, GetItem/BatchGetItem for sharded counters (100 keys per call).
+DATA_READ_ACTIONS = ("dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem")
+#: Read actions on the metadata table (fresh shard counts and history).
+METADATA_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
+#: Query parameter naming the logical key of ``GET /events``.
+EVENTS_KEY_PARAM = "key"
+
+
+def _build_read_statements(tables: Tables) -> list[iam.PolicyStatement]:
+    """Return the query function's statements: reads only, on exact ARNs."""
+    gsi_arns = [
+        f"{tables.data_table.table_arn}/index/{name}"
+        for name in (names.GSI1_NAME,)  # every index the planner may read
+    ]
+    return [
+        iam.PolicyStatement(
+            sid="ReadDataTable",
+            actions=list(DATA_READ_ACTIONS),
+            resources=[tables.data_table.table_arn, *gsi_arns],
+        ),
+        iam.PolicyStatement(
+            sid="ReadShardMetadata",
+            actions=list(METADATA_READ_ACTIONS),
+            resources=[tables.metadata_table.table_arn],
+        ),
+    ]
+
+
+class Query(Construct):
+    """The read path: ``GET /events``, ``GET /counters/{name}``, ``GET /shards/{key}``.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Parent construct.
+    construct_id : str
+        Construct id.
+    config : StackConfig
+        The functions' defaults.
+    tables : Tables
+        The data and metadata tables.
+    layer : aws_cdk.aws_lambda.ILayerVersion
+        The dynashard layer.
+    api : EventsApi
+        The REST API; the GET routes are added to it.
+
+    Attributes
+    ----------
+    function : DynashardFunction
+        The query function (handler ``app.handler``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        tables: Tables,
+        layer: lambda_.ILayerVersion,
+        api: EventsApi,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.function = DynashardFunction(
+            self,
+            "Function",
+            config=config,
+            code_dir="query",
+            handler="app.handler",
+            layer=layer,
+            environment=shared_environment(
+                config, tables.data_table.table_name, tables.metadata_table.table_name, "query"
+            ),
+            description="dynashard query: scatter-gather reads, counters, shard info",
+        )
+        self.function.add_to_policy(*_build_read_statements(tables))
+        fn = self.function.function
+        api.add_route("GET", "/events", fn, required_query=(EVENTS_KEY_PARAM,))
+        api.add_route("GET", "/counters/{name}", fn)
+        api.add_route("GET", "/shards/{key}", fn)

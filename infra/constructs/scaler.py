@@ -1,0 +1,155 @@
+"""Scaler: key-range throttle alarms that invoke the scaler function directly.
+
+Every alarm comes from :data:`infra.alarm_specs.SCALER_ALARMS`, the definition the
+sandbox's alarm evaluator applies too; the alarm action is a Lambda action (CloudWatch
+invokes the function with the alarm state change), so there is no SNS hop.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from dynashard import names
+from infra.alarm_specs import SCALER_ALARMS, AlarmSpec
+from infra.config import StackConfig
+from infra.constructs.functions import DynashardFunction, shared_environment
+from infra.constructs.tables import Tables
+
+#: Actions on the metadata table: read N, create it, change it conditionally.
+METADATA_READ_UPDATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+
+
+def alarm_metric(spec: AlarmSpec, table_name: str) -> cloudwatch.Metric:
+    """Return the CloudWatch metric of an alarm spec for a table.
+
+    Parameters
+    ----------
+    spec : AlarmSpec
+        The shared alarm definition.
+    table_name : str
+        Physical table name (a CDK token).
+
+    Returns
+    -------
+    aws_cdk.aws_cloudwatch.Metric
+        Namespace, name, dimensions, statistic and period as in the spec.
+    """
+    return cloudwatch.Metric(
+        namespace=spec.namespace,
+        metric_name=spec.metric_name,
+        dimensions_map=spec.dimensions(table_name),
+        statistic=spec.statistic,
+        period=Duration.seconds(spec.period_s),
+    )
+
+
+def _build_alarm(
+    scope: Construct, spec: AlarmSpec, table_name: str, target: lambda_.IFunction
+) -> cloudwatch.Alarm:
+    """Return the alarm of one spec whose ALARM action invokes ``target``."""
+    alarm = cloudwatch.Alarm(
+        scope,
+        f"{spec.id}Alarm",
+        metric=alarm_metric(spec, table_name),
+        threshold=spec.threshold,
+        evaluation_periods=spec.evaluation_periods,
+        datapoints_to_alarm=spec.datapoints_to_alarm,
+        comparison_operator=cloudwatch.ComparisonOperator[spec.comparison.name],
+        treat_missing_data=cloudwatch.TreatMissingData[spec.treat_missing_data.name],
+        alarm_description=(
+            f"{spec.metric_name} on {spec.index_name or 'the data table'}: "
+            "a hot partition; invokes the dynashard scaler"
+        ),
+    )
+    alarm.add_alarm_action(actions.LambdaAction(target, use_unique_permission_id=True))
+    return alarm
+
+
+def _build_scaler_statements(tables: Tables) -> list[iam.PolicyStatement]:
+    """Return the scaler's statements: metadata read/update and Contributor Insights.
+
+    DynamoDB names its Contributor Insights rules when they are enabled
+    (``DynamoDBContributorInsights-<PKC|SKC|PKT|SKT>-<table>-<epoch ms>``), so the
+    rule ARN is matched by table name, and ``DescribeContributorInsights`` on the
+    table and GSI1 tells the scaler the exact names.
+    """
+    table = tables.data_table
+    rule_arn = (
+        f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:insight-rule/"
+        f"DynamoDBContributorInsights-*-{table.table_name}-*"
+    )
+    return [
+        iam.PolicyStatement(
+            sid="ReadUpdateShardMetadata",
+            actions=list(METADATA_READ_UPDATE_ACTIONS),
+            resources=[tables.metadata_table.table_arn],
+        ),
+        iam.PolicyStatement(
+            sid="ReadContributorInsightsReports",
+            actions=["cloudwatch:GetInsightRuleReport"],
+            resources=[rule_arn],
+        ),
+        iam.PolicyStatement(
+            sid="FindContributorInsightsRules",
+            actions=["dynamodb:DescribeContributorInsights"],
+            resources=[table.table_arn, f"{table.table_arn}/index/{names.GSI1_NAME}"],
+        ),
+    ]
+
+
+class Scaler(Construct):
+    """The shard-growth path: throttle alarms -> scaler function -> metadata table.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Parent construct.
+    construct_id : str
+        Construct id.
+    config : StackConfig
+        The functions' defaults and the planning parameters (environment).
+    tables : Tables
+        The data table (alarm dimensions) and the metadata table (shard counts).
+    layer : aws_cdk.aws_lambda.ILayerVersion
+        The dynashard layer.
+
+    Attributes
+    ----------
+    function : DynashardFunction
+        The scaler function (handler ``app.handler``).
+    alarms : list of aws_cdk.aws_cloudwatch.Alarm
+        One alarm per :data:`SCALER_ALARMS` entry, in that order.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        tables: Tables,
+        layer: lambda_.ILayerVersion,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.function = DynashardFunction(
+            self,
+            "Function",
+            config=config,
+            code_dir="scaler",
+            handler="app.handler",
+            layer=layer,
+            environment=shared_environment(
+                config, tables.data_table.table_name, tables.metadata_table.table_name, "scaler"
+            ),
+            description="dynashard scaler: grows shard counts of throttled logical keys",
+        )
+        self.function.add_to_policy(*_build_scaler_statements(tables))
+        self.alarms = [
+            _build_alarm(self, spec, tables.data_table.table_name, self.function.function)
+            for spec in SCALER_ALARMS
+        ]
