@@ -351,6 +351,7 @@ class ShardMetadata:
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     _cache: dict[str, _CacheEntry] = field(default_factory=dict, init=False, repr=False)
+    _growth_requested: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -465,6 +466,42 @@ class ShardMetadata:
         return self._change(
             key, min(target, self.max_shards), grow_only=True, max_attempts=max_attempts
         )
+
+    def request_growth(self, key: str, factor: int = 2) -> GrowthResult | None:
+        """Ask in-band for more shards after key-range throttling on ``key``.
+
+        Doubles N (by default) through :meth:`grow`, so the same conditional update
+        and cooldown apply as for the scaler. A container asks at most once per
+        cooldown per key: later requests in the window return None without I/O.
+
+        Parameters
+        ----------
+        key : str
+            Logical key whose writes met ``...KeyRangeThroughputExceeded``.
+        factor : int
+            Growth factor, ``>= 2``.
+
+        Returns
+        -------
+        GrowthResult or None
+            None when this container already asked within the cooldown.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails.
+        """
+        now = self.clock()
+        with self._lock:
+            last = self._growth_requested.get(key)
+            if last is not None and now - last < self.cooldown_s:
+                return None
+            self._growth_requested[key] = now
+        current = self.for_writer(key).number_of_shards
+        result = self.grow(key, max(current + 1, current * factor))
+        if result.changed:
+            self.invalidate(key)
+        return result
 
     def set_count(self, key: str, count: int, max_attempts: int = 5) -> GrowthResult:
         """Set a key's N (operator path; may shrink), with the same conditional update.

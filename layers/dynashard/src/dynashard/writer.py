@@ -11,7 +11,10 @@ failures for redelivery instead of losing them (invariant 1).
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
 from dynashard.strategies import TimeBucket, random_shard, time_bucket
+from dynashard.throttling import THROTTLING_ERROR_CODES, ThrottleKind, classify, throttling_reasons
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
 BATCH_WRITE_MAX_ITEMS = 25
 
 _serializer = TypeSerializer()
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,15 @@ class ShardedWriter:
         Retry policy for ``UnprocessedItems`` and throttling errors.
     sleep : callable
         Sleeps between retries; injectable for tests.
+    grow_on_key_range_throttle : bool
+        Ask for more shards in-band (:meth:`ShardMetadata.request_growth`) when a
+        write meets key-range throttling. Other throttles only back off (invariant 6).
+
+    Attributes
+    ----------
+    throttles : collections.Counter
+        Throttled BatchWriteItem calls by reason (``ThrottlingReasons``), or by error
+        code when DynamoDB gave no reason; for metrics.
     """
 
     def __init__(
@@ -130,6 +144,7 @@ class ShardedWriter:
         bucket: TimeBucket = TimeBucket.DAY,
         backoff: Backoff | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        grow_on_key_range_throttle: bool = True,
     ) -> None:
         self.client = client
         self.table_name = table_name
@@ -138,6 +153,9 @@ class ShardedWriter:
         self.bucket = bucket
         self.backoff = backoff or Backoff()
         self.sleep = sleep
+        self.grow_on_key_range_throttle = grow_on_key_range_throttle
+        self.throttles: Counter[str] = Counter()
+        self._throttle_lock = threading.Lock()
 
     def write(self, events: Sequence[Event]) -> list[WriteOutcome]:
         """Write events; return one outcome per event, in input order.
@@ -201,6 +219,8 @@ class ShardedWriter:
             except ClientError as exc:
                 code = exc.response["Error"]["Code"]
                 last_error = f"{code}: {exc.response['Error'].get('Message', '')}"
+                if code in THROTTLING_ERROR_CODES:
+                    self._on_throttle(dict(exc.response), pending)
                 if code in RETRYABLE_ERROR_CODES:
                     continue
                 if len(pending) > 1:
@@ -216,6 +236,26 @@ class ShardedWriter:
                 return {}
             last_error = "UnprocessedItems: still throttled after all retries"
         return {_item_key(r["PutRequest"]["Item"]): last_error for r in pending}
+
+    def _on_throttle(self, response: dict[str, Any], pending: list[dict[str, Any]]) -> None:
+        """Count a throttle by reason; on key-range write throttling ask for growth."""
+        reasons = throttling_reasons(response)
+        with self._throttle_lock:
+            if not reasons:
+                self.throttles[response["Error"]["Code"]] += 1
+            for reason in reasons:
+                self.throttles[reason.reason] += 1
+        if not self.grow_on_key_range_throttle or classify(reasons) is not ThrottleKind.KEY_RANGE:
+            return
+        if not any(r.is_key_range and r.is_write for r in reasons):
+            return
+        for logical in {r["PutRequest"]["Item"][names.ATTR_KEY]["S"] for r in pending}:
+            try:
+                self.metadata.request_growth(logical)
+            except DynashardError as exc:
+                # Growth is a side effect of the write; the write goes on retrying
+                # and its outcome stands. The failure is logged, not lost.
+                _log.warning("in-band shard growth of %r failed: %s", logical, exc)
 
     def _write_singly(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
         failures: dict[tuple[str, str], str] = {}

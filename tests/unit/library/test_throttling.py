@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from dynashard import Dynashard, DynashardConfig
+from dynashard.retry import Backoff
+from dynashard.throttling import ThrottleKind, classify, throttling_reasons
+from dynashard.writer import ShardedWriter
+from infra.table_specs import DATA_TABLE, METADATA_TABLE
+
+from .fakes import FlakyClient
+from .test_writer_reader import make_events
+
+TABLE_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/dynashard-data"
+
+
+def throttle(*reasons: str) -> ClientError:
+    response: dict[str, Any] = {
+        "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"},
+        "ThrottlingReasons": [{"reason": r, "resource": TABLE_ARN} for r in reasons],
+    }
+    return ClientError(response, "BatchWriteItem")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("reasons", "kind"),
+    [
+        (["TableWriteKeyRangeThroughputExceeded"], ThrottleKind.KEY_RANGE),
+        (["IndexWriteKeyRangeThroughputExceeded"], ThrottleKind.KEY_RANGE),
+        (["TableWriteProvisionedThroughputExceeded"], ThrottleKind.CAPACITY),
+        (["TableWriteAccountLimitExceeded"], ThrottleKind.CAPACITY),
+        (["IndexWriteMaxOnDemandThroughputExceeded"], ThrottleKind.CAPACITY),
+        ([], ThrottleKind.UNKNOWN),
+    ],
+)
+def test_classification(reasons: list[str], kind: ThrottleKind) -> None:
+    assert classify(throttling_reasons(throttle(*reasons).response)) is kind  # type: ignore[arg-type]
+
+
+class ThrottlesFirst(FlakyClient):
+    def __init__(self, inner: Any, error: ClientError, times: int) -> None:
+        super().__init__(inner)
+        self.error, self.times = error, times
+
+    def batch_write_item(self, RequestItems: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if self.times > 0:
+            self.times -= 1
+            raise self.error
+        return super().batch_write_item(RequestItems, **kw)
+
+
+def writer_for(client: Any, ds: Dynashard) -> ShardedWriter:
+    return ShardedWriter(
+        client,
+        DATA_TABLE.default_name,
+        ds.metadata,
+        ds.executor,
+        backoff=Backoff(max_attempts=4),
+        sleep=lambda s: None,
+    )
+
+
+def build(ddb_client: Any, error: ClientError, times: int) -> tuple[Dynashard, ShardedWriter]:
+    client = ThrottlesFirst(ddb_client, error, times)
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, cooldown_s=0),
+        client=client,  # type: ignore[arg-type]
+    )
+    return ds, writer_for(client, ds)
+
+
+def test_key_range_throttling_grows_the_key_and_the_write_lands(ddb_client: Any) -> None:
+    ds, writer = build(ddb_client, throttle("TableWriteKeyRangeThroughputExceeded"), times=1)
+    outcomes = writer.write(make_events(10))
+    assert all(o.ok for o in outcomes)
+    assert ds.shard_info("K").number_of_shards == 2
+    assert writer.throttles == {"TableWriteKeyRangeThroughputExceeded": 1}
+
+
+@pytest.mark.parametrize(
+    "reason", ["TableWriteProvisionedThroughputExceeded", "TableWriteAccountLimitExceeded"]
+)
+def test_capacity_throttling_only_backs_off(ddb_client: Any, reason: str) -> None:
+    ds, writer = build(ddb_client, throttle(reason), times=2)
+    assert all(o.ok for o in writer.write(make_events(10)))
+    assert ds.shard_info("K").number_of_shards == 1
+    assert writer.throttles == {reason: 2}
+
+
+def test_throttling_without_reasons_does_not_grow(ddb_client: Any) -> None:
+    ds, writer = build(ddb_client, throttle(), times=1)
+    assert all(o.ok for o in writer.write(make_events(5)))
+    assert ds.shard_info("K").number_of_shards == 1
+    assert writer.throttles == {"ProvisionedThroughputExceededException": 1}
+
+
+def test_a_container_asks_for_growth_once_per_cooldown(ddb_client: Any) -> None:
+    client = ThrottlesFirst(ddb_client, throttle("TableWriteKeyRangeThroughputExceeded"), 3)
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, cooldown_s=3600),
+        client=client,  # type: ignore[arg-type]
+    )
+    ds.metadata.clock = lambda: 10_000_000.0  # the key was created long ago
+    ds.set_shard_count("K", 1)
+    ds.metadata.clock = lambda: 20_000_000.0
+    writer = writer_for(client, ds)
+    assert all(o.ok for o in writer.write(make_events(10)))
+    info = ds.shard_info("K")
+    assert info.number_of_shards == 2 and len(info.history) == 2
