@@ -4,13 +4,15 @@ Usage::
 
     python -m sandbox.serve [--port 8080] [--host 127.0.0.1] [--db-path DIR]
 
-Prints curl examples once everything answers; Ctrl-C stops the gateway and DynamoDB
-Local cleanly.
+Prints curl examples once everything answers (the gateway is listening by then);
+Ctrl-C (or SIGTERM) stops the gateway and DynamoDB Local cleanly.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -76,6 +78,37 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+async def serve_gateway(host: str, port: int, banner: str) -> None:
+    """Serve the gateway until SIGINT or SIGTERM, printing ``banner`` once it listens.
+
+    Parameters
+    ----------
+    host : str
+        Interface to bind.
+    port : int
+        TCP port.
+    banner : str
+        Printed (and flushed) after the socket is bound, so whoever reads it can send
+        requests at once.
+    """
+    from aiohttp import web
+
+    from sandbox.gateway import make_app
+
+    runner = web.AppRunner(make_app())
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        print(banner, flush=True)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the sandbox until interrupted.
 
@@ -87,12 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 after Ctrl-C, 2 when the sandbox cannot start.
+        Exit status: 0 after Ctrl-C (or SIGTERM), 2 when the sandbox cannot start.
     """
-    from aiohttp import web
-
-    from sandbox.gateway import make_app
-
     args = parse_args(argv)
     try:
         with DynamoDBLocal(
@@ -104,14 +133,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             with patched_environ(env):
                 base_url = f"http://{args.host}:{args.port}"
-                print(f"DynamoDB Local: {ddb.endpoint_url}  tables: {data_table}, {metadata_table}")
-                print(f"Gateway:        {base_url}  (Ctrl-C to stop)\n")
-                print(curl_examples(base_url), flush=True)
-                web.run_app(make_app(), host=args.host, port=args.port, print=None)
+                banner = "\n".join(
+                    [
+                        f"DynamoDB Local: {ddb.endpoint_url}  tables: {data_table}, "
+                        f"{metadata_table}",
+                        f"Gateway:        {base_url}  (Ctrl-C to stop)",
+                        "",
+                        curl_examples(base_url),
+                    ]
+                )
+                asyncio.run(serve_gateway(args.host, args.port, banner))
     except SandboxError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
         pass
     print("stopped", file=sys.stderr)
     return 0
