@@ -15,16 +15,18 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "dynashard")
 
 from dynashard import names
 
+# Imported here, at collection, while sockets are still allowed: Powertools' Tracer
+# builds the X-Ray recorder on import, and the recorder opens a UDP socket (no traffic).
+from functions.ingest import app as ingest
+from functions.query import app as query
+from functions.scaler import app as scaler
+
 from .support import LambdaContext
 
 
 @pytest.fixture(autouse=True)
 def _function_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Give every test a valid function environment and cold caches."""
-    from functions.ingest import app as ingest
-    from functions.query import app as query
-    from functions.scaler import app as scaler
-
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
     monkeypatch.setenv(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE)
     monkeypatch.setenv(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE)
