@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event, counter_key
-from sandbox.aws_events import sqs_event, sqs_record
+from sandbox.aws_events import LambdaContext, sqs_event, sqs_record
 from sandbox.environment import function_environment, patched_environ, reset_function_caches
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
@@ -152,7 +152,7 @@ def test_sqs_partial_batch_failure_reports_only_the_bad_record(
         reset_function_caches()
         from functions.ingest import app
 
-        response = app.sqs_handler(event, None)
+        response = app.sqs_handler(event, LambdaContext("dynashard-ingest"))
         reset_function_caches()
     bad_id = event["Records"][10]["messageId"]
     assert response == {"batchItemFailures": [{"itemIdentifier": bad_id}]}
