@@ -111,10 +111,14 @@ def test_grow_honours_the_cooldown() -> None:
     meta = ShardMetadata(store, cooldown_s=60, clock=clock)
     meta.for_writer("K")
     clock.now += 10
+    # Creation is not a change of N: a key hot from its first write grows at once.
+    result = meta.grow("K", 2)
+    assert (result.changed, result.previous, result.current) == (True, 1, 2)
+    clock.now += 10
     assert meta.grow("K", 4).reason == "cooldown"
     clock.now += 60
     result = meta.grow("K", 4)
-    assert (result.changed, result.previous, result.current) == (True, 1, 4)
+    assert (result.changed, result.previous, result.current) == (True, 2, 4)
     assert meta.grow("K", 3).reason == "already_sufficient"
 
 
@@ -129,7 +133,7 @@ def test_grow_is_capped() -> None:
 def test_fifty_concurrent_growers_make_one_change_per_cooldown() -> None:
     store, clock = MemoryStore(), FakeClock()
     ShardMetadata(store, clock=clock).for_writer("K")
-    clock.now += 120
+    clock.now += 1  # just created: the first change needs no cooldown, the rest wait
     growers = [
         ShardMetadata(store, cooldown_s=60, clock=clock, sleep=lambda s: None) for _ in range(50)
     ]

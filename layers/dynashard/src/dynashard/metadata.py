@@ -555,7 +555,10 @@ class ShardMetadata:
                     "capped" if grow_only and target == self.max_shards else "already_sufficient"
                 )
                 return GrowthResult(key, first, info.number_of_shards, False, reason)
-            if grow_only and now - info.last_updated < self.cooldown_s:
+            # The cooldown runs from the last change of N; a key's creation is not one,
+            # so a key that is hot from its first write can grow at once.
+            changed_before = len(info.history) > 1
+            if grow_only and changed_before and now - info.last_updated < self.cooldown_s:
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
             updated = self.store.update(
