@@ -64,7 +64,8 @@ openapi: install ## write the query and ingest APIs' OpenAPI document to openapi
 	$(PY) -m functions.openapi > openapi.json
 
 synth: install ## cdk synth, offline
-	npx cdk synth --quiet
+	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \
+		npx --no-install cdk synth --quiet
 
 clean: ## remove build output
 	rm -rf cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png

@@ -107,6 +107,8 @@ class EventsApi(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self.api = _build_rest_api(self, config)
+        # The stack exports the URL as ``ApiUrl``; drop RestApi's own hashed duplicate.
+        self.api.node.try_remove_child("Endpoint")
         self._body_validator = self.api.add_request_validator(
             "BodyAndParameters", validate_request_body=True, validate_request_parameters=True
         )

@@ -20,7 +20,7 @@ import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import jsii
 from aws_cdk import BundlingOptions, Duration, ILocalBundling, RemovalPolicy
@@ -186,7 +186,9 @@ def _build_layer_code(requirements: Sequence[str]) -> lambda_.Code:
             image=RUNTIME.bundling_image,
             platform="linux/arm64",
             command=["bash", "-c", docker_command],
-            local=PipLocalBundling(LAYER_SOURCE, requirements),
+            # jsii calls try_bundle(output_dir, options) positionally, while the typed
+            # interface declares the options keyword-only; the cast records that.
+            local=cast(ILocalBundling, PipLocalBundling(LAYER_SOURCE, requirements)),
         ),
     )
 

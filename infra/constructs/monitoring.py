@@ -72,8 +72,12 @@ def _own_metrics(token: str, statistic: str, label: str) -> cloudwatch.MathExpre
     )
 
 
-def _queue_depth(queue: sqs.IQueue, label: str) -> cloudwatch.Metric:
-    """Return the visible-message count of a queue (maximum per minute)."""
+def _queue_depth(queue: sqs.IQueue, label: str | None = None) -> cloudwatch.Metric:
+    """Return the visible-message count of a queue (maximum per minute).
+
+    Alarms pass no label: a labelled metric makes CloudWatch's alarm a metric-math
+    alarm (``Metrics``) instead of a plain one (``MetricName``, ``Dimensions``).
+    """
     return queue.metric_approximate_number_of_messages_visible(
         statistic="Maximum", period=_PERIOD, label=label
     )
@@ -84,7 +88,7 @@ def _build_dlq_alarm(scope: Construct, construct_id: str, queue: sqs.IQueue) -> 
     return cloudwatch.Alarm(
         scope,
         construct_id,
-        metric=_queue_depth(queue, construct_id),
+        metric=_queue_depth(queue),
         threshold=1,
         evaluation_periods=1,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -176,8 +180,8 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(*_build_throttle_widgets(table_name))
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title="Shard counts (emitted by the functions)",
-                left=[_own_metrics("Shard", "Maximum", "shards")],
+                title="Shards grown and queried (the functions' metrics)",
+                left=[_own_metrics("Shards", "Maximum", "shards grown / queried")],
                 width=12,
             ),
             cloudwatch.GraphWidget(

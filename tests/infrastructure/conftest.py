@@ -1,0 +1,77 @@
+"""Synthesize the stack once per session per parameter set, without bundling.
+
+``aws:cdk:bundling-stacks = []`` is CDK's own switch (``cdk synth --bundling-stacks``)
+to skip asset bundling, so these fixtures do not run pip; the real layer build is
+exercised by tests/infrastructure/test_layer.py and by ``make synth``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Annotations, Template
+
+from infra.app import build_app
+from infra.stack import DynashardStack
+
+SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
+
+#: A production-like parameter set: every option away from its default.
+PROD_CONTEXT: dict[str, Any] = {
+    "stage": "prod",
+    "api_auth": "api_key",
+    "contributor_insights_mode": "THROTTLED_KEYS",
+    "max_read_request_units": "20000",
+    "max_write_request_units": "8000",
+    "warm_read_units_per_second": "15000",
+    "warm_write_units_per_second": "6000",
+    "queue_max_receive_count": "7",
+    "kinesis_retry_attempts": "4",
+    "max_shards": "64",
+    "log_retention_days": "90",
+}
+
+
+@dataclass
+class Synth:
+    """One synthesized stack and what tests read from it."""
+
+    stack: DynashardStack
+    template: Template
+    annotations: Annotations
+
+    @property
+    def resources(self) -> dict[str, dict[str, Any]]:
+        return dict(self.template.to_json()["Resources"])
+
+    def of_type(self, cfn_type: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == cfn_type}
+
+    def logical_id(self, construct: Any) -> str:
+        return str(self.stack.get_logical_id(construct.node.default_child))
+
+
+def _synth(context: dict[str, Any], outdir: Path) -> Synth:
+    _, stack = build_app({**SKIP_BUNDLING, **context}, outdir=str(outdir))
+    template = Template.from_stack(stack)
+    return Synth(stack=stack, template=template, annotations=Annotations.from_stack(stack))
+
+
+@pytest.fixture(scope="session")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The stack with every parameter at its default (stage ``dev``, IAM auth)."""
+    return _synth({}, tmp_path_factory.mktemp("cdk-dev"))
+
+
+@pytest.fixture(scope="session")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The stack with :data:`PROD_CONTEXT` (retained tables, API key, caps)."""
+    return _synth(PROD_CONTEXT, tmp_path_factory.mktemp("cdk-prod"))

@@ -1,0 +1,44 @@
+"""Context parameters: parsing, validation, the dev/retained split."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from infra.config import StackConfig
+
+pytestmark = pytest.mark.infra
+
+
+def test_defaults() -> None:
+    config = StackConfig()
+    assert config.stage == "dev" and config.is_dev
+    assert config.api_auth == "iam"
+    assert config.max_read_request_units is None
+
+
+def test_command_line_strings_are_converted() -> None:
+    config = StackConfig.model_validate(
+        {"stage": "prod", "max_shards": "64", "cooldown_s": "12.5", "max_read_request_units": ""}
+    )
+    assert config.max_shards == 64
+    assert config.cooldown_s == 12.5
+    assert config.max_read_request_units is None
+    assert not config.is_dev
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"default_shards": 10, "max_shards": 5},
+        {"log_retention_days": 31},
+        {"api_auth": "cognito"},
+        {"contributor_insights_mode": "ALL"},
+        {"stage": "Prod!"},
+        {"sqs_batch_size": 11},
+        {"no_such_parameter": 1},
+    ],
+)
+def test_invalid_parameters_are_rejected(bad: dict[str, object]) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        StackConfig.model_validate(bad)

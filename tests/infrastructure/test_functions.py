@@ -1,0 +1,92 @@
+"""Function defaults (runtime, arm64, JSON logs, own log group and role), env and layer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dynashard import names
+from tests.infrastructure.conftest import Synth
+
+pytestmark = pytest.mark.infra
+
+HANDLERS = {
+    "api_function": "app.api_handler",
+    "queue_function": "app.sqs_handler",
+    "stream_function": "app.kinesis_handler",
+}
+
+
+def _functions(s: Synth) -> dict[str, Any]:
+    stack = s.stack
+    fns = {name: getattr(stack.ingest, name) for name in HANDLERS}
+    fns["query"] = stack.query.function
+    fns["scaler"] = stack.scaler.function
+    return fns
+
+
+def test_five_functions_each_with_the_expected_handler(dev: Synth) -> None:
+    assert len(dev.of_type("AWS::Lambda::Function")) == 5
+    expected = {**HANDLERS, "query": "app.handler", "scaler": "app.handler"}
+    for name, fn in _functions(dev).items():
+        props = dev.resources[dev.logical_id(fn.function)]["Properties"]
+        assert props["Handler"] == expected[name], name
+
+
+def test_defaults_defined_once_apply_to_every_function(dev: Synth) -> None:
+    layer_id = dev.logical_id(dev.stack.node.find_child("DynashardLayer").node.find_child("Layer"))
+    roles, log_groups = set(), set()
+    for name, fn in _functions(dev).items():
+        props = dev.resources[dev.logical_id(fn.function)]["Properties"]
+        assert props["Runtime"] == names.LAMBDA_PYTHON_RUNTIME, name
+        assert props["Architectures"] == ["arm64"], name
+        assert props["LoggingConfig"]["LogFormat"] == "JSON", name
+        assert props["TracingConfig"] == {"Mode": "Active"}, name
+        assert props["Layers"] == [{"Ref": layer_id}], name
+        log_group = dev.logical_id(fn.log_group)
+        assert props["LoggingConfig"]["LogGroup"] == {"Ref": log_group}, name
+        role = dev.logical_id(fn.role)
+        assert props["Role"] == {"Fn::GetAtt": [role, "Arn"]}, name
+        roles.add(role)
+        log_groups.add(log_group)
+        assert dev.resources[log_group]["Properties"]["RetentionInDays"] == 30
+    assert len(roles) == 5 and len(log_groups) == 5  # one each, nothing shared
+
+
+def test_log_retention_follows_context(prod: Synth) -> None:
+    for fn in _functions(prod).values():
+        log_group = prod.resources[prod.logical_id(fn.log_group)]
+        assert log_group["Properties"]["RetentionInDays"] == 90
+        assert log_group["DeletionPolicy"] == "Retain"
+
+
+def test_layer_is_arm64_for_the_pinned_runtime(dev: Synth) -> None:
+    (layer,) = dev.of_type("AWS::Lambda::LayerVersion").values()
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    assert layer["Properties"]["CompatibleRuntimes"] == [names.LAMBDA_PYTHON_RUNTIME]
+
+
+def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
+    data_id = dev.logical_id(dev.stack.tables.data_table)
+    meta_id = dev.logical_id(dev.stack.tables.metadata_table)
+    services = {"query": "query", "scaler": "scaler", **dict.fromkeys(HANDLERS, "ingest")}
+    for name, fn in _functions(dev).items():
+        props = dev.resources[dev.logical_id(fn.function)]["Properties"]
+        env = props["Environment"]["Variables"]
+        assert env == {
+            names.ENV_DATA_TABLE: {"Ref": data_id},
+            names.ENV_METADATA_TABLE: {"Ref": meta_id},
+            names.ENV_DEFAULT_SHARDS: "1",
+            names.ENV_MAX_SHARDS: "1000",
+            names.ENV_COOLDOWN_S: "60",
+            names.ENV_METADATA_CACHE_TTL_S: "30",
+            names.ENV_TIME_BUCKET: "day",
+            names.ENV_PARTITION_WCU: "1000",
+            names.ENV_PARTITION_RCU: "3000",
+            names.ENV_TARGET_UTILIZATION: "0.8",
+            names.ENV_POWERTOOLS_SERVICE_NAME: services[name],
+            names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
+        }, name
+    scaler = prod.resources[prod.logical_id(prod.stack.scaler.function.function)]
+    assert scaler["Properties"]["Environment"]["Variables"][names.ENV_MAX_SHARDS] == "64"
