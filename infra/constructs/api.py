@@ -66,19 +66,20 @@ def _build_rest_api(scope: Construct, config: StackConfig) -> apigw.RestApi:
 
 
 def _build_json_model(api: apigw.RestApi) -> apigw.Model:
-    """Return the request model of POST bodies: a JSON object or array.
+    """Return the request model of POST bodies: a JSON object.
 
-    The shape of an event is checked by the function (pydantic, one error per field);
-    the model keeps non-JSON and scalar bodies away from it.
+    Both POST bodies are objects (one event, ``{"events": [...]}`` or ``{"by": n}``).
+    Their fields are checked by the function (pydantic, a 422 naming each field);
+    the model keeps non-JSON, scalar and array bodies away from it.
     """
     return api.add_model(
         "JsonBody",
         content_type="application/json",
-        description="A JSON object or array",
+        description="A JSON object",
         schema=apigw.JsonSchema(
             schema=apigw.JsonSchemaVersion.DRAFT4,
             title="JsonBody",
-            type=[apigw.JsonSchemaType.OBJECT, apigw.JsonSchemaType.ARRAY],
+            type=apigw.JsonSchemaType.OBJECT,
         ),
     )
 

@@ -289,7 +289,9 @@ class DynashardFunction(Construct):
             "Function",
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / code_dir)),
+            code=lambda_.Code.from_asset(
+                str(FUNCTIONS_DIR / code_dir), exclude=["**/__pycache__", "*.pyc"]
+            ),
             handler=handler,
             layers=[layer],
             role=self.role,

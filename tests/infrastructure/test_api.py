@@ -110,3 +110,9 @@ def test_stage_access_logs_tracing_throttling(dev: Synth) -> None:
     (settings,) = props["MethodSettings"]
     assert settings["ThrottlingRateLimit"] == 1000
     assert settings["ThrottlingBurstLimit"] == 2000
+
+
+def test_post_body_model_is_a_json_object(dev: Synth) -> None:
+    (model,) = dev.of_type("AWS::ApiGateway::Model").values()
+    assert model["Properties"]["ContentType"] == "application/json"
+    assert model["Properties"]["Schema"]["type"] == "object"
