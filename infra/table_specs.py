@@ -108,9 +108,7 @@ def create_table_request(spec: TableSpec, table_name: str | None = None) -> dict
         )
     request: dict[str, Any] = {
         "TableName": table_name or spec.default_name,
-        "AttributeDefinitions": [
-            {"AttributeName": a, "AttributeType": "S"} for a in sorted(attrs)
-        ],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in sorted(attrs)],
         "KeySchema": key_schema,
         "BillingMode": "PAY_PER_REQUEST",
     }
