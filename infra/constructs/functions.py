@@ -218,7 +218,9 @@ class DynashardLayer(Construct):
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="dynashard library with Powertools, pydantic and boto3 (pinned)",
-            removal_policy=RemovalPolicy.RETAIN,
+            # Old versions are deleted on update: a deployed function keeps its own copy
+            # of the layer version it was published with, so nothing depends on them.
+            removal_policy=RemovalPolicy.DESTROY,
         )
 
 
