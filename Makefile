@@ -63,6 +63,10 @@ typecheck: install ## mypy
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
+.PHONY: bench
+bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16 x the limit) -> bench/results/hot_key.json
+	$(PY) -m bench.hot_key
+
 synth: install ## cdk synth, offline
 	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \
 		npx --no-install cdk synth --quiet
