@@ -130,6 +130,9 @@ class Evaluation:
     error : str or None
         ``"{ExceptionType}: {message}"`` when the action raised; the state change
         stands, as in CloudWatch, and the error is logged.
+    invoked : bool
+        True when the alarm action was invoked (an alarm without action builds the
+        event but invokes nothing).
     """
 
     timestamp: float
@@ -140,9 +143,11 @@ class Evaluation:
     action_result: Any = None
     error: str | None = None
 
+    invoked: bool = False
+
     @property
     def fired(self) -> bool:
-        """bool: True when this evaluation invoked the alarm action."""
+        """bool: True when the alarm entered ``ALARM`` here (an event was built)."""
         return self.event is not None
 
 
@@ -259,7 +264,7 @@ class LocalAlarm:
     @property
     def actions_invoked(self) -> int:
         """int: How many evaluations invoked the action so far."""
-        return sum(1 for e in self.history if e.fired)
+        return sum(1 for e in self.history if e.invoked)
 
     def datapoints(self, now: float) -> tuple[Datapoint, ...]:
         """Return the statistic of the last complete periods before ``now``.
@@ -411,18 +416,20 @@ class LocalAlarm:
             event: dict[str, Any] | None = None
             result: Any = None
             error: str | None = None
+            invoked = False
             if new_state is not previous:
                 reason = self._reason(points, breaching)
                 if new_state is AlarmState.ALARM:
                     event = self.build_event(new_state, reason, self._reason_data(points, at), at)
                 self.state, self.state_reason, self.state_timestamp = new_state, reason, at
                 if event is not None and self.action is not None:
+                    invoked = True
                     try:
                         result = self.action(event)
                     except Exception as exc:  # the state change stands, as in CloudWatch
                         error = f"{type(exc).__name__}: {exc}"
                         _log.exception("alarm action of %s failed", self.name)
-            evaluation = Evaluation(at, new_state, previous, points, event, result, error)
+            evaluation = Evaluation(at, new_state, previous, points, event, result, error, invoked)
             self.history.append(evaluation)
             return evaluation
 

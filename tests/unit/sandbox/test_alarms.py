@@ -175,6 +175,16 @@ def test_unsupported_statistic_or_period_is_refused(change: dict[str, Any]) -> N
         make_alarm(FakeMetrics(), spec=replace(WRITE_KEY_RANGE, **change))
 
 
+def test_alarm_without_action_builds_the_event_and_invokes_nothing() -> None:
+    metrics = FakeMetrics()
+    metrics.put(WRITE_KEY_RANGE.metric_name, T0, 7.0)
+    alarm = make_alarm(metrics)
+    result = alarm.evaluate(T0 + 61)
+    assert result.fired
+    assert not result.invoked
+    assert alarm.actions_invoked == 0
+
+
 def test_failed_action_is_recorded_and_the_state_change_stands() -> None:
     metrics, action = FakeMetrics(), FakeScaler(fail=True)
     metrics.put(WRITE_KEY_RANGE.metric_name, T0, 7.0)
