@@ -32,7 +32,7 @@ import binascii
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -46,17 +46,17 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dynashard import names
 from dynashard.errors import DynashardError, ShardQueryError, ValidationError
 from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, dumps
+from dynashard.settings import DynashardSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from dynashard import Dynashard, DynashardConfig, WriteOutcome
+    from dynashard import Dynashard, WriteOutcome
 
 logger = Logger()
 tracer = Tracer()
@@ -68,72 +68,8 @@ RETRY_AFTER_S = 1
 
 
 # --- configuration ------------------------------------------------------------------
-class Settings(BaseSettings):
-    """Configuration of the ingest function, read from the environment once per container.
-
-    Attributes
-    ----------
-    data_table, metadata_table : str
-        Table names (required; the stack sets them).
-    default_shards : int
-        Shard count of a key never seen (>= 1).
-    max_shards : int
-        Upper bound of any key's shard count.
-    cooldown_s : float
-        Seconds between two shard-count changes of one key.
-    metadata_cache_ttl_s : float
-        Seconds a writer may cache a key's shard count.
-    time_bucket : str
-        ``hour``, ``day`` or ``month``: the GSI time bucket.
-    dynamodb_endpoint : str or None
-        DynamoDB endpoint URL (the local sandbox only).
-    partition_wcu, partition_rcu : float
-        Per-partition limits, WCU/s and RCU/s (1,000 and 3,000 on DynamoDB).
-    target_utilization : float
-        Fraction of a partition's limit a shard is planned to use, in (0, 1].
-    """
-
-    model_config = SettingsConfigDict(frozen=True, extra="ignore")
-
-    data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
-    metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
-    default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
-    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
-    cooldown_s: float = Field(60.0, ge=0, validation_alias=names.ENV_COOLDOWN_S)
-    metadata_cache_ttl_s: float = Field(30.0, ge=0, validation_alias=names.ENV_METADATA_CACHE_TTL_S)
-    time_bucket: Literal["hour", "day", "month"] = Field(
-        "day", validation_alias=names.ENV_TIME_BUCKET
-    )
-    dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
-    partition_wcu: float = Field(1000.0, gt=0, validation_alias=names.ENV_PARTITION_WCU)
-    partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
-    target_utilization: float = Field(
-        0.8, gt=0, le=1, validation_alias=names.ENV_TARGET_UTILIZATION
-    )
-
-    def to_config(self) -> DynashardConfig:
-        """Build the library configuration.
-
-        Returns
-        -------
-        DynashardConfig
-            The same values, for :class:`~dynashard.Dynashard`.
-        """
-        from dynashard import DynashardConfig, TimeBucket
-
-        return DynashardConfig(
-            data_table=self.data_table,
-            metadata_table=self.metadata_table,
-            default_shards=self.default_shards,
-            max_shards=self.max_shards,
-            cooldown_s=self.cooldown_s,
-            metadata_cache_ttl_s=self.metadata_cache_ttl_s,
-            time_bucket=TimeBucket(self.time_bucket),
-            endpoint_url=self.dynamodb_endpoint,
-            partition_wcu=self.partition_wcu,
-            partition_rcu=self.partition_rcu,
-            target_utilization=self.target_utilization,
-        )
+Settings = DynashardSettings
+"""The function's settings: the library's model (``dynashard.settings``)."""
 
 
 @functools.cache

@@ -36,17 +36,17 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dynashard import names
 from dynashard.errors import DynashardError, ShardQueryError, ValidationError
 from dynashard.keys import parse_ts
 from dynashard.model import dumps
+from dynashard.settings import DynashardSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from dynashard import CounterValue, Dynashard, DynashardConfig, Page, ShardInfo
+    from dynashard import CounterValue, Dynashard, Page, ShardInfo
 
 logger = Logger()
 tracer = Tracer()
@@ -58,56 +58,8 @@ MAX_LIMIT = 1000
 
 
 # --- configuration ------------------------------------------------------------------
-class Settings(BaseSettings):
-    """Configuration of the query function, read from the environment once per container.
-
-    Attributes
-    ----------
-    data_table, metadata_table : str
-        Table names (required; the stack sets them).
-    default_shards : int
-        Shard count of a key never seen (>= 1).
-    max_shards : int
-        Upper bound of any key's shard count.
-    time_bucket : str
-        ``hour``, ``day`` or ``month``: the GSI time bucket.
-    dynamodb_endpoint : str or None
-        DynamoDB endpoint URL (the local sandbox only).
-    partition_rcu : float
-        Per-partition read limit, RCU/s (3,000 on DynamoDB).
-    """
-
-    model_config = SettingsConfigDict(frozen=True, extra="ignore")
-
-    data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
-    metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
-    default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
-    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
-    time_bucket: Literal["hour", "day", "month"] = Field(
-        "day", validation_alias=names.ENV_TIME_BUCKET
-    )
-    dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
-    partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
-
-    def to_config(self) -> DynashardConfig:
-        """Build the library configuration.
-
-        Returns
-        -------
-        DynashardConfig
-            The same values, for :class:`~dynashard.Dynashard`.
-        """
-        from dynashard import DynashardConfig, TimeBucket
-
-        return DynashardConfig(
-            data_table=self.data_table,
-            metadata_table=self.metadata_table,
-            default_shards=self.default_shards,
-            max_shards=self.max_shards,
-            time_bucket=TimeBucket(self.time_bucket),
-            endpoint_url=self.dynamodb_endpoint,
-            partition_rcu=self.partition_rcu,
-        )
+Settings = DynashardSettings
+"""The function's settings: the library's model (``dynashard.settings``)."""
 
 
 @functools.cache

@@ -24,12 +24,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dynashard import names
 from dynashard.errors import CooldownActiveError, DynashardError, ValidationError
 from dynashard.keys import split_physical_key
+from dynashard.settings import DynashardSettings
 
 try:  # package import (tests, sandbox): functions.scaler.app
     from .hot_keys import ContributorInsightsHotKeySource, HotKey, HotKeySource
@@ -43,7 +42,7 @@ except ImportError:  # Lambda asset root: app.py is a top-level module next to h
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from dynashard import Dynashard, DynashardConfig, GrowthResult, ShardInfo
+    from dynashard import Dynashard, GrowthResult, ShardInfo
 
 logger = Logger()
 tracer = Tracer()
@@ -58,60 +57,8 @@ KEY_RANGE_METRICS: dict[str, Literal["write", "read"]] = {
 
 
 # --- configuration ---------------------------------------------------------------------
-class Settings(BaseSettings):
-    """Configuration of the scaler function, read from the environment once per container.
-
-    Attributes
-    ----------
-    data_table, metadata_table : str
-        Table names (required; the stack sets them).
-    default_shards, max_shards : int
-        Shard count of a key never seen; upper bound of any key's shard count.
-    cooldown_s : float
-        Seconds between two shard-count changes of one key.
-    dynamodb_endpoint : str or None
-        DynamoDB endpoint URL (the local sandbox only).
-    partition_wcu, partition_rcu : float
-        Per-partition limits, WCU/s and RCU/s (1,000 and 3,000 on DynamoDB).
-    target_utilization : float
-        Fraction of a partition's limit a shard is planned to use, in (0, 1].
-    """
-
-    model_config = SettingsConfigDict(frozen=True, extra="ignore")
-
-    data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
-    metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
-    default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
-    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
-    cooldown_s: float = Field(60.0, ge=0, validation_alias=names.ENV_COOLDOWN_S)
-    dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
-    partition_wcu: float = Field(1000.0, gt=0, validation_alias=names.ENV_PARTITION_WCU)
-    partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
-    target_utilization: float = Field(
-        0.8, gt=0, le=1, validation_alias=names.ENV_TARGET_UTILIZATION
-    )
-
-    def to_config(self) -> DynashardConfig:
-        """Build the library configuration.
-
-        Returns
-        -------
-        DynashardConfig
-            The same values, for :class:`~dynashard.Dynashard`.
-        """
-        from dynashard import DynashardConfig
-
-        return DynashardConfig(
-            data_table=self.data_table,
-            metadata_table=self.metadata_table,
-            default_shards=self.default_shards,
-            max_shards=self.max_shards,
-            cooldown_s=self.cooldown_s,
-            endpoint_url=self.dynamodb_endpoint,
-            partition_wcu=self.partition_wcu,
-            partition_rcu=self.partition_rcu,
-            target_utilization=self.target_utilization,
-        )
+Settings = DynashardSettings
+"""The function's settings: the library's model (``dynashard.settings``)."""
 
 
 @functools.cache
