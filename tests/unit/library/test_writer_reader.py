@@ -236,3 +236,14 @@ def read_all_from(ds: Dynashard, cursor: str | None) -> list[dict[str, Any]]:
         items.extend(page.items)
         cursor = page.cursor
     return items
+
+
+def test_gsi1_key_is_sharded_with_the_item(service: Dynashard, ddb_client: Any) -> None:
+    service.set_shard_count("K", 4)
+    outcomes = service.put_events(make_events(40))
+    items = ddb_client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    by_pk = {i["PK"]["S"]: i for i in items if i["PK"]["S"].startswith("K#")}
+    assert len({o.physical_key for o in outcomes}) == 4
+    for pk, item in by_pk.items():
+        shard = pk.rsplit("#", 1)[1]
+        assert item["GSI1PK"]["S"] == f"K#{item['ts']['S'][:10]}#{shard}"

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeSerializer
@@ -67,6 +68,35 @@ class WriteOutcome:
     physical_key: str | None = None
 
 
+def gsi1_partition_key(logical: str, ts: datetime, bucket: TimeBucket, shard: int) -> str:
+    """Return the GSI1 partition key ``{logical}#{bucket}#{shard}``.
+
+    A time-bucket GSI key concentrates every current write of a logical key on one GSI
+    partition, and a throttled GSI throttles the base-table write
+    (``IndexWriteKeyRangeThroughputExceeded``; Developer Guide, "GSI write throttling
+    and back-pressure"). So the GSI key is sharded with the item's own shard: growing
+    a key's shard count spreads its GSI writes too, and a GSI read of one bucket fans
+    out over the key's shards.
+
+    Parameters
+    ----------
+    logical : str
+        Logical key.
+    ts : datetime
+        Event time.
+    bucket : TimeBucket
+        Bucket unit.
+    shard : int
+        The item's shard.
+
+    Returns
+    -------
+    str
+        E.g. ``DEPARTURES#JFK#2013-01-01#3``.
+    """
+    return f"{logical}#{time_bucket(ts, bucket)}#{shard}"
+
+
 def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
     """Build the data-table item of an event, in DynamoDB's wire format.
 
@@ -93,7 +123,7 @@ def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
     plain: dict[str, Any] = {
         names.ATTR_PK: physical_key(event.key, shard),
         names.ATTR_SK: sk,
-        names.ATTR_GSI1PK: f"{event.key}#{time_bucket(event.ts, bucket)}",
+        names.ATTR_GSI1PK: gsi1_partition_key(event.key, event.ts, bucket, shard),
         names.ATTR_GSI1SK: sk,
         names.ATTR_KEY: event.key,
         names.ATTR_ID: event.id,
