@@ -24,6 +24,7 @@ class FlakyClient:
         self.batch_write_calls = 0
         self.queries: dict[str, int] = {}
         self.page_cap: int | None = None  # stands for Query's 1 MB page limit
+        self.items_read = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -58,4 +59,6 @@ class FlakyClient:
             raise client_error("InternalServerError", f"injected failure of {pk}")
         if self.page_cap is not None:
             request = {**request, "Limit": min(request.get("Limit", self.page_cap), self.page_cap)}
-        return dict(self.inner.query(**request))
+        response = dict(self.inner.query(**request))
+        self.items_read += len(response.get("Items", []))
+        return response

@@ -14,6 +14,7 @@ write is never missed for replication lag; GSI reads cannot be (Developer Guide,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
@@ -160,7 +161,8 @@ class ShardedReader:
         end : datetime, optional
             Latest event time, exclusive (UTC).
         limit : int
-            Page size, 1..1000; pushed down to every shard query (as ``limit + 1``).
+            Page size, 1..1000; pushed down to every shard query (see
+            :func:`shard_page_limit`).
         descending : bool
             Newest first when True.
         cursor : str, optional
@@ -196,7 +198,8 @@ class ShardedReader:
 
         info = self.metadata.for_reader(key)
         shards = [s for s in range(info.max_count) if position is None or s not in position.done]
-        streams = {s: self._stream(key, s, lo, hi, limit, descending, position) for s in shards}
+        per_shard = shard_page_limit(limit, len(shards))
+        streams = {s: self._stream(key, s, lo, hi, per_shard, descending, position) for s in shards}
         failures = self._prefetch(streams)
         if failures and not allow_partial:
             raise ShardQueryError(failures)
@@ -236,9 +239,7 @@ class ShardedReader:
             "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
             "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
             "ScanIndexForward": not descending,
-            # One more than the page: a shard whose items all fit in the page then shows
-            # it is exhausted without a second query.
-            "Limit": limit + 1,
+            "Limit": limit,
             "ConsistentRead": True,
         }
         if position is not None:
@@ -260,6 +261,34 @@ class ShardedReader:
             except ShardQueryError as exc:
                 failures.update(exc.failures)
         return failures
+
+
+def shard_page_limit(limit: int, shards: int, slack: float = 1.5) -> int:
+    """Return the ``Limit`` of each shard's first Query for a page of ``limit`` items.
+
+    Pushing the whole page limit to each of N shards reads up to N times the page
+    (N-fold read amplification, billed in RCU); a page of a key spread evenly needs
+    about ``limit / N`` items per shard. Each shard is asked for that share with
+    ``slack`` headroom plus one item (so a shard whose share fits shows it is
+    exhausted without a second query); a shard that runs short is read further,
+    page by page, during the merge, so the result is the same either way.
+
+    Parameters
+    ----------
+    limit : int
+        Page size, ``>= 1``.
+    shards : int
+        Shards queried, ``>= 0``.
+    slack : float
+        Headroom over the even share, ``>= 1``.
+
+    Returns
+    -------
+    int
+        ``min(limit, ceil(slack * limit / shards)) + 1``.
+    """
+    share = math.ceil(slack * limit / max(shards, 1))
+    return min(limit, share) + 1
 
 
 def _to_event(item: dict[str, Any]) -> dict[str, Any]:
