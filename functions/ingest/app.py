@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import (
@@ -48,7 +47,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag
 from pydantic import ValidationError as PydanticValidationError
 
 from dynashard import names
-from dynashard.errors import DynashardError, ShardQueryError, ValidationError
+from dynashard.errors import DynashardError
+from dynashard.http import register_error_handlers
 from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, dumps
 from dynashard.settings import DynashardSettings
 
@@ -317,69 +317,7 @@ def _path_value(raw: str) -> str:
 
 
 # --- API: errors, in one place ---------------------------------------------------------
-def _error(
-    status: HTTPStatus, message: str, field: str | None = None, **extra: Any
-) -> Response[Any]:
-    body: dict[str, Any] = {"message": message, "field": field, **extra}
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
-
-
-def _field_name(loc: Sequence[Any], kind: str | None) -> str:
-    # ("body", "batch", "events", 3, "ts") -> "events[3].ts"; ("query", "limit") -> "limit"
-    parts = list(loc)
-    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
-        source = parts.pop(0)
-        if source == "body" and (kind == "json_invalid" or not parts):
-            return "body"
-    if parts and parts[0] in ("event", "batch"):  # the tag of the discriminated body union
-        parts.pop(0)
-    name = ""
-    for part in parts:
-        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
-    return name or "body"
-
-
-def _request_invalid(exc: RequestValidationError) -> Response[Any]:
-    errors = [
-        {
-            "field": _field_name(e.get("loc", ()), e.get("type")),
-            "type": e.get("type"),
-            "msg": str(e.get("msg", "invalid")).removeprefix("Value error, "),
-        }
-        for e in exc.errors()
-    ]
-    first = errors[0] if errors else {"field": "body", "msg": "invalid request"}
-    logger.info("request rejected", extra={"errors": errors})
-    return _error(
-        HTTPStatus.UNPROCESSABLE_ENTITY,
-        f"{first['field']}: {first['msg']}",
-        str(first["field"]),
-        errors=errors,
-    )
-
-
-def _dynashard_invalid(exc: ValidationError) -> Response[Any]:
-    return _error(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
-
-
-def _shard_failed(exc: ShardQueryError) -> Response[Any]:
-    logger.error("shard query failed", extra={"shards": list(exc.shards)})
-    return _error(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
-
-
-def _dynashard_failed(exc: DynashardError) -> Response[Any]:
-    logger.exception("dynashard error")
-    return _error(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
-
-
-# Most specific first: Powertools looks handlers up along the exception's MRO.
-for _exc_class, _exc_handler in (
-    (RequestValidationError, _request_invalid),
-    (ValidationError, _dynashard_invalid),
-    (ShardQueryError, _shard_failed),
-    (DynashardError, _dynashard_failed),
-):
-    app.exception_handler(_exc_class)(_exc_handler)
+register_error_handlers(app, logger, fallback_field="body")
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")

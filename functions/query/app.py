@@ -24,21 +24,18 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
 from datetime import datetime
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
 from dynashard import names
-from dynashard.errors import DynashardError, ShardQueryError, ValidationError
+from dynashard.http import register_error_handlers
 from dynashard.keys import parse_ts
 from dynashard.model import dumps
 from dynashard.settings import DynashardSettings
@@ -298,62 +295,7 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
 
 
 # --- errors, in one place ------------------------------------------------------------------
-def _error(
-    status: HTTPStatus, message: str, field: str | None = None, **extra: Any
-) -> Response[Any]:
-    body: dict[str, Any] = {"message": message, "field": field, **extra}
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
-
-
-def _field_name(loc: Sequence[Any]) -> str:
-    # ("query", "limit") -> "limit"; ("path", "name") -> "name"
-    parts = [str(p) for p in loc]
-    if parts and parts[0] in ("query", "path", "header", "cookie", "body"):
-        parts = parts[1:] or parts
-    return ".".join(parts) or "request"
-
-
-def _request_invalid(exc: RequestValidationError) -> Response[Any]:
-    errors = [
-        {
-            "field": _field_name(e.get("loc", ())),
-            "type": e.get("type"),
-            "msg": str(e.get("msg", "invalid")).removeprefix("Value error, "),
-        }
-        for e in exc.errors()
-    ]
-    first = errors[0] if errors else {"field": "request", "msg": "invalid request"}
-    logger.info("request rejected", extra={"errors": errors})
-    return _error(
-        HTTPStatus.UNPROCESSABLE_ENTITY,
-        f"{first['field']}: {first['msg']}",
-        str(first["field"]),
-        errors=errors,
-    )
-
-
-def _dynashard_invalid(exc: ValidationError) -> Response[Any]:
-    return _error(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
-
-
-def _shard_failed(exc: ShardQueryError) -> Response[Any]:
-    logger.error("shard query failed", extra={"failures": exc.failures})
-    return _error(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
-
-
-def _dynashard_failed(exc: DynashardError) -> Response[Any]:
-    logger.exception("dynashard error")
-    return _error(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
-
-
-# Most specific first: Powertools looks handlers up along the exception's MRO.
-for _exc_class, _exc_handler in (
-    (RequestValidationError, _request_invalid),
-    (ValidationError, _dynashard_invalid),
-    (ShardQueryError, _shard_failed),
-    (DynashardError, _dynashard_failed),
-):
-    app.exception_handler(_exc_class)(_exc_handler)
+register_error_handlers(app, logger, fallback_field="request")
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")

@@ -1,0 +1,135 @@
+"""The HTTP error mapping of the dynashard APIs, in one place for every function.
+
+Bad input is a 4xx with a JSON body ``{"message", "field", ...}`` that says what was
+wrong; a failed shard query is a 503 naming the shards; any other library error is a
+500 with its message. Nothing is swallowed: every handler logs what it maps.
+
+This module needs Powertools for AWS Lambda (the ``lambda`` extra; the layer ships it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from dynashard.errors import DynashardError, ShardQueryError, ValidationError
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+
+_SOURCES = ("body", "query", "path", "header", "cookie")
+
+
+def error_response(
+    status: HTTPStatus, message: str, field: str | None = None, **extra: Any
+) -> Response[Any]:
+    """Build the JSON error response ``{"message", "field", **extra}``.
+
+    Parameters
+    ----------
+    status : HTTPStatus
+        HTTP status.
+    message : str
+        What was wrong.
+    field : str, optional
+        The offending field, e.g. ``events[3].ts`` or ``limit``.
+    **extra : Any
+        More JSON members (e.g. ``errors``, ``shards``).
+
+    Returns
+    -------
+    Response
+        A Powertools response with content type ``application/json``.
+    """
+    body: dict[str, Any] = {"message": message, "field": field, **extra}
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+def field_name(loc: Sequence[Any], kind: str | None = None, fallback: str = "body") -> str:
+    """Turn a pydantic error location into the field name a client sent.
+
+    Parameters
+    ----------
+    loc : sequence
+        E.g. ``("body", "batch", "events", 3, "ts")`` or ``("query", "limit")``.
+    kind : str, optional
+        The pydantic error type; ``json_invalid`` names the whole body.
+    fallback : str
+        Name when the location names nothing more specific.
+
+    Returns
+    -------
+    str
+        E.g. ``events[3].ts`` or ``limit``.
+    """
+    parts = list(loc)
+    if parts and parts[0] in _SOURCES:
+        source = parts.pop(0)
+        if source == "body" and (kind == "json_invalid" or not parts):
+            return "body"
+    if parts and parts[0] in ("event", "batch"):  # tags of a discriminated body union
+        parts.pop(0)
+    name = ""
+    for part in parts:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or fallback
+
+
+def register_error_handlers(
+    app: APIGatewayRestResolver, logger: Logger, fallback_field: str = "body"
+) -> None:
+    """Map request-validation and dynashard errors to JSON responses on ``app``.
+
+    ``RequestValidationError`` -> 422 with every error; ``ValidationError`` (and
+    ``CursorError``) -> 400; ``ShardQueryError`` -> 503 naming the failed shards; any
+    other ``DynashardError`` -> 500. Registered most specific first, as Powertools
+    looks handlers up along the exception's MRO.
+
+    Parameters
+    ----------
+    app : APIGatewayRestResolver
+        The function's resolver.
+    logger : Logger
+        The function's Powertools logger.
+    fallback_field : str
+        Field named when a validation error has no location.
+    """
+
+    def request_invalid(exc: RequestValidationError) -> Response[Any]:
+        errors = [
+            {
+                "field": field_name(e.get("loc", ()), e.get("type"), fallback_field),
+                "type": e.get("type"),
+                "msg": str(e.get("msg", "invalid")).removeprefix("Value error, "),
+            }
+            for e in exc.errors()
+        ]
+        first = errors[0] if errors else {"field": fallback_field, "msg": "invalid request"}
+        logger.info("request rejected", extra={"errors": errors})
+        return error_response(
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            f"{first['field']}: {first['msg']}",
+            str(first["field"]),
+            errors=errors,
+        )
+
+    def dynashard_invalid(exc: ValidationError) -> Response[Any]:
+        return error_response(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
+
+    def shard_failed(exc: ShardQueryError) -> Response[Any]:
+        logger.error("shard query failed", extra={"failures": exc.failures})
+        return error_response(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
+
+    def dynashard_failed(exc: DynashardError) -> Response[Any]:
+        logger.exception("dynashard error")
+        return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
+
+    app.exception_handler(RequestValidationError)(request_invalid)
+    app.exception_handler(ValidationError)(dynashard_invalid)
+    app.exception_handler(ShardQueryError)(shard_failed)
+    app.exception_handler(DynashardError)(dynashard_failed)
