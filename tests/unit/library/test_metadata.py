@@ -122,6 +122,15 @@ def test_grow_honours_the_cooldown() -> None:
     assert meta.grow("K", 3).reason == "already_sufficient"
 
 
+def test_zero_cooldown_allows_two_growths_within_one_second() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, cooldown_s=0, clock=clock)
+    meta.set_count("K", 2)
+    assert meta.grow("K", 5).changed  # stored last_updated is now one second ahead
+    assert meta.grow("K", 11).changed
+    assert [c for _, c in store.items["K"].history] == [2, 5, 11]
+
+
 def test_grow_is_capped() -> None:
     store, clock = MemoryStore(), FakeClock()
     meta = ShardMetadata(store, max_shards=10, cooldown_s=0, clock=clock)

@@ -557,8 +557,11 @@ class ShardMetadata:
                 return GrowthResult(key, first, info.number_of_shards, False, reason)
             # The cooldown runs from the last change of N; a key's creation is not one,
             # so a key that is hot from its first write can grow at once.
+            # last_updated may run up to a second ahead of the clock (two changes within
+            # one second get distinct epochs), so a zero cooldown must not compare it.
             changed_before = len(info.history) > 1
-            if grow_only and changed_before and now - info.last_updated < self.cooldown_s:
+            in_cooldown = self.cooldown_s > 0 and now - info.last_updated < self.cooldown_s
+            if grow_only and changed_before and in_cooldown:
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
             updated = self.store.update(
