@@ -43,7 +43,7 @@ from botocore.config import Config
 
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.retry import Backoff
-from dynashard.writer import ShardedWriter, WriteOutcome
+from dynashard.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.alarms import AcceleratedClock, LocalAlarm, scaler_action
@@ -91,23 +91,6 @@ CONVERGE_DEFINITION = (
 )
 
 
-class BenchWriterDynashard(Dynashard):
-    """The facade with a short writer retry budget (and in-band growth optional).
-
-    Open-loop load must not queue behind long back-offs, so a writer retries a throttled
-    batch at most 4 times within a few hundred wall milliseconds and then reports the
-    events failed (not acknowledged).
-    """
-
-    grow_in_band = False
-
-    def _writer(self) -> ShardedWriter:
-        writer = super()._writer()
-        writer.backoff = WRITER_BACKOFF
-        writer.grow_on_key_range_throttle = self.grow_in_band
-        return writer
-
-
 def make_client(endpoint: str) -> Any:
     """Client for the loopback endpoint; botocore retries off (the writer retries)."""
     return boto3.client(
@@ -136,9 +119,13 @@ def make_service(
         partition_wcu=LIMIT,
         target_utilization=UTILIZATION,
         max_workers=16,
+        # Open-loop load must not queue behind long back-offs: a writer retries a
+        # throttled batch at most 4 times within a few hundred wall milliseconds, then
+        # reports the events failed (not acknowledged).
+        in_band_growth=in_band,
+        write_backoff=WRITER_BACKOFF,
     )
-    ds = BenchWriterDynashard(config, client=make_client(endpoint))
-    ds.grow_in_band = in_band
+    ds = Dynashard(config, client=make_client(endpoint))
     ds.metadata.clock = clock
     return ds
 

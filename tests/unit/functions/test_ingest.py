@@ -341,6 +341,12 @@ def test_settings_are_read_at_first_use_and_cached(monkeypatch: pytest.MonkeyPat
     config = first.to_config()
     assert config.default_shards == 4
     assert config.data_table == "dynashard-data"
+    assert config.in_band_growth is True
+
+
+def test_in_band_growth_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DYNASHARD_IN_BAND_GROWTH", "false")
+    assert ingest.get_settings().to_config().in_band_growth is False
 
 
 def test_missing_table_setting_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,3 +110,22 @@ def test_a_container_asks_for_growth_once_per_cooldown(ddb_client: Any) -> None:
     assert all(o.ok for o in writer.write(make_events(10)))
     info = ds.shard_info("K")
     assert info.number_of_shards == 2 and len(info.history) == 2
+
+
+@pytest.mark.parametrize(("in_band", "shards"), [(True, 2), (False, 1)])
+def test_the_facade_switch_turns_in_band_growth_on_and_off(
+    ddb_client: Any, in_band: bool, shards: int
+) -> None:
+    client = ThrottlesFirst(ddb_client, throttle("TableWriteKeyRangeThroughputExceeded"), 1)
+    ds = Dynashard(
+        DynashardConfig(
+            DATA_TABLE.default_name,
+            METADATA_TABLE.default_name,
+            cooldown_s=0,
+            in_band_growth=in_band,
+            write_backoff=Backoff(base_s=0.0, max_attempts=3),
+        ),
+        client=client,  # type: ignore[arg-type]
+    )
+    assert all(o.ok for o in ds.put_events(make_events(10)))
+    assert ds.shard_info("K").number_of_shards == shards

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,7 @@ from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, S
 from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from dynashard.reader import Page, ShardedReader
+from dynashard.retry import Backoff
 from dynashard.strategies import TimeBucket
 from dynashard.writer import ShardedWriter, WriteOutcome
 
@@ -58,6 +59,14 @@ class DynashardConfig:
         Per-partition read ceiling used for planning, RCU/s.
     target_utilization : float
         Planned fraction of the partition ceiling per shard, in (0, 1].
+    in_band_growth : bool
+        Whether a writer throttled by key range (``TableWriteKeyRangeThroughputExceeded``
+        or ``IndexWriteKeyRangeThroughputExceeded``) asks for more shards itself
+        (doubling, honouring the cooldown) besides backing off. False leaves growth to
+        the alarm-driven scaler alone.
+    write_backoff : Backoff
+        Retry budget of a write: full-jitter back-off between attempts on throttled
+        or unprocessed items; default 8 attempts, 50 ms base, 5 s cap.
     """
 
     data_table: str
@@ -72,6 +81,8 @@ class DynashardConfig:
     partition_wcu: float = PARTITION_WCU_LIMIT
     partition_rcu: float = PARTITION_RCU_LIMIT
     target_utilization: float = 0.8
+    in_band_growth: bool = True
+    write_backoff: Backoff = field(default_factory=Backoff)
 
     def __post_init__(self) -> None:
         if self.max_workers < 1:
@@ -157,6 +168,8 @@ class Dynashard:
             self.metadata,
             self.executor,
             self.config.time_bucket,
+            backoff=self.config.write_backoff,
+            grow_on_key_range_throttle=self.config.in_band_growth,
         )
 
     def put_events(self, events: Sequence[Event]) -> list[WriteOutcome]:

@@ -42,6 +42,9 @@ class DynashardSettings(BaseSettings):
         Per-partition limits, WCU/s and RCU/s (1,000 and 3,000 on DynamoDB).
     target_utilization : float
         Fraction of a partition's limit a shard is planned to use, in (0, 1].
+    in_band_growth : bool
+        Whether writers throttled by key range ask for more shards themselves
+        (``true``/``false``); false leaves growth to the alarm-driven scaler.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore")
@@ -61,6 +64,7 @@ class DynashardSettings(BaseSettings):
     target_utilization: float = Field(
         0.8, gt=0, le=1, validation_alias=names.ENV_TARGET_UTILIZATION
     )
+    in_band_growth: bool = Field(True, validation_alias=names.ENV_IN_BAND_GROWTH)
 
     def to_config(self) -> DynashardConfig:
         """Build the library configuration.
@@ -84,4 +88,5 @@ class DynashardSettings(BaseSettings):
             partition_wcu=self.partition_wcu,
             partition_rcu=self.partition_rcu,
             target_utilization=self.target_utilization,
+            in_band_growth=self.in_band_growth,
         )
