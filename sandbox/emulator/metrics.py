@@ -99,6 +99,8 @@ class Metrics:
         # (minute, operation, table, index) -> key -> [units, requests, throttles]
         self._keys: dict[tuple[int, Operation, str, str | None], dict[str, list[float]]] = {}
         self._newest_minute = 0
+        # ThrottlingReason.reason -> throttle events since start (or reset), never rolled
+        self._reasons: dict[str, int] = defaultdict(int)
 
     def _roll(self, minute: int) -> None:
         if minute <= self._newest_minute:
@@ -128,6 +130,33 @@ class Metrics:
         with self._lock:
             self._roll(minute)
             self._counters[(minute, metric, resource.table, resource.index)] += value
+
+    def add_throttle_reason(self, reason: str, events: int = 1) -> None:
+        """Count throttle events by their ``ThrottlingReason.reason``.
+
+        Parameters
+        ----------
+        reason : str
+            E.g. ``TableWriteKeyRangeThroughputExceeded``.
+        events : int
+            Throttle events to add.
+        """
+        with self._lock:
+            self._reasons[reason] += events
+
+    def throttle_reasons(self) -> dict[str, int]:
+        """Return the throttle events by reason since the start (or the last reset).
+
+        Unlike the per-minute metrics these totals are never dropped, so a caller can
+        sample them at any rate and take differences.
+
+        Returns
+        -------
+        dict of str to int
+            ``ThrottlingReason.reason`` -> throttle events, sorted by reason.
+        """
+        with self._lock:
+            return dict(sorted(self._reasons.items()))
 
     def record_key(
         self,
@@ -360,4 +389,5 @@ class Metrics:
         with self._lock:
             self._counters.clear()
             self._keys.clear()
+            self._reasons.clear()
             self._newest_minute = 0

@@ -391,9 +391,12 @@ class PartitionEmulator:
     ) -> None:
         """Count one throttled item operation: events per violated resource, keys."""
         generic = m.WRITE_THROTTLE_EVENTS if op is Operation.WRITE else m.READ_THROTTLE_EVENTS
-        for resource, limit in {(v.resource, v.limit) for v in violations}:
-            self.metrics.add(m.THROTTLE_EVENT_METRICS[(op, limit)], resource, 1, now)
-            self.metrics.add(generic, resource, 1, now)
+        for violation in {(v.resource, v.limit): v for v in violations}.values():
+            self.metrics.add(
+                m.THROTTLE_EVENT_METRICS[(op, violation.limit)], violation.resource, 1, now
+            )
+            self.metrics.add(generic, violation.resource, 1, now)
+            self.metrics.add_throttle_reason(violation.reason)
         for charge in charges:
             if charge.key is not None:
                 self.metrics.record_key(op, charge.resource, charge.key, now, throttled=True)

@@ -99,6 +99,8 @@ def test_hot_key_is_throttled_with_key_range_reason_and_others_are_not(
     assert response["ThrottlingReasons"] == [
         {"reason": "TableWriteKeyRangeThroughputExceeded", "resource": arn(data_table)}
     ]
+    # And the emulator counts the throttle event under that reason
+    assert server.emulator.metrics.throttle_reasons() == {"TableWriteKeyRangeThroughputExceeded": 1}
     # And another key is unaffected
     put(client, data_table, "cold", "1")
     # And one second later the hot key has 10 WCU again

@@ -54,3 +54,17 @@ def test_old_minutes_are_dropped() -> None:
     metrics.add(CONSUMED_WCU, T, 1.0, ts=0.0)
     metrics.add(CONSUMED_WCU, T, 1.0, ts=600.0)
     assert metrics.series(CONSUMED_WCU, T, 0, 1000) == {600: 1.0}
+
+
+def test_throttle_reasons_are_totals_that_outlive_the_minutes() -> None:
+    metrics = Metrics(retention_minutes=1)
+    metrics.add_throttle_reason("TableWriteKeyRangeThroughputExceeded")
+    metrics.add_throttle_reason("IndexWriteKeyRangeThroughputExceeded", 2)
+    metrics.add_throttle_reason("TableWriteKeyRangeThroughputExceeded")
+    metrics.add(CONSUMED_WCU, T, 1.0, ts=6000.0)  # rolls every earlier minute away
+    assert metrics.throttle_reasons() == {
+        "IndexWriteKeyRangeThroughputExceeded": 2,
+        "TableWriteKeyRangeThroughputExceeded": 2,
+    }
+    metrics.reset()
+    assert metrics.throttle_reasons() == {}
