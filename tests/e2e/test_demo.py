@@ -44,8 +44,10 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[s
 
 
 def test_demo_sample_passes_every_check(sample_report: tuple[int, dict[str, Any], str]) -> None:
-    code, report, output = sample_report
+    code, whole, output = sample_report
     assert code == 0, output[-3000:]
+    assert whole["ok"] is True and whole["events"] == SAMPLE
+    report = whole["first_act"]
     assert report["ok"] is True and all(report["checks"].values())
     assert report["events_offered"] == SAMPLE
     assert report["events_written"] == SAMPLE
@@ -61,7 +63,8 @@ def test_demo_sample_passes_every_check(sample_report: tuple[int, dict[str, Any]
 def test_demo_sample_used_all_paths_and_fixed_shard_counts(
     sample_report: tuple[int, dict[str, Any], str],
 ) -> None:
-    _, report, output = sample_report
+    _, whole, output = sample_report
+    report = whole["first_act"]
     origins = {f"DEPARTURES#{o}" for o in ("EWR", "JFK", "LGA")}
     assert {k: v for k, v in report["shard_counts"].items() if k in origins} == dict.fromkeys(
         origins, demo.ORIGIN_SHARDS
@@ -102,14 +105,42 @@ def test_demo_fails_when_the_query_handler_loses_an_item(
 
     monkeypatch.setattr(demo.Handlers, "load", staticmethod(sabotaged))
     report_path = tmp_path / "report.json"
-    code = demo.main(["--sample", "300", "--report", str(report_path)])
-    report = json.loads(report_path.read_text())
+    code = demo.main(["--sample", "300", "--act", "1", "--report", str(report_path)])
+    whole = json.loads(report_path.read_text())
     assert code == 1
+    assert whole["ok"] is False and "second_act" not in whole
+    report = whole["first_act"]
     assert report["ok"] is False
     assert report["mismatches"] > 0
     assert report["events_read_back"] < 300
     assert report["checks"]["reads_equal_source"] is False
     assert report["checks"]["all_events_written"] is True
+
+
+def test_second_act_throttles_grows_recovers_and_reads_back_everything(
+    sample_report: tuple[int, dict[str, Any], str],
+) -> None:
+    _, whole, output = sample_report
+    act = whole["second_act"]
+    assert act["ok"] is True and all(act["checks"].values()), act["checks"]
+    assert act["growth"]["speed"] == 10.0 and act["growth"]["in_band_growth"] is False
+    # the events all came back exactly, through the emulator
+    assert act["events_written"] == act["events_read_back"] == SAMPLE
+    assert act["mismatches"] == 0 and act["duplicates"] == 0
+    # key-range throttling by reason, seen by the alarm, acted on by the scaler
+    assert act["throttle_events"]["TableWriteKeyRangeThroughputExceeded"] > 0
+    assert act["throttle_events"]["key_range"] <= act["throttle_events"]["total"]
+    assert act["alarms"] and act["alarms"][0]["alarm"].endswith("WriteKeyRange")
+    grown = {g["key"] for a in act["alarms"] for g in a["grown"]}
+    origins = {k for k in act["shard_counts"] if k.startswith("DEPARTURES#")}
+    assert origins and origins <= grown
+    for key in origins:
+        history = act["shard_history"][key]
+        assert history[0]["count"] == 1 and history[-1]["count"] == act["shard_counts"][key] > 1
+    assert act["time_to_recover_s"] > 0
+    assert act["events_delivered"] >= SAMPLE
+    assert act["timeline"] and Path(act["chart"]).read_bytes()[:4] == b"\x89PNG"
+    assert "Second act" in output
 
 
 # --- the pure parts ---------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""The second act's pure parts: settings, rates, recovery time, report and chart."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dynashard import names
+from sandbox.growth import (
+    GrowthSettings,
+    Sample,
+    Timeline,
+    is_key_range,
+    rate_row,
+    time_to_recover_s,
+    timeline_report,
+    write_chart,
+)
+
+KR = "TableWriteKeyRangeThroughputExceeded"
+
+
+def row(t: float, written: float, throttled: float, offered: float | None = None) -> dict[str, Any]:
+    return {
+        "t_s": t,
+        "offered_per_s": written + throttled if offered is None else offered,
+        "written_per_s": written,
+        "throttles_per_s": {KR: throttled},
+        "key_range_throttles_per_s": throttled,
+        "shards": {"K": 1 if throttled else 4},
+    }
+
+
+def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
+    settings = GrowthSettings(scale=0.01, speed=10.0)
+    assert settings.partition_wcu == pytest.approx(10.0)
+    assert settings.partition_rcu == pytest.approx(30.0)
+    env = settings.function_environment()
+    assert env[names.ENV_PARTITION_WCU] == "10.0"
+    assert env[names.ENV_METADATA_CACHE_TTL_S] == "3.0"  # 30 emulated s at x10
+    assert env[names.ENV_IN_BAND_GROWTH] == "false"
+    with pytest.raises(ValueError, match="scale and speed"):
+        GrowthSettings(speed=0)
+
+
+def test_only_key_range_reasons_count_as_hot_keys() -> None:
+    assert is_key_range("IndexWriteKeyRangeThroughputExceeded")
+    assert not is_key_range("TableWriteProvisionedThroughputExceeded")
+
+
+def test_a_rate_row_is_the_difference_of_two_samples_per_second() -> None:
+    a = Sample(1.0, offered=100, written=50, throttles={KR: 10}, shards={"K": 1})
+    b = Sample(3.0, offered=500, written=450, throttles={KR: 30, "X": 4}, shards={"K": 2})
+    r = rate_row(a, b)
+    assert (r["offered_per_s"], r["written_per_s"]) == (200.0, 200.0)
+    assert r["throttles_per_s"] == {KR: 10.0, "X": 2.0}
+    assert r["key_range_throttles_per_s"] == 10.0
+    assert r["shards"] == {"K": 2}
+
+
+def test_recovery_starts_where_a_quiet_stretch_with_writes_starts() -> None:
+    rows = [row(1, 100, 0), row(2, 50, 40), row(3, 50, 40), row(4, 50, 5)]
+    rows += [row(t, 300, 0) for t in range(5, 20)]
+    # first throttled interval ends at t=2; the quiet stretch begins at t=4
+    assert time_to_recover_s(rows, quiet_s=10) == 2.0
+
+
+def test_a_short_quiet_blip_is_not_a_recovery() -> None:
+    rows = [row(1, 50, 40), row(2, 300, 0), row(3, 50, 40)]
+    rows += [row(t, 300, 0) for t in range(4, 16)]
+    assert time_to_recover_s(rows, quiet_s=10) == 2.0  # from t=1 to t=3
+
+
+def test_no_throttling_or_no_end_of_it_has_no_recovery_time() -> None:
+    assert time_to_recover_s([row(t, 300, 0) for t in range(10)]) is None
+    assert time_to_recover_s([row(t, 50, 40) for t in range(10)]) is None
+
+
+def test_a_replay_ending_soon_after_the_growth_still_recovers() -> None:
+    rows = [row(1, 50, 40), row(2, 50, 40), row(3, 300, 0), row(4, 300, 0)]
+    assert time_to_recover_s(rows, quiet_s=10) == 1.0
+
+
+def test_timeline_report_sums_reasons_and_splits_the_written_rate() -> None:
+    rows = [row(1, 50, 40), row(2, 60, 40)] + [row(t, 300, 0) for t in range(3, 15)]
+    report = timeline_report(rows, {KR: 80, "TableWriteProvisionedThroughputExceeded": 3})
+    assert report["throttle_events"] == {
+        KR: 80,
+        "TableWriteProvisionedThroughputExceeded": 3,
+        "key_range": 80,
+        "total": 83,
+    }
+    assert report["time_to_recover_s"] == 1.0
+    assert report["written_per_s_while_throttled"] == 55.0
+    assert report["written_per_s_after_recovery"] == 300.0
+    assert report["timeline"] == rows
+
+
+def test_timeline_samples_in_a_thread_and_reports_each_row() -> None:
+    state = {"n": 0}
+    seen: list[dict[str, Any]] = []
+
+    def counts() -> tuple[int, int]:
+        state["n"] += 10
+        return state["n"], state["n"]
+
+    timeline = Timeline(
+        counts, lambda: {KR: 1}, lambda: {"K": 1}, interval_s=0.05, on_sample=seen.append
+    )
+    with timeline:
+        time.sleep(0.3)
+    assert len(timeline.samples) >= 3
+    assert len(timeline.rows()) == len(timeline.samples) - 1
+    assert seen == timeline.rows()
+    assert all(r["written_per_s"] > 0 for r in timeline.rows())
+
+
+def test_the_chart_is_a_png(tmp_path: Path) -> None:
+    rows = [row(1, 50, 40), row(2, 300, 0)]
+    path = write_chart(rows, tmp_path / "chart.png", title="t", growths=[{"at_s": 1.5}])
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
