@@ -29,6 +29,7 @@ from dynashard import names
 from dynashard.errors import CooldownActiveError, DynashardError, ValidationError
 from dynashard.keys import split_physical_key
 from dynashard.settings import DynashardSettings
+from dynashard.writer import split_gsi1_partition_key
 
 try:  # package import (tests, sandbox): functions.scaler.app
     from .hot_keys import ContributorInsightsHotKeySource, HotKey, HotKeySource
@@ -264,12 +265,27 @@ class KeyLoad:
     throttled_events: int = 0
     throttled_shards: set[str] = field(default_factory=set)
 
-    def demand_units_per_s(self, partition_limit: float, window_s: float) -> float:
+    def demand_units_per_s(
+        self, partition_limit: float, window_s: float, attempts_per_write: int = 1
+    ) -> float:
         """Estimate the load the key wanted to put on the table, units/s.
 
-        A throttled shard was running at its key's ceiling, so it consumed at least
-        ``partition_limit`` (Contributor Insights in ``THROTTLED_KEYS`` mode reports no
-        consumption), and every throttled request wanted at least one more unit.
+        Three corrections turn the window's figures into the load the key was offered:
+
+        - A throttled shard was running at its key's ceiling, so it took at least
+          ``partition_limit`` while it was loaded (Contributor Insights in
+          ``THROTTLED_KEYS`` mode reports no consumption): ``R = max(consumed,
+          throttled_shards x limit)``.
+        - Each throttled request is a retry as often as a first try: a writer with a
+          budget of ``A`` attempts is refused ``A`` times for a write it gives up on,
+          and fewer times for one that gets through (which ``consumed`` already
+          counts), so ``throttled / A`` writes were turned away, and never fewer.
+          Counting every throttled request as new load overshoots up to ``A`` times.
+        - A load that started (or stopped) inside the window dilutes both figures
+          alike, so the turned-away share is taken relative to what was consumed,
+          ``rho = (throttled / A) / consumed units``, and applied to ``R``, the rate
+          while the shards were at their ceiling. Averaging the throttles over the
+          whole window instead undershoots by the share of the window left idle.
 
         Parameters
         ----------
@@ -277,35 +293,53 @@ class KeyLoad:
             Per-key ceiling, units/s (1,000 WCU/s or 3,000 RCU/s).
         window_s : float
             Seconds the figures cover.
+        attempts_per_write : int
+            The writers' attempts per write, the first included
+            (``DYNASHARD_WRITE_MAX_ATTEMPTS``), ``>= 1``.
 
         Returns
         -------
         float
-            ``max(consumed, throttled_shards x limit) + throttled_events / window_s``.
+            ``R x (1 + rho)``; without consumption figures, ``R + throttled / (A x
+            window_s)``. A throttled request counts as one unit, a lower bound.
         """
-        floor = len(self.throttled_shards) * partition_limit
-        return max(self.consumed_units_per_s, floor) + self.throttled_events / max(1.0, window_s)
+        window = max(1.0, window_s)
+        turned_away = self.throttled_events / max(1, attempts_per_write)
+        at_ceiling = max(self.consumed_units_per_s, len(self.throttled_shards) * partition_limit)
+        consumed_units = self.consumed_units_per_s * window
+        if consumed_units <= 0:
+            return at_ceiling + turned_away / window
+        return at_ceiling * (1.0 + turned_away / consumed_units)
 
 
-def loads_by_logical_key(hot: Iterable[HotKey]) -> tuple[dict[str, KeyLoad], list[str]]:
-    """Group hot physical keys by logical key.
+def loads_by_logical_key(
+    hot: Iterable[HotKey], index_name: str | None = None
+) -> tuple[dict[str, KeyLoad], list[str]]:
+    """Group hot partition keys by logical key.
 
     Parameters
     ----------
     hot : iterable of HotKey
-        Keys as the source reported them (``{logical}#{shard}``).
+        Keys as the source reported them: physical keys ``{logical}#{shard}`` of the
+        data table, or GSI1 keys ``{logical}#{bucket}#{shard}`` when ``index_name`` is
+        GSI1.
+    index_name : str or None
+        The index the keys are from, or None for the base table.
 
     Returns
     -------
     tuple of (dict of str to KeyLoad, list of str)
-        Load per logical key, and the reported keys that are not physical keys of the
-        data table (e.g. a GSI's ``{logical}#{bucket}``), which the scaler cannot map.
+        Load per logical key, and the reported keys that are not keys dynashard
+        writes (the scaler cannot map them to a logical key).
     """
     loads: dict[str, KeyLoad] = {}
     unmapped: list[str] = []
     for item in hot:
         try:
-            logical, _shard = split_physical_key(item.key)
+            if index_name == names.GSI1_NAME:
+                logical = split_gsi1_partition_key(item.key)[0]
+            else:
+                logical = split_physical_key(item.key)[0]
         except ValidationError:
             unmapped.append(item.key)
             continue
@@ -330,11 +364,13 @@ def _grow_keys(
     grown: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     errors: list[str] = []
-    ordered = sorted(
-        loads.values(), key=lambda lo: -lo.demand_units_per_s(partition_limit, alarm.window_s)
-    )
-    for load in ordered:
-        demand = load.demand_units_per_s(partition_limit, alarm.window_s)
+    attempts = settings.write_max_attempts
+    demands = {
+        lo.key: lo.demand_units_per_s(partition_limit, alarm.window_s, attempts)
+        for lo in loads.values()
+    }
+    for load in sorted(loads.values(), key=lambda lo: -demands[lo.key]):
+        demand = demands[load.key]
         try:
             current = service.shard_info(load.key).number_of_shards
             target = plan_shard_count(
@@ -445,12 +481,12 @@ def handler(
     table = alarm.table_name or settings.data_table
     source = hot_keys or get_hot_key_source()
     hot = source.hot_keys(table, alarm.index_name, alarm.start, alarm.timestamp)
-    loads, unmapped = loads_by_logical_key(hot)
+    loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
     grown, skipped, errors = _grow_keys(
         alarm, loads, service or get_service(), settings, partition_limit
     )
     skipped.extend(
-        {"key": key, "reason": "not a physical key {logical}#{shard}"} for key in unmapped
+        {"key": key, "reason": "not a partition key dynashard writes"} for key in unmapped
     )
     summary.update(grown=grown, skipped=skipped)
     _emit_metrics(grown)

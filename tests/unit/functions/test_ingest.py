@@ -349,6 +349,22 @@ def test_in_band_growth_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> No
     assert ingest.get_settings().to_config().in_band_growth is False
 
 
+def test_write_attempts_setting_is_the_writers_retry_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pydantic
+
+    # The scaler reads the same setting to tell the writers' retries from new load
+    assert ingest.get_settings().to_config().write_backoff.max_attempts == 8
+    ingest.get_settings.cache_clear()
+    monkeypatch.setenv("DYNASHARD_WRITE_MAX_ATTEMPTS", "3")
+    assert ingest.get_settings().to_config().write_backoff.max_attempts == 3
+    ingest.get_settings.cache_clear()
+    monkeypatch.setenv("DYNASHARD_WRITE_MAX_ATTEMPTS", "0")
+    with pytest.raises(pydantic.ValidationError, match="DYNASHARD_WRITE_MAX_ATTEMPTS"):
+        ingest.get_settings()
+
+
 def test_missing_table_setting_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     import pydantic
 

@@ -104,10 +104,53 @@ def test_physical_keys_are_summed_per_logical_key() -> None:
     assert unmapped == ["DEPARTURES#JFK#2024-02-17"]
 
 
+def test_gsi1_keys_are_mapped_to_their_logical_key() -> None:
+    # Given the hot keys of an index alarm: GSI1 keys {logical}#{bucket}#{shard}
+    hot = [
+        HotKey("DEPARTURES#JFK#2013-01-01#0", 0.0, 30),
+        HotKey("DEPARTURES#JFK#2013-01-01#1", 0.0, 10),
+        HotKey("DEPARTURES#EWR#2013-01-01T10#0", 0.0, 5),
+        HotKey("DEPARTURES#JFK#0", 0.0, 7),  # a base-table key: not GSI1's
+    ]
+    # When they are grouped for GSI1
+    loads, unmapped = scaler.loads_by_logical_key(hot, "GSI1")
+    # Then the bucket is stripped with the shard, not taken for part of the key
+    assert set(loads) == {"DEPARTURES#JFK", "DEPARTURES#EWR"}
+    assert loads["DEPARTURES#JFK"].throttled_events == 40
+    assert unmapped == ["DEPARTURES#JFK#0"]
+
+
 def test_demand_counts_a_throttled_shard_at_the_partition_limit() -> None:
     # THROTTLED_KEYS mode: no consumption is reported, only throttles
     loads, _ = scaler.loads_by_logical_key([HotKey("K#0", 0.0, 600)])
     assert loads["K"].demand_units_per_s(1000.0, 60.0) == pytest.approx(1010.0)
+
+
+@pytest.mark.parametrize("attempts", [1, 4, 8])
+def test_demand_does_not_count_retries_as_load(attempts: int) -> None:
+    # Given one shard offered 4 x its 1,000 WCU/s limit for a minute by writers that
+    # try each write `attempts` times: 1,000 WCU/s get through, and each of the 3,000
+    # writes/s turned away is throttled on every attempt
+    throttled = 3000 * 60 * attempts
+    loads, _ = scaler.loads_by_logical_key([HotKey("K#0", 1000.0, throttled)])
+    # When the demand is estimated with the writers' retry budget
+    demand = loads["K"].demand_units_per_s(1000.0, 60.0, attempts)
+    # Then it is the offered load, whatever the budget
+    assert demand == pytest.approx(4000.0)
+    # (counting each throttled request as new load overshoots by the budget)
+    assert loads["K"].demand_units_per_s(1000.0, 60.0) == pytest.approx(1000.0 + 3000 * attempts)
+
+
+def test_demand_of_a_load_that_filled_part_of_the_window_is_not_diluted() -> None:
+    # Given the same 4 x the limit, but only for the last 20 s of the alarm's minute
+    # (a load that started mid-minute): the window averages are a third of the rates
+    attempts = 4
+    hot = HotKey("K#0", 1000.0 * 20 / 60, 3000 * 20 * attempts)
+    loads, _ = scaler.loads_by_logical_key([hot])
+    # When the demand is estimated over the 60 s window
+    demand = loads["K"].demand_units_per_s(1000.0, 60.0, attempts)
+    # Then it is still the offered 4,000 units/s, not a third of it
+    assert demand == pytest.approx(4000.0)
 
 
 # --- growth -----------------------------------------------------------------------------------
@@ -120,12 +163,14 @@ def test_alarm_grows_the_hot_key_to_the_planned_count(sample: str, context: Lamb
     summary = scaler.handler(load_event(sample), context, service=service, hot_keys=hot)
     # Then the source was asked about the alarm's table and window
     assert hot.calls == [("dynashard-data", None, ALARM_TIME - timedelta(seconds=60), ALARM_TIME)]
-    # and JFK grows to ceil(2003.3 / (1000 x 0.8)) = 3, EWR is left alone
+    # and JFK grows to ceil(2000.5 / (1000 x 0.8)) = 3 (2 shards at the limit, and 200
+    # throttled requests / 8 attempts turned away for 1,850 x 60 units consumed), EWR
+    # is left alone
     assert service.grow_calls == [("DEPARTURES#JFK", 3)]
     assert summary["alarm"] == "dynashard-data-write-key-range-throttles"
     assert summary["state"] == "ALARM"
     assert summary["grown"] == [
-        {"key": "DEPARTURES#JFK", "previous": 2, "current": 3, "units_per_s": 2003.3}
+        {"key": "DEPARTURES#JFK", "previous": 2, "current": 3, "units_per_s": 2000.5}
     ]
     assert [s["key"] for s in summary["skipped"]] == ["DEPARTURES#EWR"]
 
@@ -142,8 +187,41 @@ def test_growth_respects_the_configured_limit_and_headroom(
     scaler.handler(
         load_event("cloudwatch_alarm_lambda_action"), context, service=service, hot_keys=hot
     )
-    # Then the count is planned from 51 units/s against 25 per shard
+    # Then the count is planned from 50.1 units/s against 25 per shard
     assert service.grow_calls == [("HOT", 3)]
+
+
+def test_growth_plans_from_the_offered_load_with_the_writers_retry_budget(
+    monkeypatch: pytest.MonkeyPatch, context: LambdaContext
+) -> None:
+    # Given writers with 4 attempts, and one shard offered 4 x its 50 WCU/s for the
+    # alarm's minute: 150 writes/s turned away, each throttled 4 times
+    monkeypatch.setenv("DYNASHARD_PARTITION_WCU", "50")
+    monkeypatch.setenv("DYNASHARD_WRITE_MAX_ATTEMPTS", "4")
+    service = FakeService()
+    hot = FakeHotKeys([HotKey("HOT#0", 50.0, 150 * 60 * 4)])
+    # When the alarm arrives
+    summary = scaler.handler(
+        load_event("cloudwatch_alarm_lambda_action"), context, service=service, hot_keys=hot
+    )
+    # Then the key grows in one step to what 200 units/s need at 40 per shard: 5
+    assert service.grow_calls == [("HOT", 5)]
+    assert summary["grown"][0]["units_per_s"] == pytest.approx(200.0)
+
+
+def test_index_alarm_grows_the_logical_key_behind_the_gsi1_keys(context: LambdaContext) -> None:
+    # Given a GSI1 key-range alarm and the index's hot keys
+    event = load_event("cloudwatch_alarm_sns")
+    message = _sns_message(event)
+    message["Trigger"]["Dimensions"].append({"value": "GSI1", "name": "GlobalSecondaryIndexName"})
+    hot = FakeHotKeys([HotKey("DEPARTURES#JFK#2013-01-01#0", 0.0, 48_000)])
+    service = FakeService()
+    # When the alarm arrives
+    scaler.handler(_with_sns_message(event, message), context, service=service, hot_keys=hot)
+    # Then the index was asked, and the logical key (not "{logical}#{bucket}") grows
+    # (one GSI1 key at its limit plus 48,000 / 60 s / 8 attempts = 1,100 units/s)
+    assert hot.calls[0][1] == "GSI1"
+    assert service.grow_calls == [("DEPARTURES#JFK", 2)]
 
 
 def test_growth_metrics_keep_the_key_out_of_the_dimensions(
@@ -242,7 +320,7 @@ def test_unmapped_keys_are_reported_as_skipped(context: LambdaContext) -> None:
         load_event("cloudwatch_alarm_sns"), context, service=service, hot_keys=hot
     )
     assert summary["skipped"] == [
-        {"key": "DEPARTURES#JFK#2024-02-17", "reason": "not a physical key {logical}#{shard}"}
+        {"key": "DEPARTURES#JFK#2024-02-17", "reason": "not a partition key dynashard writes"}
     ]
     assert service.grow_calls == []
 

@@ -18,6 +18,8 @@ from dynashard.keys import (
     validate_item_size,
     validate_logical_key,
 )
+from dynashard.strategies import TimeBucket, time_bucket
+from dynashard.writer import gsi1_partition_key, split_gsi1_partition_key
 
 
 def test_physical_key_round_trip() -> None:
@@ -94,3 +96,29 @@ def test_item_over_400kb_is_refused() -> None:
     validate_item_size({"data": "x" * (MAX_ITEM_BYTES - 10)})
     with pytest.raises(KeyLimitExceededError, match="409600 bytes"):
         validate_item_size({"data": "x" * MAX_ITEM_BYTES})
+
+
+@given(
+    logical=st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1),
+    ts=st.datetimes(datetime(2000, 1, 1), datetime(2100, 1, 1), timezones=st.just(UTC)),
+    bucket=st.sampled_from(list(TimeBucket)),
+    shard=st.integers(0, 999),
+)
+def test_gsi1_partition_key_round_trip(
+    logical: str, ts: datetime, bucket: TimeBucket, shard: int
+) -> None:
+    # Logical keys may hold "#" themselves (DEPARTURES#JFK): only the last two parts split
+    assert split_gsi1_partition_key(gsi1_partition_key(logical, ts, bucket, shard)) == (
+        logical,
+        time_bucket(ts, bucket),
+        shard,
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["DEPARTURES#JFK#3", "DEPARTURES#JFK#2013-01-01", "#2013-01-01#3", "K#2013-1-1#3", "K#x#1"],
+)
+def test_split_gsi1_partition_key_names_what_is_wrong(value: str) -> None:
+    with pytest.raises(ValidationError, match=r"GSI1PK: .*\{logical\}#\{bucket\}#\{shard\}"):
+        split_gsi1_partition_key(value)

@@ -129,3 +129,18 @@ def test_the_facade_switch_turns_in_band_growth_on_and_off(
     )
     assert all(o.ok for o in ds.put_events(make_events(10)))
     assert ds.shard_info("K").number_of_shards == shards
+
+
+def test_the_facade_writer_owns_its_retries(ddb_client: Any) -> None:
+    # Given a facade that builds its own clients
+    config = DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name)
+    own = Dynashard(config)
+    # Then the writer's client leaves every retry to the writer's back-off (which reads
+    # the ThrottlingReasons of each attempt), and the other calls keep botocore's
+    assert own.write_client is not own.client
+    assert own.write_client.meta.config.retries["total_max_attempts"] == 1
+    assert own.client.meta.config.retries["total_max_attempts"] == 4
+    assert own._writer().client is own.write_client
+    # And a caller's client serves both
+    given = Dynashard(config, client=ddb_client)
+    assert given.write_client is ddb_client

@@ -251,7 +251,8 @@ def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given an emulator (not started: no socket) whose figures show one hot key at
-    # 50 WCU/s (scale 0.05) wanting 200 WCU/s for a whole minute
+    # 50 WCU/s (scale 0.05) wanting 200 WCU/s for a whole minute, from writers that
+    # try each write once (each throttled request is a write turned away)
     emulator = PartitionEmulator("http://127.0.0.1:9", EmulatorConfig(scale=0.05))
     table = Resource(TABLE)
     for second in range(60):
@@ -266,6 +267,7 @@ def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
         names.ENV_METADATA_TABLE: "dynashard-shards",
         names.ENV_PARTITION_WCU: "50",
         names.ENV_TARGET_UTILIZATION: "0.8",
+        names.ENV_WRITE_MAX_ATTEMPTS: "1",
     }.items():
         monkeypatch.setenv(key, value)
     scaler.get_settings.cache_clear()

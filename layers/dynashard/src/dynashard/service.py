@@ -1,8 +1,10 @@
 """The facade: one object that wires the metadata store, writer, reader and counters.
 
 Handlers and other services build one :class:`Dynashard` per container (or process)
-and reuse it: it owns one boto3 client, whose connection pool covers the worker
-threads, and one thread pool shared by writes and scatter-gather reads.
+and reuse it: it owns its boto3 clients (one for reads, counters and metadata, one
+without botocore retries for the writer, which retries on its own), whose connection
+pools cover the worker threads, and one thread pool shared by writes and
+scatter-gather reads.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class DynashardConfig:
             raise ValidationError("max_workers", f"must be >= 1, got {self.max_workers}")
 
 
-def make_client(config: DynashardConfig) -> DynamoDBClient:
+def make_client(config: DynashardConfig, *, total_max_attempts: int = 4) -> DynamoDBClient:
     """Create a DynamoDB client whose connection pool covers the worker threads.
 
     botocore's default pool is 10 connections; threads beyond it open and discard
@@ -100,6 +102,9 @@ def make_client(config: DynashardConfig) -> DynamoDBClient:
     ----------
     config : DynashardConfig
         Endpoint and worker count.
+    total_max_attempts : int
+        botocore's attempts per call, the first included (``standard`` mode); 1 turns
+        botocore's retries off, for a caller that retries on its own.
 
     Returns
     -------
@@ -114,7 +119,7 @@ def make_client(config: DynashardConfig) -> DynamoDBClient:
         endpoint_url=config.endpoint_url,
         config=Config(
             max_pool_connections=max(10, config.max_workers + 2),
-            retries={"mode": "standard", "total_max_attempts": 4},
+            retries={"mode": "standard", "total_max_attempts": total_max_attempts},
         ),
     )
     return client
@@ -128,8 +133,17 @@ class Dynashard:
     config : DynashardConfig
         Tables and tuning.
     client : DynamoDBClient, optional
-        A boto3 DynamoDB client; one from :func:`make_client` is created when omitted
-        (build the facade on first use, not at import time).
+        A boto3 DynamoDB client for reads, counters and metadata; one from
+        :func:`make_client` is created when omitted (build the facade on first use, not
+        at import time).
+    write_client : DynamoDBClient, optional
+        The client of the writer's BatchWriteItem calls. When omitted it is ``client``
+        if one was given, else a client with botocore's retries off: the writer retries
+        throttled and unprocessed items itself (``config.write_backoff``), reading the
+        ``ThrottlingReasons`` of every attempt, so its budget is the whole budget and
+        the scaler can tell retries from demand
+        (:attr:`DynashardSettings.write_max_attempts`). botocore would otherwise retry
+        a wholly throttled batch up to 4 times unseen, per writer attempt.
 
     Examples
     --------
@@ -138,9 +152,19 @@ class Dynashard:
     >>> ds.put_events([event])  # doctest: +SKIP
     """
 
-    def __init__(self, config: DynashardConfig, client: DynamoDBClient | None = None) -> None:
+    def __init__(
+        self,
+        config: DynashardConfig,
+        client: DynamoDBClient | None = None,
+        write_client: DynamoDBClient | None = None,
+    ) -> None:
         self.config = config
         self.client: DynamoDBClient = client if client is not None else make_client(config)
+        if write_client is None:
+            write_client = (
+                client if client is not None else make_client(config, total_max_attempts=1)
+            )
+        self.write_client: DynamoDBClient = write_client
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self.metadata = ShardMetadata(
@@ -163,7 +187,7 @@ class Dynashard:
 
     def _writer(self) -> ShardedWriter:
         return ShardedWriter(
-            self.client,
+            self.write_client,
             self.config.data_table,
             self.metadata,
             self.executor,

@@ -14,6 +14,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dynashard import names
+from dynashard.retry import Backoff
 
 if TYPE_CHECKING:
     from dynashard.service import DynashardConfig
@@ -45,6 +46,10 @@ class DynashardSettings(BaseSettings):
     in_band_growth : bool
         Whether writers throttled by key range ask for more shards themselves
         (``true``/``false``); false leaves growth to the alarm-driven scaler.
+    write_max_attempts : int
+        Attempts a writer makes on a batch of throttled or unprocessed items, the first
+        included (its whole retry budget: the write client has botocore's retries off).
+        The scaler reads the same value to tell retries from demand.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore")
@@ -65,6 +70,9 @@ class DynashardSettings(BaseSettings):
         0.8, gt=0, le=1, validation_alias=names.ENV_TARGET_UTILIZATION
     )
     in_band_growth: bool = Field(True, validation_alias=names.ENV_IN_BAND_GROWTH)
+    write_max_attempts: int = Field(
+        Backoff().max_attempts, ge=1, le=20, validation_alias=names.ENV_WRITE_MAX_ATTEMPTS
+    )
 
     def to_config(self) -> DynashardConfig:
         """Build the library configuration.
@@ -89,4 +97,5 @@ class DynashardSettings(BaseSettings):
             partition_rcu=self.partition_rcu,
             target_utilization=self.target_utilization,
             in_band_growth=self.in_band_growth,
+            write_backoff=Backoff(max_attempts=self.write_max_attempts),
         )

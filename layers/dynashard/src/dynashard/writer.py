@@ -12,6 +12,7 @@ failures for redelivery instead of losing them (invariant 1).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -25,7 +26,7 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import DynashardError
+from dynashard.errors import DynashardError, ValidationError
 from dynashard.keys import format_ts, physical_key, validate_item_size
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
@@ -95,6 +96,46 @@ def gsi1_partition_key(logical: str, ts: datetime, bucket: TimeBucket, shard: in
         E.g. ``DEPARTURES#JFK#2013-01-01#3``.
     """
     return f"{logical}#{time_bucket(ts, bucket)}#{shard}"
+
+
+_BUCKET_LABEL = re.compile(r"^\d{4}-\d{2}(-\d{2}(T\d{2})?)?$")
+
+
+def split_gsi1_partition_key(gsi1_pk: str) -> tuple[str, str, int]:
+    """Split a GSI1 partition key ``{logical}#{bucket}#{shard}`` into its parts.
+
+    The inverse of :func:`gsi1_partition_key`: what the scaler needs to map a hot GSI1
+    key, as Contributor Insights reports it for the index, back to its logical key.
+
+    Parameters
+    ----------
+    gsi1_pk : str
+        A GSI1 partition key, e.g. ``DEPARTURES#JFK#2013-01-01#3``.
+
+    Returns
+    -------
+    tuple of (str, str, int)
+        Logical key, time-bucket label and shard, e.g.
+        ``("DEPARTURES#JFK", "2013-01-01", 3)``.
+
+    Raises
+    ------
+    ValidationError
+        If the value does not end in ``#{bucket}#{shard}`` with an ``hour``, ``day``
+        or ``month`` label (:func:`~dynashard.strategies.time_bucket`).
+    """
+    parts = gsi1_pk.rsplit("#", 2)
+    if (
+        len(parts) != 3
+        or not parts[0]
+        or not _BUCKET_LABEL.match(parts[1])
+        or not parts[2].isdigit()
+    ):
+        raise ValidationError(
+            names.ATTR_GSI1PK,
+            f"{gsi1_pk!r} is not a GSI1 partition key of the form {{logical}}#{{bucket}}#{{shard}}",
+        )
+    return parts[0], parts[1], int(parts[2])
 
 
 def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
