@@ -1315,7 +1315,10 @@ def read_and_check(
 
 
 def act_keys(departures: Sequence[Departure]) -> list[str]:
-    """Return the logical keys of a replay: origin keys, then carrier counters.
+    """Return the logical keys of a replay: origin keys, then carrier counters' keys.
+
+    A counter named ``CARRIER#XX`` lives under the logical key ``COUNTER#CARRIER#XX``
+    (:func:`dynashard.counter_key`); that is the key whose shard count applies to it.
 
     Parameters
     ----------
@@ -1325,10 +1328,14 @@ def act_keys(departures: Sequence[Departure]) -> list[str]:
     Returns
     -------
     list of str
-        Sorted origin keys followed by sorted counter keys.
+        Sorted origin keys followed by sorted counter keys (``COUNTER#CARRIER#XX``).
     """
+    from dynashard import counter_key
+
     origin_keys = sorted({d.key for d in departures})
-    counter_keys = sorted({CARRIER_COUNTER.format(carrier=d.carrier) for d in departures})
+    counter_keys = sorted(
+        {counter_key(CARRIER_COUNTER.format(carrier=d.carrier)) for d in departures}
+    )
     return [*origin_keys, *counter_keys]
 
 

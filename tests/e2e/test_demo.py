@@ -69,8 +69,13 @@ def test_demo_sample_used_all_paths_and_fixed_shard_counts(
     assert {k: v for k, v in report["shard_counts"].items() if k in origins} == dict.fromkeys(
         origins, demo.ORIGIN_SHARDS
     )
-    counter_shards = {v for k, v in report["shard_counts"].items() if k.startswith("CARRIER#")}
+    # A counter CARRIER#XX lives under COUNTER#CARRIER#XX, and its reads sum every shard.
+    counter_shards = {
+        v for k, v in report["shard_counts"].items() if k.startswith("COUNTER#CARRIER#")
+    }
     assert counter_shards == {demo.COUNTER_SHARDS}
+    assert {c["shards"] for c in report["counters"].values()} == {demo.COUNTER_SHARDS}
+    assert len(report["shard_counts"]) == 3 + report["counters_checked"]
     assert report["events_via_api"] > 0 and report["events_via_sqs"] > report["events_via_api"]
     assert report["events_via_api"] + report["events_via_sqs"] == SAMPLE
     by_handler = report["requests_by_handler"]
