@@ -426,6 +426,7 @@ class IngestStats:
     via_sqs: int = 0
     via_api: int = 0
     counter_increments: int = 0
+    counter_deduplicated: int = 0
     counter_failures: int = 0
     errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -575,7 +576,9 @@ def send_counter(
             headers={"Idempotency-Key": idempotency_key},
         )
         if status == 200:
-            stats.add(counter_increments=1)
+            # applied is False when an earlier attempt with this key already counted.
+            deduplicated = isinstance(body, dict) and body.get("applied") is False
+            stats.add(counter_increments=1, counter_deduplicated=int(deduplicated))
             return True
         if status < 500:
             stats.error(f"POST /counters/{name} answered {status}: {str(body)[:300]}")
@@ -1037,6 +1040,7 @@ def build_report(
         "counters_checked": len(counters),
         "counters_mismatched": counters_mismatched,
         "counter_increments": stats.counter_increments,
+        "counter_increments_deduplicated": stats.counter_deduplicated,
         "counters": counters,
         "shard_counts": shards,
         "requests": handlers.total,

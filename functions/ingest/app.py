@@ -110,8 +110,8 @@ class IngestService(Protocol):
         """Write events; one outcome per event, same order."""
         ...
 
-    def increment_counter(self, name: str, by: int, idempotency_key: str | None = None) -> Any:
-        """Add ``by`` to a sharded counter."""
+    def increment_counter(self, name: str, by: int, idempotency_key: str | None = None) -> bool:
+        """Add ``by`` to a sharded counter; False when ``idempotency_key`` was already applied."""
         ...
 
 
@@ -189,10 +189,22 @@ class PostEventsResponse(BaseModel):
 
 
 class CounterResponse(BaseModel):
-    """Body of a ``POST /counters/{name}`` answer."""
+    """Body of a ``POST /counters/{name}`` answer.
+
+    Attributes
+    ----------
+    name : str
+        The counter, decoded.
+    by : int
+        The increment asked for.
+    applied : bool
+        True when this request added ``by``; False when its ``Idempotency-Key`` had
+        already been applied (a retry), so nothing was added this time.
+    """
 
     name: str
     by: int
+    applied: bool = Field(description="False when the Idempotency-Key was already applied")
 
 
 class ErrorResponse(BaseModel):
@@ -301,11 +313,11 @@ def post_counter(
     Returns
     -------
     CounterResponse
-        ``{"name", "by"}``.
+        ``{"name", "by", "applied"}``.
     """
     counter = _path_value(name)
-    _service().increment_counter(counter, by=body.by, idempotency_key=idempotency_key)
-    return CounterResponse(name=counter, by=body.by)
+    applied = _service().increment_counter(counter, by=body.by, idempotency_key=idempotency_key)
+    return CounterResponse(name=counter, by=body.by, applied=applied)
 
 
 def _path_value(raw: str) -> str:

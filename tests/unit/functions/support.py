@@ -123,8 +123,9 @@ class FakeService:
     def increment_counter(self, name: str, by: int, idempotency_key: str | None = None) -> bool:
         if self.raises:
             raise self.raises
+        applied = idempotency_key is None or all(k != idempotency_key for *_, k in self.increments)
         self.increments.append((name, by, idempotency_key))
-        return True
+        return applied
 
     def query_events(self, key: str, **kwargs: Any) -> FakePage:
         self.query_calls.append((key, kwargs))

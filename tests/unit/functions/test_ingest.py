@@ -176,8 +176,19 @@ def test_post_counter_decodes_the_name_and_passes_the_idempotency_key(
     response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
     # Then the library increments the decoded name once
     assert response["statusCode"] == 200
-    assert _body(response) == {"name": "CARRIER#UA", "by": 5}
+    assert _body(response) == {"name": "CARRIER#UA", "by": 5, "applied": True}
     assert service.increments == [("CARRIER#UA", 5, "sqs-059f36b4-87a3-44ab-83d2-661975830a7d")]
+
+
+def test_post_counter_retry_with_the_same_key_says_not_applied(context: LambdaContext) -> None:
+    # Given an increment already applied under its Idempotency-Key
+    service = FakeService()
+    ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    # When the client retries it
+    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    # Then the answer is still 200, and says this request added nothing
+    assert response["statusCode"] == 200
+    assert _body(response) == {"name": "CARRIER#UA", "by": 5, "applied": False}
 
 
 def test_post_counter_without_idempotency_key(context: LambdaContext) -> None:
