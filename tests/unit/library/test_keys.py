@@ -27,9 +27,11 @@ def test_physical_key_round_trip() -> None:
     assert split_physical_key("DEPARTURES#JFK#3") == ("DEPARTURES#JFK", 3)
 
 
-def test_split_rejects_keys_without_shard() -> None:
+@pytest.mark.parametrize("value", ["DEPARTURES#JFK", "DEPARTURES#JFK#\u00b2", "#3", "K#-1"])
+def test_split_rejects_keys_without_shard(value: str) -> None:
+    # "\u00b2" (superscript two) passes str.isdigit but not int()
     with pytest.raises(ValidationError, match="not a physical key"):
-        split_physical_key("DEPARTURES#JFK")
+        split_physical_key(value)
 
 
 def test_format_ts_is_fixed_width_utc() -> None:
@@ -117,7 +119,14 @@ def test_gsi1_partition_key_round_trip(
 
 @pytest.mark.parametrize(
     "value",
-    ["DEPARTURES#JFK#3", "DEPARTURES#JFK#2013-01-01", "#2013-01-01#3", "K#2013-1-1#3", "K#x#1"],
+    [
+        "DEPARTURES#JFK#3",
+        "DEPARTURES#JFK#2013-01-01",
+        "#2013-01-01#3",
+        "K#2013-1-1#3",
+        "K#x#1",
+        "K#2013-01-01#\u00b2",
+    ],
 )
 def test_split_gsi1_partition_key_names_what_is_wrong(value: str) -> None:
     with pytest.raises(ValidationError, match=r"GSI1PK: .*\{logical\}#\{bucket\}#\{shard\}"):

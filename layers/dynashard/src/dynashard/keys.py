@@ -114,7 +114,8 @@ def split_physical_key(pk: str) -> tuple[str, int]:
         If ``pk`` has no numeric shard suffix.
     """
     logical, sep, shard = pk.rpartition(SEPARATOR)
-    if not sep or not logical or not shard.isdigit():
+    # isascii: str.isdigit also accepts digits such as "²" that int() refuses.
+    if not sep or not logical or not (shard.isascii() and shard.isdigit()):
         raise ValidationError(
             "PK", f"{pk!r} is not a physical key of the form {{logical}}#{{shard}}"
         )

@@ -27,7 +27,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.errors import DynashardError, ValidationError
-from dynashard.keys import format_ts, physical_key, validate_item_size
+from dynashard.keys import SEPARATOR, format_ts, physical_key, split_physical_key, validate_item_size
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
@@ -124,18 +124,18 @@ def split_gsi1_partition_key(gsi1_pk: str) -> tuple[str, str, int]:
         If the value does not end in ``#{bucket}#{shard}`` with an ``hour``, ``day``
         or ``month`` label (:func:`~dynashard.strategies.time_bucket`).
     """
-    parts = gsi1_pk.rsplit("#", 2)
-    if (
-        len(parts) != 3
-        or not parts[0]
-        or not _BUCKET_LABEL.match(parts[1])
-        or not parts[2].isdigit()
-    ):
-        raise ValidationError(
-            names.ATTR_GSI1PK,
-            f"{gsi1_pk!r} is not a GSI1 partition key of the form {{logical}}#{{bucket}}#{{shard}}",
-        )
-    return parts[0], parts[1], int(parts[2])
+    error = ValidationError(
+        names.ATTR_GSI1PK,
+        f"{gsi1_pk!r} is not a GSI1 partition key of the form {{logical}}#{{bucket}}#{{shard}}",
+    )
+    try:
+        rest, shard = split_physical_key(gsi1_pk)
+    except ValidationError:
+        raise error from None
+    logical, sep, bucket = rest.rpartition(SEPARATOR)
+    if not sep or not logical or not _BUCKET_LABEL.match(bucket):
+        raise error
+    return logical, bucket, shard
 
 
 def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
