@@ -27,7 +27,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.errors import DynashardError, ValidationError
-from dynashard.keys import SEPARATOR, format_ts, physical_key, split_physical_key, validate_item_size
+from dynashard.keys import (
+    SEPARATOR,
+    format_ts,
+    physical_key,
+    split_physical_key,
+    validate_item_size,
+)
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
