@@ -276,6 +276,11 @@ class Passthrough:
     The same stack as the emulator (``aiohttp.web`` server, one keep-alive
     ``ClientSession``, on its own event loop in a thread of this process) with nothing
     in between, so ``emulator / passthrough`` is what the emulator's own work adds.
+
+    Parameters
+    ----------
+    upstream : str
+        DynamoDB Local's endpoint URL; ``url`` holds the proxy's own once it started.
     """
 
     def __init__(self, upstream: str) -> None:

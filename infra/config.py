@@ -75,6 +75,10 @@ class StackConfig(BaseModel):
         using partition keys effectively").
     target_utilization : float
         Fraction of a partition's ceiling a shard should carry after growth, in (0, 1].
+    write_max_attempts : int
+        Attempts a writer makes on throttled items, the first included, 1-20
+        (``DYNASHARD_WRITE_MAX_ATTEMPTS``). Set once for every function: the scaler
+        divides the throttle count by it to tell retries from demand.
     max_read_request_units, max_write_request_units : int or None
         On-demand maximum throughput of the data table (``OnDemandThroughput``), request
         units per second; None leaves the table uncapped.
@@ -126,6 +130,7 @@ class StackConfig(BaseModel):
     partition_wcu: float = Field(default=1000.0, gt=0)
     partition_rcu: float = Field(default=3000.0, gt=0)
     target_utilization: float = Field(default=0.8, gt=0, le=1)
+    write_max_attempts: int = Field(default=8, ge=1, le=20)
     max_read_request_units: int | None = Field(default=None, ge=1)
     max_write_request_units: int | None = Field(default=None, ge=1)
     warm_read_units_per_second: int | None = Field(default=None, ge=1)

@@ -8,7 +8,8 @@ notification). The deployed handler string is ``app.handler``.
 Flow: parse the alarm -> act only on state ``ALARM`` and only for key-range throttling
 (adding shards does nothing for table, account or on-demand-maximum limits) -> ask a
 :class:`HotKeySource` which partition keys were throttled or hottest in the alarm's
-window -> map physical keys ``{logical}#{shard}`` to logical keys and sum their load ->
+window -> map physical keys ``{logical}#{shard}`` (or GSI1 keys) to logical keys and sum
+their load per partition group ->
 ``plan_shard_count`` from that load and the per-partition limit -> ``grow`` through the
 library's conditional update (which honours the cooldown).
 """
@@ -26,8 +27,10 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from dynashard import names
+from dynashard.counters import COUNTER_PREFIX
 from dynashard.errors import CooldownActiveError, DynashardError, ValidationError
-from dynashard.keys import split_physical_key
+from dynashard.keys import SEPARATOR, split_physical_key
+from dynashard.service import CLIENT_MAX_ATTEMPTS
 from dynashard.settings import DynashardSettings
 from dynashard.writer import split_gsi1_partition_key
 
@@ -246,29 +249,37 @@ def parse_alarm(event: Mapping[str, Any]) -> Alarm:
 # --- load per logical key (pure) ------------------------------------------------------------
 @dataclass
 class KeyLoad:
-    """Load observed on one logical key, summed over its shards.
+    """Load observed on one partition group of a logical key: the shards that share a limit.
+
+    On the base table a logical key has one group, its physical keys
+    ``{logical}#{shard}``. On GSI1 each time bucket is a group of its own,
+    ``{logical}#{bucket}#{shard}``: the key's N shards apply per bucket, so two buckets
+    throttled in one window (at midnight UTC, or in a backfill) are two loads, not one.
 
     Attributes
     ----------
     key : str
         Logical key.
+    group : str
+        The group's partition-key prefix: the logical key, or ``{logical}#{bucket}``.
     consumed_units_per_s : float
-        Capacity consumed by all its shards, units/s.
+        Capacity consumed by the group's shards, units/s over the window.
     throttled_events : int
-        Throttled requests on all its shards in the window.
-    throttled_shards : set of str
-        Physical keys that were throttled.
+        Throttled requests on the group's shards in the window.
+    throttled_shards : set of int
+        Shard numbers of the group that were throttled.
     """
 
     key: str
+    group: str
     consumed_units_per_s: float = 0.0
     throttled_events: int = 0
-    throttled_shards: set[str] = field(default_factory=set)
+    throttled_shards: set[int] = field(default_factory=set)
 
     def demand_units_per_s(
-        self, partition_limit: float, window_s: float, attempts_per_write: int = 1
+        self, partition_limit: float, window_s: float, attempts_per_request: int = 1
     ) -> float:
-        """Estimate the load the key wanted to put on the table, units/s.
+        """Estimate the load the group was offered, units/s.
 
         Three corrections turn the window's figures into the load the key was offered:
 
@@ -276,16 +287,21 @@ class KeyLoad:
           ``partition_limit`` while it was loaded (Contributor Insights in
           ``THROTTLED_KEYS`` mode reports no consumption): ``R = max(consumed,
           throttled_shards x limit)``.
-        - Each throttled request is a retry as often as a first try: a writer with a
-          budget of ``A`` attempts is refused ``A`` times for a write it gives up on,
+        - Each throttled request is a retry as often as a first try: a client with a
+          budget of ``A`` attempts is refused ``A`` times for a request it gives up on,
           and fewer times for one that gets through (which ``consumed`` already
-          counts), so ``throttled / A`` writes were turned away, and never fewer.
-          Counting every throttled request as new load overshoots up to ``A`` times.
+          counts), so at most ``throttled / A`` requests were turned away; a request
+          that got through after some refusals makes this an overestimate, never an
+          underestimate. Counting every throttled request as new load overshoots up
+          to ``A`` times.
         - A load that started (or stopped) inside the window dilutes both figures
           alike, so the turned-away share is taken relative to what was consumed,
           ``rho = (throttled / A) / consumed units``, and applied to ``R``, the rate
           while the shards were at their ceiling. Averaging the throttles over the
           whole window instead undershoots by the share of the window left idle.
+
+        Contributor Insights' consumption rule (``PKC``) sums read and write units, so
+        on a key that is also read ``rho`` comes out low for a write alarm.
 
         Parameters
         ----------
@@ -293,9 +309,9 @@ class KeyLoad:
             Per-key ceiling, units/s (1,000 WCU/s or 3,000 RCU/s).
         window_s : float
             Seconds the figures cover.
-        attempts_per_write : int
-            The writers' attempts per write, the first included
-            (``DYNASHARD_WRITE_MAX_ATTEMPTS``), ``>= 1``.
+        attempts_per_request : int
+            The clients' attempts per request, the first included
+            (:func:`attempts_per_request`), ``>= 1``.
 
         Returns
         -------
@@ -304,7 +320,7 @@ class KeyLoad:
             window_s)``. A throttled request counts as one unit, a lower bound.
         """
         window = max(1.0, window_s)
-        turned_away = self.throttled_events / max(1, attempts_per_write)
+        turned_away = self.throttled_events / max(1, attempts_per_request)
         at_ceiling = max(self.consumed_units_per_s, len(self.throttled_shards) * partition_limit)
         consumed_units = self.consumed_units_per_s * window
         if consumed_units <= 0:
@@ -312,10 +328,39 @@ class KeyLoad:
         return at_ceiling * (1.0 + turned_away / consumed_units)
 
 
+def attempts_per_request(
+    logical: str, kind: Literal["write", "read"], write_max_attempts: int
+) -> int:
+    """Return how many times the library tries a request on ``logical`` before giving up.
+
+    Event writes go through the writer, whose client has botocore's retries off, so
+    their budget is ``DYNASHARD_WRITE_MAX_ATTEMPTS``. Reads and counter increments go
+    through a client with botocore's ``standard`` retries
+    (:data:`dynashard.service.CLIENT_MAX_ATTEMPTS` attempts).
+
+    Parameters
+    ----------
+    logical : str
+        Logical key (a counter's is ``COUNTER#{name}``).
+    kind : {"write", "read"}
+        Which capacity the alarm is about.
+    write_max_attempts : int
+        The writer's budget (``DYNASHARD_WRITE_MAX_ATTEMPTS``).
+
+    Returns
+    -------
+    int
+        Attempts per request, the first included, ``>= 1``.
+    """
+    if kind == "write" and not logical.startswith(COUNTER_PREFIX):
+        return write_max_attempts
+    return CLIENT_MAX_ATTEMPTS
+
+
 def loads_by_logical_key(
     hot: Iterable[HotKey], index_name: str | None = None
-) -> tuple[dict[str, KeyLoad], list[str]]:
-    """Group hot partition keys by logical key.
+) -> tuple[dict[str, list[KeyLoad]], list[str]]:
+    """Group hot partition keys by logical key, and within it by partition group.
 
     Parameters
     ----------
@@ -328,33 +373,40 @@ def loads_by_logical_key(
 
     Returns
     -------
-    tuple of (dict of str to KeyLoad, list of str)
-        Load per logical key, and the reported keys that are not keys dynashard
-        writes (the scaler cannot map them to a logical key).
+    tuple of (dict of str to list of KeyLoad, list of str)
+        Per logical key, the load of each of its groups (one on the base table, one per
+        time bucket on GSI1, in order of first report); and the reported keys that are
+        not keys dynashard writes (the scaler cannot map them to a logical key).
     """
-    loads: dict[str, KeyLoad] = {}
+    groups: dict[str, KeyLoad] = {}
     unmapped: list[str] = []
     for item in hot:
         try:
             if index_name == names.GSI1_NAME:
-                logical = split_gsi1_partition_key(item.key)[0]
+                logical, bucket, shard = split_gsi1_partition_key(item.key)
+                group = f"{logical}{SEPARATOR}{bucket}"
             else:
-                logical = split_physical_key(item.key)[0]
+                logical, shard = split_physical_key(item.key)
+                group = logical
         except ValidationError:
             unmapped.append(item.key)
             continue
-        load = loads.setdefault(logical, KeyLoad(logical))
+        load = groups.setdefault(group, KeyLoad(logical, group))
         load.consumed_units_per_s += item.consumed_units_per_s
         load.throttled_events += item.throttled_events
         if item.throttled_events > 0:
-            load.throttled_shards.add(item.key)
+            load.throttled_shards.add(shard)
+    loads: dict[str, list[KeyLoad]] = {}
+    for load in groups.values():
+        loads.setdefault(load.key, []).append(load)
     return loads, unmapped
 
 
 # --- handler ---------------------------------------------------------------------------------
 def _grow_keys(
     alarm: Alarm,
-    loads: dict[str, KeyLoad],
+    loads: dict[str, list[KeyLoad]],
+    kind: Literal["write", "read"],
     service: ScalerService,
     settings: Settings,
     partition_limit: float,
@@ -364,43 +416,50 @@ def _grow_keys(
     grown: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     errors: list[str] = []
-    attempts = settings.write_max_attempts
+    # A key's count must carry its busiest group (on GSI1, its busiest time bucket).
     demands = {
-        lo.key: lo.demand_units_per_s(partition_limit, alarm.window_s, attempts)
-        for lo in loads.values()
+        key: max(
+            g.demand_units_per_s(
+                partition_limit,
+                alarm.window_s,
+                attempts_per_request(key, kind, settings.write_max_attempts),
+            )
+            for g in key_groups
+        )
+        for key, key_groups in loads.items()
     }
-    for load in sorted(loads.values(), key=lambda lo: -demands[lo.key]):
-        demand = demands[load.key]
+    for key in sorted(demands, key=lambda k: (-demands[k], k)):
+        demand = demands[key]
         try:
-            current = service.shard_info(load.key).number_of_shards
+            current = service.shard_info(key).number_of_shards
             target = plan_shard_count(
                 current, demand, partition_limit, settings.target_utilization, settings.max_shards
             )
             if target <= current:
                 skipped.append(
-                    {"key": load.key, "reason": f"{demand:.0f} units/s fits {current} shard(s)"}
+                    {"key": key, "reason": f"{demand:.0f} units/s fits {current} shard(s)"}
                 )
                 continue
-            result = service.grow(load.key, target)
+            result = service.grow(key, target)
         except CooldownActiveError as exc:
-            skipped.append({"key": load.key, "reason": exc.message})
+            skipped.append({"key": key, "reason": exc.message})
             continue
         except DynashardError as exc:
-            logger.exception("growth failed", extra={"key": load.key})
-            skipped.append({"key": load.key, "reason": f"error: {exc.message}"})
-            errors.append(load.key)
+            logger.exception("growth failed", extra={"key": key})
+            skipped.append({"key": key, "reason": f"error: {exc.message}"})
+            errors.append(key)
             continue
         if result.changed:
             grown.append(
                 {
-                    "key": load.key,
+                    "key": key,
                     "previous": result.previous,
                     "current": result.current,
                     "units_per_s": round(demand, 1),
                 }
             )
         else:
-            skipped.append({"key": load.key, "reason": result.reason})
+            skipped.append({"key": key, "reason": result.reason})
     return grown, skipped, errors
 
 
@@ -477,13 +536,14 @@ def handler(
         return summary
 
     settings = get_settings()
-    partition_limit = settings.partition_rcu if kinds == {"read"} else settings.partition_wcu
+    kind: Literal["write", "read"] = "read" if kinds == {"read"} else "write"
+    partition_limit = settings.partition_rcu if kind == "read" else settings.partition_wcu
     table = alarm.table_name or settings.data_table
     source = hot_keys or get_hot_key_source()
     hot = source.hot_keys(table, alarm.index_name, alarm.start, alarm.timestamp)
     loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
     grown, skipped, errors = _grow_keys(
-        alarm, loads, service or get_service(), settings, partition_limit
+        alarm, loads, kind, service or get_service(), settings, partition_limit
     )
     skipped.extend(
         {"key": key, "reason": "not a partition key dynashard writes"} for key in unmapped
@@ -504,6 +564,7 @@ __all__ = [
     "HotKeySource",
     "KeyLoad",
     "Settings",
+    "attempts_per_request",
     "get_service",
     "get_settings",
     "handler",

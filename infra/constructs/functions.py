@@ -353,6 +353,7 @@ def shared_environment(
         names.ENV_PARTITION_WCU: _num(config.partition_wcu),
         names.ENV_PARTITION_RCU: _num(config.partition_rcu),
         names.ENV_TARGET_UTILIZATION: _num(config.target_utilization),
+        names.ENV_WRITE_MAX_ATTEMPTS: str(config.write_max_attempts),
         names.ENV_POWERTOOLS_SERVICE_NAME: service,
     }
 

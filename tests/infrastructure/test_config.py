@@ -36,6 +36,8 @@ def test_command_line_strings_are_converted() -> None:
         {"contributor_insights_mode": "ALL"},
         {"stage": "Prod!"},
         {"sqs_batch_size": 11},
+        {"write_max_attempts": 0},
+        {"write_max_attempts": 21},
         {"no_such_parameter": 1},
     ],
 )

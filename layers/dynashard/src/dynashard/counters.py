@@ -31,6 +31,8 @@ from dynashard.strategies import shard_for
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+#: Prefix of a counter's logical key (:func:`counter_key`).
+COUNTER_PREFIX: Final = "COUNTER#"
 #: Sort key of a counter shard's item.
 COUNTER_SORT_KEY: Final = "#COUNTER"
 #: Sort-key prefix of the markers of applied idempotent increments.
@@ -57,7 +59,7 @@ def counter_key(name: str) -> str:
     KeyLimitExceededError
         If the name is empty or too long for a partition key.
     """
-    logical = f"COUNTER#{name}"
+    logical = f"{COUNTER_PREFIX}{name}"
     if not name:
         raise ValidationError("name", "must not be empty")
     validate_logical_key(logical, field="name")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import ValidationError
@@ -91,7 +91,14 @@ class DynashardConfig:
             raise ValidationError("max_workers", f"must be >= 1, got {self.max_workers}")
 
 
-def make_client(config: DynashardConfig, *, total_max_attempts: int = 4) -> DynamoDBClient:
+#: botocore attempts per call of the client for reads, counters and metadata (``standard``
+#: mode's default, the first attempt included; botocore "Retries" guide).
+CLIENT_MAX_ATTEMPTS: Final = 4
+
+
+def make_client(
+    config: DynashardConfig, *, total_max_attempts: int = CLIENT_MAX_ATTEMPTS
+) -> DynamoDBClient:
     """Create a DynamoDB client whose connection pool covers the worker threads.
 
     botocore's default pool is 10 connections; threads beyond it open and discard

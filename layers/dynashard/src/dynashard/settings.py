@@ -49,7 +49,9 @@ class DynashardSettings(BaseSettings):
     write_max_attempts : int
         Attempts a writer makes on a batch of throttled or unprocessed items, the first
         included (its whole retry budget: the write client has botocore's retries off).
-        The scaler reads the same value to tell retries from demand.
+        The scaler reads the same value to tell retries from demand. At most 20, a
+        project bound: with :class:`~dynashard.retry.Backoff`'s 5 s cap, 20 attempts may
+        wait about 66 s in all, already past most functions' timeouts.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore")
