@@ -53,6 +53,14 @@ def _with_sns_message(event: dict[str, Any], message: dict[str, Any]) -> dict[st
     return event
 
 
+def _gsi1_alarm() -> dict[str, Any]:
+    """The sample SNS alarm, on the data table's GSI1."""
+    event = load_event("cloudwatch_alarm_sns")
+    message = _sns_message(event)
+    message["Trigger"]["Dimensions"].append({"value": "GSI1", "name": "GlobalSecondaryIndexName"})
+    return _with_sns_message(event, message)
+
+
 # --- parsing ---------------------------------------------------------------------------------
 def test_lambda_action_alarm_is_parsed() -> None:
     alarm = scaler.parse_alarm(load_event("cloudwatch_alarm_lambda_action"))
@@ -144,11 +152,8 @@ def test_gsi1_buckets_are_separate_loads_and_the_busiest_sets_the_count(
         "DEPARTURES#JFK#2013-01-02",
     ]
     service = FakeService(shards={"DEPARTURES#JFK": 2})
-    event = load_event("cloudwatch_alarm_sns")
-    message = _sns_message(event)
-    message["Trigger"]["Dimensions"].append({"value": "GSI1", "name": "GlobalSecondaryIndexName"})
     # When the alarm arrives
-    scaler.handler(_with_sns_message(event, message), context, service=service, hot_keys=hot)
+    scaler.handler(_gsi1_alarm(), context, service=service, hot_keys=hot)
     # Then N carries one bucket at 2 shards x 1,000 WCU/s (+ 160 / 8 / 60 turned away):
     # ceil(2000.3 / 800) = 3, not the 5 that summing both buckets' 4 shards would ask
     assert service.grow_calls == [("DEPARTURES#JFK", 3)]
@@ -260,13 +265,10 @@ def test_growth_plans_from_the_offered_load_with_the_writers_retry_budget(
 
 def test_index_alarm_grows_the_logical_key_behind_the_gsi1_keys(context: LambdaContext) -> None:
     # Given a GSI1 key-range alarm and the index's hot keys
-    event = load_event("cloudwatch_alarm_sns")
-    message = _sns_message(event)
-    message["Trigger"]["Dimensions"].append({"value": "GSI1", "name": "GlobalSecondaryIndexName"})
     hot = FakeHotKeys([HotKey("DEPARTURES#JFK#2013-01-01#0", 0.0, 48_000)])
     service = FakeService()
     # When the alarm arrives
-    scaler.handler(_with_sns_message(event, message), context, service=service, hot_keys=hot)
+    scaler.handler(_gsi1_alarm(), context, service=service, hot_keys=hot)
     # Then the index was asked, and the logical key (not "{logical}#{bucket}") grows
     # (one GSI1 key at its limit plus 48,000 / 60 s / 8 attempts = 1,100 units/s)
     assert hot.calls[0][1] == "GSI1"
