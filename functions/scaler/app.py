@@ -8,18 +8,18 @@ notification). The deployed handler string is ``app.handler``.
 Flow: parse the alarm -> act only on state ``ALARM`` and only for key-range throttling
 (adding shards does nothing for table, account or on-demand-maximum limits) -> ask a
 :class:`HotKeySource` which partition keys were throttled or hottest in the alarm's
-window -> map physical keys ``{logical}#{shard}`` (or GSI1 keys) to logical keys and sum
-their load per partition group ->
-``plan_shard_count`` from that load and the per-partition limit -> ``grow`` through the
-library's conditional update (which honours the cooldown).
+window -> estimate each logical key's offered load from them
+(:func:`dynashard.planning.loads_by_logical_key`, :class:`~dynashard.planning.KeyLoad`)
+-> ``plan_shard_count`` from that load and the per-partition limit -> ``grow`` through
+the library's conditional update (which honours the cooldown).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -27,12 +27,9 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from dynashard import names
-from dynashard.counters import COUNTER_PREFIX
-from dynashard.errors import CooldownActiveError, DynashardError, ValidationError
-from dynashard.keys import SEPARATOR, split_physical_key
-from dynashard.service import CLIENT_MAX_ATTEMPTS
+from dynashard.errors import CooldownActiveError, DynashardError
+from dynashard.planning import KeyLoad, attempts_per_request, loads_by_logical_key
 from dynashard.settings import DynashardSettings
-from dynashard.writer import split_gsi1_partition_key
 
 try:  # package import (tests, sandbox): functions.scaler.app
     from .hot_keys import ContributorInsightsHotKeySource, HotKey, HotKeySource
@@ -244,162 +241,6 @@ def parse_alarm(event: Mapping[str, Any]) -> Alarm:
             if isinstance(message, Mapping) and "AlarmName" in message:
                 return _from_sns_message(message)
     raise ValueError("not a CloudWatch alarm event (Lambda alarm action or SNS notification)")
-
-
-# --- load per logical key (pure) ------------------------------------------------------------
-@dataclass
-class KeyLoad:
-    """Load observed on one partition group of a logical key: the shards that share a limit.
-
-    On the base table a logical key has one group, its physical keys
-    ``{logical}#{shard}``. On GSI1 each time bucket is a group of its own,
-    ``{logical}#{bucket}#{shard}``: the key's N shards apply per bucket, so two buckets
-    throttled in one window (at midnight UTC, or in a backfill) are two loads, not one.
-
-    Attributes
-    ----------
-    key : str
-        Logical key.
-    group : str
-        The group's partition-key prefix: the logical key, or ``{logical}#{bucket}``.
-    consumed_units_per_s : float
-        Capacity consumed by the group's shards, units/s over the window.
-    throttled_events : int
-        Throttled requests on the group's shards in the window.
-    throttled_shards : set of int
-        Shard numbers of the group that were throttled.
-    """
-
-    key: str
-    group: str
-    consumed_units_per_s: float = 0.0
-    throttled_events: int = 0
-    throttled_shards: set[int] = field(default_factory=set)
-
-    def demand_units_per_s(
-        self, partition_limit: float, window_s: float, attempts_per_request: int = 1
-    ) -> float:
-        """Estimate the load the group was offered, units/s.
-
-        Three corrections turn the window's figures into the load the key was offered:
-
-        - A throttled shard was running at its key's ceiling, so it took at least
-          ``partition_limit`` while it was loaded (Contributor Insights in
-          ``THROTTLED_KEYS`` mode reports no consumption): ``R = max(consumed,
-          throttled_shards x limit)``.
-        - Each throttled request is a retry as often as a first try: a client with a
-          budget of ``A`` attempts is refused ``A`` times for a request it gives up on,
-          and fewer times for one that gets through (which ``consumed`` already
-          counts), so at most ``throttled / A`` requests were turned away; a request
-          that got through after some refusals makes this an overestimate, never an
-          underestimate. Counting every throttled request as new load overshoots up
-          to ``A`` times.
-        - A load that started (or stopped) inside the window dilutes both figures
-          alike, so the turned-away share is taken relative to what was consumed,
-          ``rho = (throttled / A) / consumed units``, and applied to ``R``, the rate
-          while the shards were at their ceiling. Averaging the throttles over the
-          whole window instead undershoots by the share of the window left idle.
-
-        Contributor Insights' consumption rule (``PKC``) sums read and write units, so
-        on a key that is also read ``rho`` comes out low for a write alarm.
-
-        Parameters
-        ----------
-        partition_limit : float
-            Per-key ceiling, units/s (1,000 WCU/s or 3,000 RCU/s).
-        window_s : float
-            Seconds the figures cover.
-        attempts_per_request : int
-            The clients' attempts per request, the first included
-            (:func:`attempts_per_request`), ``>= 1``.
-
-        Returns
-        -------
-        float
-            ``R x (1 + rho)``; without consumption figures, ``R + throttled / (A x
-            window_s)``. A throttled request counts as one unit, a lower bound.
-        """
-        window = max(1.0, window_s)
-        turned_away = self.throttled_events / max(1, attempts_per_request)
-        at_ceiling = max(self.consumed_units_per_s, len(self.throttled_shards) * partition_limit)
-        consumed_units = self.consumed_units_per_s * window
-        if consumed_units <= 0:
-            return at_ceiling + turned_away / window
-        return at_ceiling * (1.0 + turned_away / consumed_units)
-
-
-def attempts_per_request(
-    logical: str, kind: Literal["write", "read"], write_max_attempts: int
-) -> int:
-    """Return how many times the library tries a request on ``logical`` before giving up.
-
-    Event writes go through the writer, whose client has botocore's retries off, so
-    their budget is ``DYNASHARD_WRITE_MAX_ATTEMPTS``. Reads and counter increments go
-    through a client with botocore's ``standard`` retries
-    (:data:`dynashard.service.CLIENT_MAX_ATTEMPTS` attempts).
-
-    Parameters
-    ----------
-    logical : str
-        Logical key (a counter's is ``COUNTER#{name}``).
-    kind : {"write", "read"}
-        Which capacity the alarm is about.
-    write_max_attempts : int
-        The writer's budget (``DYNASHARD_WRITE_MAX_ATTEMPTS``).
-
-    Returns
-    -------
-    int
-        Attempts per request, the first included, ``>= 1``.
-    """
-    if kind == "write" and not logical.startswith(COUNTER_PREFIX):
-        return write_max_attempts
-    return CLIENT_MAX_ATTEMPTS
-
-
-def loads_by_logical_key(
-    hot: Iterable[HotKey], index_name: str | None = None
-) -> tuple[dict[str, list[KeyLoad]], list[str]]:
-    """Group hot partition keys by logical key, and within it by partition group.
-
-    Parameters
-    ----------
-    hot : iterable of HotKey
-        Keys as the source reported them: physical keys ``{logical}#{shard}`` of the
-        data table, or GSI1 keys ``{logical}#{bucket}#{shard}`` when ``index_name`` is
-        GSI1.
-    index_name : str or None
-        The index the keys are from, or None for the base table.
-
-    Returns
-    -------
-    tuple of (dict of str to list of KeyLoad, list of str)
-        Per logical key, the load of each of its groups (one on the base table, one per
-        time bucket on GSI1, in order of first report); and the reported keys that are
-        not keys dynashard writes (the scaler cannot map them to a logical key).
-    """
-    groups: dict[str, KeyLoad] = {}
-    unmapped: list[str] = []
-    for item in hot:
-        try:
-            if index_name == names.GSI1_NAME:
-                logical, bucket, shard = split_gsi1_partition_key(item.key)
-                group = f"{logical}{SEPARATOR}{bucket}"
-            else:
-                logical, shard = split_physical_key(item.key)
-                group = logical
-        except ValidationError:
-            unmapped.append(item.key)
-            continue
-        load = groups.setdefault(group, KeyLoad(logical, group))
-        load.consumed_units_per_s += item.consumed_units_per_s
-        load.throttled_events += item.throttled_events
-        if item.throttled_events > 0:
-            load.throttled_shards.add(shard)
-    loads: dict[str, list[KeyLoad]] = {}
-    for load in groups.values():
-        loads.setdefault(load.key, []).append(load)
-    return loads, unmapped
 
 
 # --- handler ---------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 import boto3
 import pytest
@@ -99,41 +99,7 @@ def test_not_an_alarm_raises(event: dict[str, Any], context: LambdaContext) -> N
         scaler.handler(event, context, service=FakeService(), hot_keys=FakeHotKeys([]))
 
 
-# --- load per logical key -------------------------------------------------------------------
-def test_physical_keys_are_summed_per_logical_key() -> None:
-    loads, unmapped = scaler.loads_by_logical_key(
-        [*_jfk_hot().keys, HotKey("DEPARTURES#JFK#2024-02-17", 5.0, 3)]
-    )
-    assert set(loads) == {"DEPARTURES#JFK", "DEPARTURES#EWR"}
-    [jfk] = loads["DEPARTURES#JFK"]  # one group on the base table
-    assert jfk.group == "DEPARTURES#JFK"
-    assert jfk.consumed_units_per_s == pytest.approx(1850.0)
-    assert jfk.throttled_events == 200
-    assert jfk.throttled_shards == {0, 1}
-    assert unmapped == ["DEPARTURES#JFK#2024-02-17"]
-
-
-def test_gsi1_keys_are_mapped_to_their_logical_key() -> None:
-    # Given the hot keys of an index alarm: GSI1 keys {logical}#{bucket}#{shard}
-    hot = [
-        HotKey("DEPARTURES#JFK#2013-01-01#0", 0.0, 30),
-        HotKey("DEPARTURES#JFK#2013-01-01#1", 0.0, 10),
-        HotKey("DEPARTURES#EWR#2013-01-01T10#0", 0.0, 5),
-        HotKey("DEPARTURES#JFK#0", 0.0, 7),  # a base-table key: not GSI1's
-    ]
-    # When they are grouped for GSI1
-    loads, unmapped = scaler.loads_by_logical_key(hot, "GSI1")
-    # Then the bucket is stripped with the shard, not taken for part of the key
-    assert set(loads) == {"DEPARTURES#JFK", "DEPARTURES#EWR"}
-    [jfk] = loads["DEPARTURES#JFK"]
-    assert (jfk.group, jfk.throttled_events, jfk.throttled_shards) == (
-        "DEPARTURES#JFK#2013-01-01",
-        40,
-        {0, 1},
-    )
-    assert unmapped == ["DEPARTURES#JFK#0"]
-
-
+# --- load per logical key: the pure part is tested in tests/unit/library/test_planning.py
 def test_gsi1_buckets_are_separate_loads_and_the_busiest_sets_the_count(
     context: LambdaContext,
 ) -> None:
@@ -146,65 +112,12 @@ def test_gsi1_buckets_are_separate_loads_and_the_busiest_sets_the_count(
             for shard in (0, 1)
         ]
     )
-    loads, _ = scaler.loads_by_logical_key(hot.keys, "GSI1")
-    assert [g.group for g in loads["DEPARTURES#JFK"]] == [
-        "DEPARTURES#JFK#2013-01-01",
-        "DEPARTURES#JFK#2013-01-02",
-    ]
     service = FakeService(shards={"DEPARTURES#JFK": 2})
     # When the alarm arrives
     scaler.handler(_gsi1_alarm(), context, service=service, hot_keys=hot)
     # Then N carries one bucket at 2 shards x 1,000 WCU/s (+ 160 / 8 / 60 turned away):
     # ceil(2000.3 / 800) = 3, not the 5 that summing both buckets' 4 shards would ask
     assert service.grow_calls == [("DEPARTURES#JFK", 3)]
-
-
-@pytest.mark.parametrize(
-    ("key", "kind", "expected"),
-    [
-        ("DEPARTURES#JFK", "write", 8),
-        ("COUNTER#CARRIER#UA", "write", 4),
-        ("DEPARTURES#JFK", "read", 4),
-    ],
-)
-def test_retry_budget_is_the_one_of_the_client_that_made_the_requests(
-    key: str, kind: Literal["write", "read"], expected: int
-) -> None:
-    # Event writes: the writer's own budget; reads and counter increments: botocore's
-    assert scaler.attempts_per_request(key, kind, write_max_attempts=8) == expected
-
-
-def test_demand_counts_a_throttled_shard_at_the_partition_limit() -> None:
-    # THROTTLED_KEYS mode: no consumption is reported, only throttles
-    loads, _ = scaler.loads_by_logical_key([HotKey("K#0", 0.0, 600)])
-    assert loads["K"][0].demand_units_per_s(1000.0, 60.0) == pytest.approx(1010.0)
-
-
-@pytest.mark.parametrize("attempts", [1, 4, 8])
-def test_demand_does_not_count_retries_as_load(attempts: int) -> None:
-    # Given one shard offered 4 x its 1,000 WCU/s limit for a minute by writers that
-    # try each write `attempts` times: 1,000 WCU/s get through, and each of the 3,000
-    # writes/s turned away is throttled on every attempt
-    throttled = 3000 * 60 * attempts
-    loads, _ = scaler.loads_by_logical_key([HotKey("K#0", 1000.0, throttled)])
-    # When the demand is estimated with the writers' retry budget
-    demand = loads["K"][0].demand_units_per_s(1000.0, 60.0, attempts)
-    # Then it is the offered load, whatever the budget
-    assert demand == pytest.approx(4000.0)
-    # (counting each throttled request as new load overshoots by the budget)
-    assert loads["K"][0].demand_units_per_s(1000.0, 60.0) == pytest.approx(1000.0 + 3000 * attempts)
-
-
-def test_demand_of_a_load_that_filled_part_of_the_window_is_not_diluted() -> None:
-    # Given the same 4 x the limit, but only for the last 20 s of the alarm's minute
-    # (a load that started mid-minute): the window averages are a third of the rates
-    attempts = 4
-    hot = HotKey("K#0", 1000.0 * 20 / 60, 3000 * 20 * attempts)
-    loads, _ = scaler.loads_by_logical_key([hot])
-    # When the demand is estimated over the 60 s window
-    demand = loads["K"][0].demand_units_per_s(1000.0, 60.0, attempts)
-    # Then it is still the offered 4,000 units/s, not a third of it
-    assert demand == pytest.approx(4000.0)
 
 
 # --- growth -----------------------------------------------------------------------------------

@@ -26,6 +26,11 @@ RETRYABLE_ERROR_CODES: Final = frozenset(
 )
 
 
+#: botocore attempts per call of the client for reads, counters and metadata (``standard``
+#: mode's default, the first attempt included; botocore "Retries" guide).
+CLIENT_MAX_ATTEMPTS: Final = 4
+
+
 @dataclass(frozen=True)
 class Backoff:
     """Exponential back-off with full jitter.

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import ValidationError
@@ -23,7 +23,7 @@ from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, S
 from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from dynashard.reader import Page, ShardedReader
-from dynashard.retry import Backoff
+from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.strategies import TimeBucket
 from dynashard.writer import ShardedWriter, WriteOutcome
 
@@ -89,11 +89,6 @@ class DynashardConfig:
     def __post_init__(self) -> None:
         if self.max_workers < 1:
             raise ValidationError("max_workers", f"must be >= 1, got {self.max_workers}")
-
-
-#: botocore attempts per call of the client for reads, counters and metadata (``standard``
-#: mode's default, the first attempt included; botocore "Retries" guide).
-CLIENT_MAX_ATTEMPTS: Final = 4
 
 
 def make_client(
