@@ -308,7 +308,7 @@ class Handlers:
     ----------
     sqs, api, query : callable
         ``functions.ingest.app.sqs_handler``, ``...api_handler``,
-        ``functions.query.app.handler``.
+        ``functions.query.app.handler``, each a :class:`~sandbox.lambda_env.LocalFunction`.
     """
 
     sqs: Handler
@@ -319,17 +319,23 @@ class Handlers:
 
     @classmethod
     def load(cls) -> Handlers:
-        """Import the real handlers.
+        """Load the real handlers, each as a function with its own execution environments.
 
         Returns
         -------
         Handlers
-            Bound to ``functions.ingest.app`` and ``functions.query.app``.
+            Bound to ``functions.ingest.app`` and ``functions.query.app`` through
+            :class:`sandbox.lambda_env.LocalFunction`: concurrent invocations never share
+            a module's globals, and API invocations never overlap, as on Lambda.
         """
-        from functions.ingest import app as ingest
-        from functions.query import app as query
+        from sandbox.gateway import INGEST_API_HANDLER, QUERY_HANDLER
+        from sandbox.lambda_env import LocalFunction, api_function
 
-        return cls(sqs=ingest.sqs_handler, api=ingest.api_handler, query=query.handler)
+        return cls(
+            sqs=LocalFunction("functions.ingest.app:sqs_handler"),
+            api=api_function(INGEST_API_HANDLER),
+            query=api_function(QUERY_HANDLER),
+        )
 
     def invoke(self, name: str, event: dict[str, Any]) -> Any:
         """Invoke a handler with a fresh Lambda context, counting the invocation.

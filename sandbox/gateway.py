@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -35,6 +34,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from sandbox.aws_events import LambdaContext, api_gateway_event
+from sandbox.lambda_env import api_function
 
 #: A Lambda handler: ``(event, context) -> response``.
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -76,24 +76,6 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/counters/{name}", QUERY_HANDLER),
     Route("GET", "/shards/{key}", QUERY_HANDLER),
 )
-
-
-def load_handler(ref: str) -> Handler:
-    """Import a handler given as ``module:attribute``.
-
-    Parameters
-    ----------
-    ref : str
-        E.g. ``functions.ingest.app:api_handler``.
-
-    Returns
-    -------
-    callable
-        The handler.
-    """
-    module, _, attr = ref.partition(":")
-    handler: Handler = getattr(importlib.import_module(module), attr)
-    return handler
 
 
 def match_route(
@@ -193,7 +175,10 @@ class Gateway:
         self.invocations = 0
 
     def handler_for(self, ref: str) -> Handler:
-        """Return the handler for a reference, importing it on first use.
+        """Return the handler for a reference, made on first use by :func:`api_function`.
+
+        Every route is a Powertools REST resolver, so invocations run one at a time in
+        execution environments of their own (:mod:`sandbox.lambda_env`).
 
         Parameters
         ----------
@@ -203,10 +188,10 @@ class Gateway:
         Returns
         -------
         callable
-            The handler.
+            The injected handler, or the function's pool of environments.
         """
         if ref not in self._handlers:
-            self._handlers[ref] = load_handler(ref)
+            self._handlers[ref] = api_function(ref)
         return self._handlers[ref]
 
     async def handle(self, request: web.Request) -> web.Response:

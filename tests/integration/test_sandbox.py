@@ -376,3 +376,39 @@ def test_serve_prints_curl_examples_answers_and_stops_on_ctrl_c(
     assert "stopped" in out
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", ddb_port), timeout=1):
         pass  # DynamoDB Local is gone too
+
+
+async def _concurrent_counters(
+    n: int, handlers: dict[str, Any] | None = None
+) -> tuple[list[tuple[int, Any]], dict[str, int]]:
+    server = TestServer(make_app(handlers, max_workers=8))
+    await server.start_server()
+    base = str(server.make_url(""))
+    try:
+        async with ClientSession() as session:
+
+            async def post(i: int) -> tuple[int, Any]:
+                url = f"{base}/counters/CONC%23{i}"
+                headers = {"Idempotency-Key": f"conc-{i}"}
+                async with session.post(url, json={"by": i + 1}, headers=headers) as resp:
+                    return resp.status, await resp.json()
+
+            posted = await asyncio.gather(*(post(i) for i in range(n)))
+            values: dict[str, int] = {}
+            for i in range(n):
+                async with session.get(f"{base}/counters/CONC%23{i}") as resp:
+                    values[f"CONC#{i}"] = (await resp.json())["value"]
+    finally:
+        await server.close()
+    return list(posted), values
+
+
+def test_concurrent_requests_each_run_with_their_own_event(function_env: dict[str, str]) -> None:
+    # Given 24 increments of 24 different counters, sent at once to 8 invocation threads
+    posted, values = asyncio.run(_concurrent_counters(24))
+    # Then each answer names its own counter and amount, and each counter holds its own
+    # amount: no invocation saw another's path, body or Idempotency-Key
+    assert [(s, b["name"], b["by"], b["applied"]) for s, b in posted] == [
+        (200, f"CONC#{i}", i + 1, True) for i in range(24)
+    ]
+    assert values == {f"CONC#{i}": i + 1 for i in range(24)}
