@@ -30,6 +30,10 @@ DYNAMODB_NAMESPACE: Final = "AWS/DynamoDB"
 WRITE_KEY_RANGE_METRIC: Final = "WriteKeyRangeThroughputThrottleEvents"
 READ_KEY_RANGE_METRIC: Final = "ReadKeyRangeThroughputThrottleEvents"
 
+#: How often a schedule invokes the scaler to sweep its alarms that stayed in ``ALARM``,
+#: minutes (an alarm action runs on a state change only).
+SWEEP_RATE_MINUTES = 1
+
 #: Dimension names of table and index metrics in ``AWS/DynamoDB``.
 DIM_TABLE_NAME: Final = "TableName"
 DIM_INDEX_NAME: Final = "GlobalSecondaryIndexName"

@@ -10,7 +10,10 @@ CloudWatch Lambda alarm action delivers (``"source": "aws.cloudwatch"``,
 
 As CloudWatch does, it looks only at complete periods (the datapoints of the last
 ``evaluation_periods`` periods that ended at or before ``now``) and acts only on a
-state change: an alarm that stays in ``ALARM`` does not invoke its action again.
+state change: an alarm that stays in ``ALARM`` does not invoke its action again. The
+stack's answer to that, a schedule that invokes the scaler every minute to sweep the
+alarms still in ``ALARM``, runs here as :class:`LocalSchedule` with
+:class:`LocalAlarmStates` as the scaler's view of the alarms.
 
 Evaluation is on demand (:meth:`LocalAlarm.evaluate` with an explicit ``now``), so
 tests drive it with a manual clock; :meth:`LocalAlarm.start` runs it in a background
@@ -30,7 +33,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -41,6 +44,7 @@ from sandbox.emulator.limits import Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
 
 if TYPE_CHECKING:
+    from functions.scaler.alarm_states import Alarm
     from functions.scaler.app import ScalerService
     from sandbox.emulator.server import PartitionEmulator
 
@@ -480,11 +484,168 @@ class LocalAlarm:
             thread.join(timeout_s)
 
 
+class LocalAlarmStates:
+    """The scaler's ``AlarmStateSource`` port over local alarms (``DescribeAlarms``'s part).
+
+    Parameters
+    ----------
+    alarms : sequence of LocalAlarm, optional
+        The alarms; :attr:`alarms` may be filled after the alarms are built (their
+        action needs this object first).
+    """
+
+    def __init__(self, alarms: Sequence[LocalAlarm] = ()) -> None:
+        self.alarms: list[LocalAlarm] = list(alarms)
+
+    def alarms_in_alarm(self, names: Sequence[str], now: datetime) -> list[Alarm]:
+        """Return the alarms among ``names`` whose state is ``ALARM``.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Alarm names.
+        now : datetime
+            End of each alarm's window (UTC).
+
+        Returns
+        -------
+        list of Alarm
+            One per local alarm in ``ALARM``, its window ``period x evaluation periods``.
+        """
+        from functions.scaler.alarm_states import Alarm
+
+        wanted = set(names)
+        return [
+            Alarm(
+                name=alarm.name,
+                state=alarm.state.value,
+                timestamp=now,
+                window_s=max(60, alarm.spec.period_s * alarm.spec.evaluation_periods),
+                metric_names=(alarm.spec.metric_name,),
+                table_name=alarm.table_name,
+                index_name=alarm.spec.index_name,
+            )
+            for alarm in self.alarms
+            if alarm.name in wanted and alarm.state is AlarmState.ALARM
+        ]
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    """One run of a :class:`LocalSchedule`: when, what the target returned or raised."""
+
+    timestamp: float
+    result: Any = None
+    error: str | None = None
+
+
+class LocalSchedule:
+    """An EventBridge ``rate`` schedule with a Lambda target, on the sandbox's clock.
+
+    Parameters
+    ----------
+    action : callable
+        ``action(event)``: the target, called with :func:`sandbox.aws_events.scheduled_event`.
+    rate_s : float
+        Emulated seconds between runs (``rate(1 minute)``: 60).
+    clock : callable
+        Emulated epoch seconds (share the emulator's :class:`AcceleratedClock`).
+
+    Attributes
+    ----------
+    history : list of ScheduledRun
+        Every run, in order.
+    """
+
+    def __init__(
+        self,
+        action: AlarmAction,
+        rate_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if rate_s <= 0:
+            raise ValueError(f"rate_s must be > 0, got {rate_s}")
+        self.action = action
+        self.rate_s = rate_s
+        self.clock = clock
+        self.history: list[ScheduledRun] = []
+        self._next = clock() + rate_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self, now: float | None = None) -> ScheduledRun | None:
+        """Run the target when a run is due.
+
+        Parameters
+        ----------
+        now : float, optional
+            Emulated epoch seconds; default the clock.
+
+        Returns
+        -------
+        ScheduledRun or None
+            The run, or None when none was due. A target that raises is recorded, as
+            EventBridge records a failed invocation, and the schedule goes on.
+        """
+        from sandbox.aws_events import scheduled_event
+
+        at = self.clock() if now is None else now
+        if at < self._next:
+            return None
+        self._next = at + self.rate_s
+        try:
+            run = ScheduledRun(at, self.action(scheduled_event(datetime.fromtimestamp(at, UTC))))
+        except Exception as exc:
+            _log.exception("scheduled target failed")
+            run = ScheduledRun(at, error=f"{type(exc).__name__}: {exc}")
+        self.history.append(run)
+        return run
+
+    def start(self, interval_s: float = 1.0) -> None:
+        """Check for due runs in a background thread every ``interval_s`` wall seconds.
+
+        Parameters
+        ----------
+        interval_s : float
+            Wall seconds between checks, clamped to [0.05, 60].
+
+        Raises
+        ------
+        RuntimeError
+            If it is already running.
+        """
+        if self._thread is not None:
+            raise RuntimeError("the schedule is already running")
+        interval = min(MAX_INTERVAL_S, max(MIN_INTERVAL_S, interval_s))
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                self.tick()
+
+        self._thread = threading.Thread(target=loop, name="schedule", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the background thread (no-op when it is not running).
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait for a run in progress.
+        """
+        thread, self._thread = self._thread, None
+        self._stop.set()
+        if thread is not None:
+            thread.join(timeout_s)
+
+
 def scaler_action(
     emulator: PartitionEmulator,
     service: ScalerService | None = None,
     *,
     mode: ContributorInsightsMode = "ACCESSED_AND_THROTTLED_KEYS",
+    alarm_states: LocalAlarmStates | None = None,
 ) -> AlarmAction:
     """Bind the scaler handler as an alarm action, with hot keys from the emulator.
 
@@ -501,11 +662,14 @@ def scaler_action(
         A ``Dynashard``-like object; default the function's own (from the environment).
     mode : {"ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"}
         Contributor Insights mode emulated.
+    alarm_states : LocalAlarmStates, optional
+        What a scheduled sweep sees of the alarms; default none in ``ALARM``.
 
     Returns
     -------
     callable
-        ``action(event) -> dict``: the scaler's summary.
+        ``action(event) -> dict``: the scaler's summary (an alarm event, or a
+        :class:`LocalSchedule`'s event for a sweep).
 
     Raises
     ------
@@ -519,10 +683,11 @@ def scaler_action(
     if mode not in ("ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"):
         raise ValueError(f"unknown Contributor Insights mode {mode!r}")
     hot_keys = EmulatorHotKeySource(emulator, mode=mode)
+    states = alarm_states if alarm_states is not None else LocalAlarmStates()
 
     def action(event: dict[str, Any]) -> Any:
         context = LambdaContext(function_name="dynashard-scaler")
-        return handler(event, context, service=service, hot_keys=hot_keys)
+        return handler(event, context, service=service, hot_keys=hot_keys, alarm_states=states)
 
     return action
 

@@ -352,6 +352,36 @@ class LambdaContext:
         return max(0, int(left * 1000))
 
 
+def scheduled_event(at: datetime, rule_name: str = "dynashard-local-ScalerSweep") -> dict[str, Any]:
+    """Build the event an EventBridge schedule (a ``rate`` rule) sends a Lambda target.
+
+    Parameters
+    ----------
+    at : datetime
+        When the schedule fired (UTC); the scaler's sweep takes it as "now".
+    rule_name : str
+        The rule's name, in ``resources``.
+
+    Returns
+    -------
+    dict
+        ``{"version", "id", "detail-type": "Scheduled Event", "source": "aws.events",
+        "account", "time", "region", "resources", "detail": {}}`` (EventBridge User
+        Guide, "Creating a rule that runs on a schedule").
+    """
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT_ID,
+        "time": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": REGION,
+        "resources": [f"arn:aws:events:{REGION}:{ACCOUNT_ID}:rule/{rule_name}"],
+        "detail": {},
+    }
+
+
 def batch_item_failures(response: Mapping[str, Any] | None) -> set[str]:
     """Read the item identifiers of a partial batch response.
 

@@ -36,7 +36,7 @@ from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
 if TYPE_CHECKING:
     from dynashard import Dynashard
-    from sandbox.alarms import AcceleratedClock, LocalAlarm
+    from sandbox.alarms import AcceleratedClock, LocalAlarm, LocalSchedule
     from sandbox.emulator import EmulatorServer
 
 #: Throttling reasons that more shards relieve (design invariant 6).
@@ -157,11 +157,13 @@ class GrowthSettings:
 class GrowthLoop:
     """The emulator, the scaler alarms and the scaler, as one context manager.
 
-    On enter it starts the partition emulator in front of DynamoDB Local and one
+    On enter it starts the partition emulator in front of DynamoDB Local, one
     :class:`~sandbox.alarms.LocalAlarm` per entry of ``SCALER_ALARMS``, each evaluated
-    every wall second and invoking the scaler handler on a transition into ``ALARM``.
-    The scaler grows keys through a facade on the emulated clock, so its cooldown is
-    in emulated seconds.
+    every wall second and invoking the scaler handler on a transition into ``ALARM``,
+    and the stack's sweep (:class:`~sandbox.alarms.LocalSchedule`, every emulated
+    minute), which invokes the scaler for the alarms that stayed in ``ALARM``. The
+    scaler grows keys through a facade on the emulated clock, so its cooldown is in
+    emulated seconds.
 
     Parameters
     ----------
@@ -175,7 +177,7 @@ class GrowthLoop:
     Examples
     --------
     >>> with GrowthLoop(ddb.endpoint_url, "d", "m", GrowthSettings()) as loop:  # doctest: +SKIP
-    ...     env = function_environment(loop.endpoint_url, ...)
+    ...     env = loop.function_environment()
     """
 
     def __init__(
@@ -188,7 +190,35 @@ class GrowthLoop:
         self.clock: AcceleratedClock | None = None
         self.server: EmulatorServer | None = None
         self.alarms: list[LocalAlarm] = []
+        self.sweep: LocalSchedule | None = None
         self.started_wall = 0.0
+
+    @property
+    def alarm_names(self) -> list[str]:
+        """List of str: The names of the local scaler alarms (after enter)."""
+        return [alarm.name for alarm in self.alarms]
+
+    def function_environment(self) -> dict[str, str]:
+        """Return the functions' environment for the act, pointed at the emulator.
+
+        Returns
+        -------
+        dict of str to str
+            :func:`sandbox.environment.function_environment` for the act's tables,
+            with :meth:`GrowthSettings.function_environment` and the alarm names the
+            scaler's sweep asks about (``DYNASHARD_SCALER_ALARM_NAMES``).
+        """
+        from sandbox.environment import function_environment
+
+        return function_environment(
+            self.endpoint_url,
+            data_table=self.data_table,
+            metadata_table=self.metadata_table,
+            extra={
+                **self.settings.function_environment(),
+                names.ENV_SCALER_ALARM_NAMES: ",".join(self.alarm_names),
+            },
+        )
 
     @property
     def endpoint_url(self) -> str:
@@ -199,8 +229,14 @@ class GrowthLoop:
 
     def __enter__(self) -> GrowthLoop:
         from dynashard import Dynashard, DynashardConfig
-        from infra.alarm_specs import SCALER_ALARMS
-        from sandbox.alarms import AcceleratedClock, LocalAlarm, scaler_action
+        from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
+        from sandbox.alarms import (
+            AcceleratedClock,
+            LocalAlarm,
+            LocalAlarmStates,
+            LocalSchedule,
+            scaler_action,
+        )
         from sandbox.dynamodb_local import local_client
         from sandbox.emulator import EmulatorConfig, EmulatorServer
 
@@ -223,14 +259,18 @@ class GrowthLoop:
             client=local_client(self.endpoint_url),
         )
         grower.metadata.clock = clock
-        action = scaler_action(self.server.emulator, grower)
+        states = LocalAlarmStates()
+        action = scaler_action(self.server.emulator, grower, alarm_states=states)
         metrics = self.server.emulator.metrics
         self.alarms = [
             LocalAlarm(spec, self.data_table, metrics, action, clock=clock)
             for spec in SCALER_ALARMS
         ]
+        states.alarms.extend(self.alarms)
+        self.sweep = LocalSchedule(action, rate_s=SWEEP_RATE_MINUTES * 60.0, clock=clock)
         for alarm in self.alarms:
             alarm.start(interval_s=1.0, max_duration_s=24 * 3600.0)
+        self.sweep.start(interval_s=1.0)
         return self
 
     def __exit__(
@@ -239,6 +279,8 @@ class GrowthLoop:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self.sweep is not None:
+            self.sweep.stop()
         for alarm in self.alarms:
             alarm.stop()
         if self.server is not None:
@@ -274,13 +316,16 @@ class GrowthLoop:
         return (epoch_s - self.clock.start) / self.clock.speed
 
     def alarm_history(self) -> list[dict[str, Any]]:
-        """Return every alarm transition into ``ALARM`` and what the scaler did.
+        """Return every scaler run, by an alarm's transition or by the sweep, and its growth.
 
         Returns
         -------
         list of dict
-            ``{"alarm", "at_s", "grown", "error"}`` in time order; ``at_s`` is wall
-            seconds since the loop started and ``grown`` the scaler's growth list.
+            ``{"alarm", "via", "at_s", "grown", "error"}`` in time order: ``via`` is
+            ``alarm`` (a transition into ``ALARM``) or ``sweep`` (one entry per alarm
+            the sweep found in ``ALARM``, or one with the error of a failed sweep);
+            ``at_s`` is wall seconds since the loop started and ``grown`` the scaler's
+            growth list.
         """
         fired: list[dict[str, Any]] = []
         for alarm in self.alarms:
@@ -292,9 +337,28 @@ class GrowthLoop:
                 fired.append(
                     {
                         "alarm": alarm.spec.id,
+                        "via": "alarm",
                         "at_s": round(self.emulated_to_wall_s(evaluation.timestamp), 1),
                         "grown": grown,
                         "error": evaluation.error,
+                    }
+                )
+        by_name = {alarm.name: alarm.spec.id for alarm in self.alarms}
+        for run in self.sweep.history if self.sweep is not None else []:
+            at_s = round(self.emulated_to_wall_s(run.timestamp), 1)
+            if run.error is not None:
+                fired.append(
+                    {"alarm": None, "via": "sweep", "at_s": at_s, "grown": [], "error": run.error}
+                )
+                continue
+            for summary in run.result.get("alarms", []) if isinstance(run.result, Mapping) else []:
+                fired.append(
+                    {
+                        "alarm": by_name.get(summary.get("alarm"), summary.get("alarm")),
+                        "via": "sweep",
+                        "at_s": at_s,
+                        "grown": summary.get("grown", []),
+                        "error": None,
                     }
                 )
         return sorted(fired, key=lambda f: f["at_s"])
@@ -443,7 +507,9 @@ def time_to_recover_s(rows: Sequence[dict[str, Any]], quiet_s: float = 10.0) -> 
 
     Recovery is the start of the first stretch without key-range throttle events that
     lasts ``quiet_s`` wall seconds with events written, or that lasts to the end of the
-    replay (a replay may end sooner than ``quiet_s`` after its last growth).
+    replay (a replay may end sooner than ``quiet_s`` after its last growth) with load
+    still offered, unthrottled, for ``min(quiet_s, a quarter of the throttled time)``:
+    throttling that stops only because the replay ran out of events is no recovery.
 
     Parameters
     ----------
@@ -475,7 +541,11 @@ def time_to_recover_s(rows: Sequence[dict[str, Any]], quiet_s: float = 10.0) -> 
         if rows[i]["t_s"] - began >= quiet_s and written:
             return round(float(began - start_t), 1)
     if quiet_from is not None and any(r["written_per_s"] > 0 for r in rows[quiet_from:]):
-        return round(float(rows[quiet_from - 1]["t_s"] - start_t), 1)
+        began = rows[quiet_from - 1]["t_s"]
+        loaded = [r["t_s"] for r in rows[quiet_from:] if r["offered_per_s"] > 0]
+        needed = min(quiet_s, 0.25 * (began - start_t))
+        if loaded and loaded[-1] - began >= needed:
+            return round(float(began - start_t), 1)
     return None
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from pydantic import Field
 
 from dynashard import names
 from dynashard.errors import CooldownActiveError, DynashardError
@@ -32,8 +32,14 @@ from dynashard.planning import KeyLoad, attempts_per_request, loads_by_logical_k
 from dynashard.settings import DynashardSettings
 
 try:  # package import (tests, sandbox): functions.scaler.app
+    from .alarm_states import Alarm, AlarmStateSource, CloudWatchAlarmStates
     from .hot_keys import ContributorInsightsHotKeySource, HotKey, HotKeySource
-except ImportError:  # Lambda asset root: app.py is a top-level module next to hot_keys.py
+except ImportError:  # Lambda asset root: app.py is a top-level module next to its siblings
+    from alarm_states import (  # type: ignore[no-redef]
+        Alarm,
+        AlarmStateSource,
+        CloudWatchAlarmStates,
+    )
     from hot_keys import (  # type: ignore[no-redef]
         ContributorInsightsHotKeySource,
         HotKey,
@@ -58,8 +64,23 @@ KEY_RANGE_METRICS: dict[str, Literal["write", "read"]] = {
 
 
 # --- configuration ---------------------------------------------------------------------
-Settings = DynashardSettings
-"""The function's settings: the library's model (``dynashard.settings``)."""
+class Settings(DynashardSettings):
+    """The function's settings: the library's model plus the scaler's alarms.
+
+    Attributes
+    ----------
+    alarm_names : str
+        The alarms whose action is this function, comma-separated
+        (``DYNASHARD_SCALER_ALARM_NAMES``); what a scheduled sweep checks. Empty turns
+        the sweep into a no-op.
+    """
+
+    alarm_names: str = Field("", validation_alias=names.ENV_SCALER_ALARM_NAMES)
+
+    @property
+    def alarm_name_list(self) -> list[str]:
+        """List of str: :attr:`alarm_names` split, blanks dropped."""
+        return [n.strip() for n in self.alarm_names.split(",") if n.strip()]
 
 
 @functools.cache
@@ -89,6 +110,18 @@ def get_service() -> Dynashard:
 
 
 @functools.cache
+def get_alarm_states() -> AlarmStateSource:
+    """Build the default alarm-state source (CloudWatch) once per container.
+
+    Returns
+    -------
+    AlarmStateSource
+        A :class:`CloudWatchAlarmStates` with a lazily created client.
+    """
+    return CloudWatchAlarmStates()
+
+
+@functools.cache
 def get_hot_key_source() -> HotKeySource:
     """Build the default hot-key source (Contributor Insights) once per container.
 
@@ -113,40 +146,6 @@ class ScalerService(Protocol):
 
 
 # --- the alarm ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Alarm:
-    """What the scaler needs from a CloudWatch alarm notification, in either shape.
-
-    Attributes
-    ----------
-    name : str
-        Alarm name.
-    state : str
-        New state: ``ALARM``, ``OK`` or ``INSUFFICIENT_DATA``.
-    timestamp : datetime
-        When the state changed (UTC); the end of the window to inspect.
-    window_s : int
-        Seconds the alarm evaluated (period x evaluation periods), at least 60.
-    metric_names : tuple of str
-        The metrics the alarm watches.
-    table_name, index_name : str or None
-        ``TableName`` / ``GlobalSecondaryIndexName`` dimensions, if present.
-    """
-
-    name: str
-    state: str
-    timestamp: datetime
-    window_s: int
-    metric_names: tuple[str, ...] = ()
-    table_name: str | None = None
-    index_name: str | None = None
-
-    @property
-    def start(self) -> datetime:
-        """datetime: Start of the window to inspect."""
-        return self.timestamp - timedelta(seconds=self.window_s)
-
-
 def _time(value: Any) -> datetime:
     try:
         parsed = datetime.fromisoformat(str(value))
@@ -319,6 +318,78 @@ def _emit_metrics(grown: list[dict[str, Any]]) -> None:
             metric.add_metadata(key="previous", value=entry["previous"])
 
 
+def is_scheduled_event(event: Mapping[str, Any]) -> bool:
+    """Tell an EventBridge schedule's event (the sweep) from an alarm event.
+
+    Parameters
+    ----------
+    event : mapping
+        The invocation event.
+
+    Returns
+    -------
+    bool
+        True for ``{"source": "aws.events", "detail-type": "Scheduled Event"}``.
+    """
+    return event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event"
+
+
+def handle_alarm(
+    alarm: Alarm,
+    service: ScalerService,
+    hot_keys: HotKeySource,
+    settings: Settings,
+) -> dict[str, Any]:
+    """Grow the hot keys behind one alarm in ``ALARM`` (pure of Lambda: the handler's core).
+
+    Parameters
+    ----------
+    alarm : Alarm
+        The alarm, from its event or from a sweep.
+    service : ScalerService
+        Shard metadata: read and grow.
+    hot_keys : HotKeySource
+        Where the hot keys of the alarm's window come from.
+    settings : Settings
+        Limits, headroom, retry budget.
+
+    Returns
+    -------
+    dict
+        ``{"alarm", "state", "grown": [{"key", "previous", "current", "units_per_s"}],
+        "skipped": [{"key", "reason"}], "errors": [key]}`` (plus ``"ignored"`` when the
+        alarm is not in ``ALARM`` or not about key-range throttling).
+    """
+    summary: dict[str, Any] = {
+        "alarm": alarm.name,
+        "state": alarm.state,
+        "grown": [],
+        "skipped": [],
+        "errors": [],
+    }
+    if alarm.state != "ALARM":
+        summary["ignored"] = f"state is {alarm.state}, not ALARM"
+        return summary
+    kinds = {KEY_RANGE_METRICS[m] for m in alarm.metric_names if m in KEY_RANGE_METRICS}
+    if alarm.metric_names and not kinds:
+        summary["ignored"] = (
+            f"metrics {list(alarm.metric_names)} are not key-range throttling: "
+            "more shards do not relieve table, account or on-demand limits"
+        )
+        return summary
+    kind: Literal["write", "read"] = "read" if kinds == {"read"} else "write"
+    partition_limit = settings.partition_rcu if kind == "read" else settings.partition_wcu
+    table = alarm.table_name or settings.data_table
+    hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.timestamp)
+    loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
+    grown, skipped, errors = _grow_keys(alarm, loads, kind, service, settings, partition_limit)
+    skipped.extend(
+        {"key": key, "reason": "not a partition key dynashard writes"} for key in unmapped
+    )
+    summary.update(grown=grown, skipped=skipped, errors=errors)
+    return summary
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
@@ -327,79 +398,71 @@ def handler(
     context: LambdaContext,
     service: ScalerService | None = None,
     hot_keys: HotKeySource | None = None,
+    alarm_states: AlarmStateSource | None = None,
 ) -> dict[str, Any]:
-    """Grow the shard count of the keys behind a key-range throttling alarm.
+    """Grow the shard count of the keys behind key-range throttling alarms.
+
+    An alarm event (its action, or SNS) is handled alone. A scheduled event sweeps:
+    every alarm of ``DYNASHARD_SCALER_ALARM_NAMES`` still in ``ALARM`` is handled as
+    if it had just fired, since CloudWatch invokes an action only on a state change.
 
     Parameters
     ----------
     event : dict
-        CloudWatch alarm event: Lambda alarm action or SNS notification.
+        CloudWatch alarm event (Lambda alarm action or SNS notification), or an
+        EventBridge ``Scheduled Event``.
     context : LambdaContext
         Lambda context.
     service : ScalerService, optional
         A ``Dynashard``-like object; default: the container's.
     hot_keys : HotKeySource, optional
         Where hot keys come from; default: Contributor Insights.
+    alarm_states : AlarmStateSource, optional
+        Which alarms are in ``ALARM`` (the sweep); default: CloudWatch ``DescribeAlarms``.
 
     Returns
     -------
     dict
-        ``{"alarm", "state", "grown": [{"key", "previous", "current", "units_per_s"}],
-        "skipped": [{"key", "reason"}]}`` (plus ``"ignored"`` when nothing was done).
+        For an alarm: ``{"alarm", "state", "grown": [{"key", "previous", "current",
+        "units_per_s"}], "skipped": [{"key", "reason"}], "errors"}`` (plus ``"ignored"``
+        when nothing was done). For a sweep: ``{"sweep": time, "alarms": [those]}``.
 
     Raises
     ------
     ValueError
-        If the event is not an alarm.
+        If the event is neither an alarm nor a schedule.
     DynashardError
         If growing some key failed for a reason other than the cooldown (after the
         other keys were handled), so the invocation is retried.
     """
-    alarm = parse_alarm(event)
-    logger.append_keys(alarm=alarm.name)
-    summary: dict[str, Any] = {
-        "alarm": alarm.name,
-        "state": alarm.state,
-        "grown": [],
-        "skipped": [],
-    }
-    if alarm.state != "ALARM":
-        summary["ignored"] = f"state is {alarm.state}, not ALARM"
-        logger.info("alarm ignored", extra=summary)
-        return summary
-    kinds = {KEY_RANGE_METRICS[m] for m in alarm.metric_names if m in KEY_RANGE_METRICS}
-    if alarm.metric_names and not kinds:
-        summary["ignored"] = (
-            f"metrics {list(alarm.metric_names)} are not key-range throttling: "
-            "more shards do not relieve table, account or on-demand limits"
-        )
-        logger.info("alarm ignored", extra=summary)
-        return summary
-
     settings = get_settings()
-    kind: Literal["write", "read"] = "read" if kinds == {"read"} else "write"
-    partition_limit = settings.partition_rcu if kind == "read" else settings.partition_wcu
-    table = alarm.table_name or settings.data_table
+    service = service or get_service()
     source = hot_keys or get_hot_key_source()
-    hot = source.hot_keys(table, alarm.index_name, alarm.start, alarm.timestamp)
-    loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
-    grown, skipped, errors = _grow_keys(
-        alarm, loads, kind, service or get_service(), settings, partition_limit
-    )
-    skipped.extend(
-        {"key": key, "reason": "not a partition key dynashard writes"} for key in unmapped
-    )
-    summary.update(grown=grown, skipped=skipped)
+    if is_scheduled_event(event):
+        now = _time(event.get("time"))
+        states = alarm_states or get_alarm_states()
+        in_alarm = states.alarms_in_alarm(settings.alarm_name_list, now)
+        summaries = [handle_alarm(alarm, service, source, settings) for alarm in in_alarm]
+        result: dict[str, Any] = {"sweep": now.isoformat(), "alarms": summaries}
+    else:
+        alarm = parse_alarm(event)
+        logger.append_keys(alarm=alarm.name)
+        summaries = [handle_alarm(alarm, service, source, settings)]
+        result = summaries[0]
+    grown = [g for s in summaries for g in s["grown"]]
+    errors = [e for s in summaries for e in s["errors"]]
     _emit_metrics(grown)
-    logger.info("scaler done", extra=summary)
+    logger.info("scaler done", extra=result)
     if errors:
         raise DynashardError(f"growing {len(errors)} key(s) failed: {', '.join(errors)}")
-    return summary
+    return result
 
 
 #: Exposed for tests and the sandbox.
 __all__ = [
     "Alarm",
+    "AlarmStateSource",
+    "CloudWatchAlarmStates",
     "ContributorInsightsHotKeySource",
     "HotKey",
     "HotKeySource",
@@ -408,7 +471,9 @@ __all__ = [
     "attempts_per_request",
     "get_service",
     "get_settings",
+    "handle_alarm",
     "handler",
+    "is_scheduled_event",
     "loads_by_logical_key",
     "parse_alarm",
 ]

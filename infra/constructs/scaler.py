@@ -1,21 +1,30 @@
-"""Scaler: key-range throttle alarms that invoke the scaler function directly.
+"""Scaler: key-range throttle alarms that invoke the scaler function directly, and a sweep.
 
 Every alarm comes from :data:`infra.alarm_specs.SCALER_ALARMS`, the definition the
 sandbox's alarm evaluator applies too; the alarm action is a Lambda action (CloudWatch
 invokes the function with the alarm state change), so there is no SNS hop.
+
+An action runs only on a state change, so an alarm that stays in ``ALARM`` (the first
+growth was not enough) would never call the scaler again. An EventBridge rule invokes
+the scaler every minute to sweep: it reads which of its alarms are in ``ALARM``
+(``DescribeAlarms``) and handles those. The alarms have names of their own
+(``{stack}-{spec id}``) so that the function's environment and policy can name them
+without a reference to the alarms, which reference the function (a cycle).
 """
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration
+from aws_cdk import ArnFormat, Aws, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from dynashard import names
-from infra.alarm_specs import SCALER_ALARMS, AlarmSpec
+from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES, AlarmSpec
 from infra.config import StackConfig
 from infra.constructs.functions import DynashardFunction, shared_environment
 from infra.constructs.tables import Tables
@@ -48,6 +57,25 @@ def alarm_metric(spec: AlarmSpec, table_name: str) -> cloudwatch.Metric:
     )
 
 
+def alarm_name(scope: Construct, spec: AlarmSpec) -> str:
+    """Return the name of a spec's alarm in the stack of ``scope``.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Any construct of the stack.
+    spec : AlarmSpec
+        The alarm's definition.
+
+    Returns
+    -------
+    str
+        ``{stack name}-{spec.id}``, e.g. ``dynashard-dev-TableWriteKeyRange`` (CloudWatch
+        allows 255 characters).
+    """
+    return f"{Stack.of(scope).stack_name}-{spec.id}"
+
+
 def _build_alarm(
     scope: Construct, spec: AlarmSpec, table_name: str, target: lambda_.IFunction
 ) -> cloudwatch.Alarm:
@@ -55,6 +83,7 @@ def _build_alarm(
     alarm = cloudwatch.Alarm(
         scope,
         f"{spec.id}Alarm",
+        alarm_name=alarm_name(scope, spec),
         metric=alarm_metric(spec, table_name),
         threshold=spec.threshold,
         evaluation_periods=spec.evaluation_periods,
@@ -70,8 +99,10 @@ def _build_alarm(
     return alarm
 
 
-def _build_scaler_statements(tables: Tables) -> list[iam.PolicyStatement]:
-    """Return the scaler's statements: metadata read/update and Contributor Insights.
+def _build_scaler_statements(
+    scope: Construct, tables: Tables, alarm_names: list[str]
+) -> list[iam.PolicyStatement]:
+    """Return the scaler's statements: metadata, Contributor Insights, its alarms' states.
 
     DynamoDB names its Contributor Insights rules when they are enabled
     (``DynamoDBContributorInsights-<PKC|SKC|PKT|SKT>-<table>-<epoch ms>``), so the
@@ -99,6 +130,19 @@ def _build_scaler_statements(tables: Tables) -> list[iam.PolicyStatement]:
             actions=["dynamodb:DescribeContributorInsights"],
             resources=[table.table_arn, f"{table.table_arn}/index/{names.GSI1_NAME}"],
         ),
+        iam.PolicyStatement(
+            sid="SweepOwnAlarms",
+            actions=["cloudwatch:DescribeAlarms"],
+            resources=[
+                Stack.of(scope).format_arn(
+                    service="cloudwatch",
+                    resource="alarm",
+                    resource_name=name,
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+                for name in alarm_names
+            ],
+        ),
     ]
 
 
@@ -123,7 +167,10 @@ class Scaler(Construct):
     function : DynashardFunction
         The scaler function (handler ``app.handler``).
     alarms : list of aws_cdk.aws_cloudwatch.Alarm
-        One alarm per :data:`SCALER_ALARMS` entry, in that order.
+        One alarm per :data:`SCALER_ALARMS` entry, in that order, named by
+        :func:`alarm_name`.
+    sweep : aws_cdk.aws_events.Rule
+        Invokes the function every :data:`SWEEP_RATE_MINUTES` minute(s).
     """
 
     def __init__(
@@ -136,6 +183,7 @@ class Scaler(Construct):
         layer: lambda_.ILayerVersion,
     ) -> None:
         super().__init__(scope, construct_id)
+        alarm_names = [alarm_name(self, spec) for spec in SCALER_ALARMS]
         self.function = DynashardFunction(
             self,
             "Function",
@@ -143,13 +191,24 @@ class Scaler(Construct):
             code_dir="scaler",
             handler="app.handler",
             layer=layer,
-            environment=shared_environment(
-                config, tables.data_table.table_name, tables.metadata_table.table_name, "scaler"
-            ),
+            environment={
+                **shared_environment(
+                    config, tables.data_table.table_name, tables.metadata_table.table_name, "scaler"
+                ),
+                names.ENV_SCALER_ALARM_NAMES: ",".join(alarm_names),
+            },
             description="dynashard scaler: grows shard counts of throttled logical keys",
         )
-        self.function.add_to_policy(*_build_scaler_statements(tables))
+        self.function.add_to_policy(*_build_scaler_statements(self, tables, alarm_names))
         self.alarms = [
             _build_alarm(self, spec, tables.data_table.table_name, self.function.function)
             for spec in SCALER_ALARMS
         ]
+        self.sweep = events.Rule(
+            self,
+            "Sweep",
+            description="dynashard scaler: sweep the throttle alarms that stayed in ALARM",
+            schedule=events.Schedule.rate(Duration.minutes(SWEEP_RATE_MINUTES)),
+            # A failed sweep is not retried: the next one comes a minute later.
+            targets=[targets.LambdaFunction(self.function.function, retry_attempts=0)],
+        )

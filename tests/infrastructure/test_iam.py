@@ -115,6 +115,12 @@ def test_scaler_updates_metadata_and_reads_insights_only(dev: Synth) -> None:
     assert "insight-rule/DynamoDBContributorInsights-" in rule_arn
     assert dev.logical_id(tables.data_table) in rule_arn  # scoped to this table's rules
     assert not granted & {"dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:DeleteItem"}
+    # The sweep may read the state of its own alarms, by name, and nothing else
+    (sweep,) = [st for st in _statements(dev, fn) if "cloudwatch:DescribeAlarms" in _actions(st)]
+    assert _actions(sweep) == {"cloudwatch:DescribeAlarms"}
+    arns = [str(r) for r in _resources(sweep)]
+    assert len(arns) == len(dev.stack.scaler.alarms)
+    assert all(f":alarm:{dev.stack.stack_name}-" in a and "*" not in a for a in arns)
 
 
 def test_each_function_writes_only_its_own_log_group(dev: Synth) -> None:

@@ -77,3 +77,25 @@ def test_spec_dimensions() -> None:
     assert SCALER_ALARMS[0].dimensions("t") == {"TableName": "t"}
     gsi = next(s for s in SCALER_ALARMS if s.index_name)
     assert gsi.dimensions("t") == {"TableName": "t", "GlobalSecondaryIndexName": "GSI1"}
+
+
+def test_alarms_are_named_after_the_stack_and_their_spec(dev: Synth) -> None:
+    for index, spec in enumerate(SCALER_ALARMS):
+        assert _alarm(dev, index)["AlarmName"] == f"{dev.stack.stack_name}-{spec.id}"
+
+
+def test_a_rule_sweeps_the_alarms_every_minute(dev: Synth) -> None:
+    # An alarm action runs on state changes only; the sweep catches an alarm left in ALARM
+    scaler_id = dev.logical_id(dev.stack.scaler.function.function)
+    (rule,) = [r["Properties"] for r in dev.of_type("AWS::Events::Rule").values()]
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["State"] == "ENABLED"
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [scaler_id, "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    permissions = [
+        p["Properties"]
+        for p in dev.of_type("AWS::Lambda::Permission").values()
+        if p["Properties"]["Principal"] == "events.amazonaws.com"
+    ]
+    assert [p["FunctionName"] for p in permissions] == [{"Fn::GetAtt": [scaler_id, "Arn"]}]

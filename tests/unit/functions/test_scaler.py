@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -382,3 +383,127 @@ def test_disabled_contributor_insights_yields_no_keys_and_no_report_calls() -> N
         )
         source = ContributorInsightsHotKeySource(cloudwatch, dynamodb)
         assert source.hot_keys("dynashard-data", None, ALARM_TIME, ALARM_TIME) == []
+
+
+# --- the sweep: alarms that stay in ALARM ------------------------------------------------------
+SWEEP_TIME = datetime(2024, 2, 17, 11, 54, tzinfo=UTC)
+
+
+class FakeAlarmStates:
+    """An AlarmStateSource that reports fixed alarms in ALARM and records its calls."""
+
+    def __init__(self, alarms: list[scaler.Alarm]) -> None:
+        self.alarms = alarms
+        self.calls: list[tuple[list[str], datetime]] = []
+
+    def alarms_in_alarm(self, names: Sequence[str], now: datetime) -> list[scaler.Alarm]:
+        self.calls.append((list(names), now))
+        return [a for a in self.alarms if a.name in names]
+
+
+def _still_in_alarm(name: str = "dynashard-dev-TableWriteKeyRange") -> scaler.Alarm:
+    return scaler.Alarm(
+        name=name,
+        state="ALARM",
+        timestamp=SWEEP_TIME,
+        window_s=60,
+        metric_names=("WriteKeyRangeThroughputThrottleEvents",),
+        table_name="dynashard-data",
+    )
+
+
+def test_a_sweep_grows_the_keys_of_an_alarm_that_stayed_in_alarm(
+    monkeypatch: pytest.MonkeyPatch, context: LambdaContext
+) -> None:
+    # Given the scaler's two write alarms, one still in ALARM a minute after it fired
+    monkeypatch.setenv(
+        "DYNASHARD_SCALER_ALARM_NAMES",
+        "dynashard-dev-TableWriteKeyRange, dynashard-dev-Gsi1WriteKeyRange",
+    )
+    states = FakeAlarmStates([_still_in_alarm()])
+    service, hot = FakeService(shards={"DEPARTURES#JFK": 2}), _jfk_hot()
+    # When the schedule invokes the scaler
+    result = scaler.handler(
+        load_event("eventbridge_scheduled_sweep"),
+        context,
+        service=service,
+        hot_keys=hot,
+        alarm_states=states,
+    )
+    # Then CloudWatch was asked about both alarms, as of the schedule's time
+    assert states.calls == [
+        (["dynashard-dev-TableWriteKeyRange", "dynashard-dev-Gsi1WriteKeyRange"], SWEEP_TIME)
+    ]
+    # and the alarm in ALARM was handled as if it had fired: its last minute, JFK grown
+    assert hot.calls == [("dynashard-data", None, SWEEP_TIME - timedelta(seconds=60), SWEEP_TIME)]
+    assert service.grow_calls == [("DEPARTURES#JFK", 3)]
+    assert result["sweep"] == SWEEP_TIME.isoformat()
+    assert [a["alarm"] for a in result["alarms"]] == ["dynashard-dev-TableWriteKeyRange"]
+
+
+def test_a_sweep_without_alarms_in_alarm_does_nothing(context: LambdaContext) -> None:
+    states, service, hot = FakeAlarmStates([]), FakeService(), _jfk_hot()
+    result = scaler.handler(
+        load_event("eventbridge_scheduled_sweep"),
+        context,
+        service=service,
+        hot_keys=hot,
+        alarm_states=states,
+    )
+    assert result["alarms"] == [] and hot.calls == [] and service.grow_calls == []
+
+
+def test_cloudwatch_alarm_states_reads_describe_alarms() -> None:
+    # Given DescribeAlarms answering with one metric alarm in ALARM (documented shape)
+    cloudwatch, _ = _clients()
+    names = ["dynashard-dev-TableWriteKeyRange", "dynashard-dev-Gsi1WriteKeyRange"]
+    with Stubber(cloudwatch) as stub:
+        stub.add_response(
+            "describe_alarms",
+            {
+                "MetricAlarms": [
+                    {
+                        "AlarmName": "dynashard-dev-Gsi1WriteKeyRange",
+                        "StateValue": "ALARM",
+                        "MetricName": "WriteKeyRangeThroughputThrottleEvents",
+                        "Namespace": "AWS/DynamoDB",
+                        "Dimensions": [
+                            {"Name": "TableName", "Value": "dynashard-data"},
+                            {"Name": "GlobalSecondaryIndexName", "Value": "GSI1"},
+                        ],
+                        "Period": 60,
+                        "EvaluationPeriods": 2,
+                    }
+                ]
+            },
+            {"AlarmNames": names, "StateValue": "ALARM", "AlarmTypes": ["MetricAlarm"]},
+        )
+        # When the port is asked which are in ALARM
+        found = scaler.CloudWatchAlarmStates(cloudwatch).alarms_in_alarm(names, SWEEP_TIME)
+        stub.assert_no_pending_responses()
+    # Then the alarm comes back with its metric, dimensions and window
+    assert found == [
+        scaler.Alarm(
+            name="dynashard-dev-Gsi1WriteKeyRange",
+            state="ALARM",
+            timestamp=SWEEP_TIME,
+            window_s=120,
+            metric_names=("WriteKeyRangeThroughputThrottleEvents",),
+            table_name="dynashard-data",
+            index_name="GSI1",
+        )
+    ]
+
+
+def test_cloudwatch_alarm_states_asks_at_most_100_names_a_call() -> None:
+    cloudwatch, _ = _clients()
+    names = [f"alarm-{i}" for i in range(150)]
+    with Stubber(cloudwatch) as stub:
+        for chunk in (names[:100], names[100:]):
+            stub.add_response(
+                "describe_alarms",
+                {"MetricAlarms": []},
+                {"AlarmNames": chunk, "StateValue": "ALARM", "AlarmTypes": ["MetricAlarm"]},
+            )
+        assert scaler.CloudWatchAlarmStates(cloudwatch).alarms_in_alarm(names, SWEEP_TIME) == []
+        stub.assert_no_pending_responses()

@@ -7,6 +7,7 @@ import json
 import threading
 from collections import defaultdict
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,15 @@ from dynashard import names
 from dynashard.metadata import GrowthResult, ShardInfo
 from functions.scaler import app as scaler
 from infra.alarm_specs import SCALER_ALARMS, AlarmSpec, Comparison
-from sandbox.alarms import AcceleratedClock, AlarmState, LocalAlarm, iso_time, scaler_action
+from sandbox.alarms import (
+    AcceleratedClock,
+    AlarmState,
+    LocalAlarm,
+    LocalAlarmStates,
+    LocalSchedule,
+    iso_time,
+    scaler_action,
+)
 from sandbox.emulator import EmulatorConfig
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.server import PartitionEmulator
@@ -282,6 +291,112 @@ def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
     assert result.error is None
     assert service.grown == [("HOT", 5)]
     assert result.action_result["grown"][0]["current"] == 5
+
+
+def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a hot key at 2 x its 50 WCU/s limit in the first minute, grown 1 -> 3 when
+    # the alarm fired, then offered more in the second minute: 150 WCU/s through its 3
+    # shards and 150 writes/s turned away (writers try each write once)
+    emulator = PartitionEmulator("http://127.0.0.1:9", EmulatorConfig(scale=0.05))
+    table = Resource(TABLE)
+
+    def load(minute: int, shards: int, throttled: int) -> None:
+        for second in range(60):
+            ts = T0 + minute + second
+            for shard in range(shards):
+                for _ in range(50):
+                    emulator.metrics.record_key(
+                        Operation.WRITE, table, f"HOT#{shard}", ts, units=1.0
+                    )
+            for _ in range(throttled):
+                emulator.metrics.record_key(Operation.WRITE, table, "HOT#0", ts, throttled=True)
+        emulator.metrics.add(WRITE_KEY_RANGE.metric_name, table, 60.0 * throttled, T0 + minute)
+
+    alarm_name = f"{TABLE}-{WRITE_KEY_RANGE.id}"
+    for key, value in {
+        names.ENV_DATA_TABLE: TABLE,
+        names.ENV_METADATA_TABLE: "dynashard-shards",
+        names.ENV_PARTITION_WCU: "50",
+        names.ENV_TARGET_UTILIZATION: "0.8",
+        names.ENV_WRITE_MAX_ATTEMPTS: "1",
+        names.ENV_COOLDOWN_S: "0",
+        names.ENV_SCALER_ALARM_NAMES: alarm_name,
+    }.items():
+        monkeypatch.setenv(key, value)
+    scaler.get_settings.cache_clear()
+    now = [T0 + 61]
+    service, states = FakeService(), LocalAlarmStates()
+    action = scaler_action(emulator, service, alarm_states=states)
+    alarm = LocalAlarm(WRITE_KEY_RANGE, TABLE, emulator.metrics, action, clock=lambda: now[0])
+    states.alarms.append(alarm)
+    sweep = LocalSchedule(action, rate_s=60.0, clock=lambda: now[0])
+    try:
+        load(0, 1, 50)
+        assert alarm.evaluate().fired and service.grown == [("HOT", 3)]
+        # When the next minute ends with the alarm still in ALARM (no new action)
+        load(60, 3, 150)
+        now[0] = T0 + 121
+        assert not alarm.evaluate().fired and alarm.state is AlarmState.ALARM
+        run = sweep.tick()
+    finally:
+        scaler.get_settings.cache_clear()
+    # Then the sweep found it in ALARM and grew the key for the 150 + 150 WCU/s it
+    # was offered: ceil(300 / (0.8 x 50)) = 8 shards
+    assert run is not None and run.error is None
+    assert [a["alarm"] for a in run.result["alarms"]] == [alarm_name]
+    assert service.grown == [("HOT", 3), ("HOT", 8)]
+
+
+def test_local_alarm_states_lists_only_named_alarms_in_alarm() -> None:
+    metrics = FakeMetrics()
+    metrics.put(WRITE_KEY_RANGE.metric_name, T0, 10.0)
+    hot, quiet = make_alarm(metrics), make_alarm(metrics, spec=GSI_WRITE_KEY_RANGE)
+    hot.evaluate(T0 + 61)
+    quiet.evaluate(T0 + 61)
+    states = LocalAlarmStates([hot, quiet])
+    now = datetime.fromtimestamp(T0 + 61, UTC)
+    (found,) = states.alarms_in_alarm([hot.name, quiet.name, "not-an-alarm"], now)
+    assert (found.name, found.state, found.timestamp, found.window_s) == (
+        hot.name,
+        "ALARM",
+        now,
+        60,
+    )
+    assert (found.metric_names, found.table_name, found.index_name) == (
+        (WRITE_KEY_RANGE.metric_name,),
+        TABLE,
+        None,
+    )
+    assert states.alarms_in_alarm([quiet.name], now) == []
+
+
+def test_a_schedule_runs_its_target_once_per_rate_and_records_failures() -> None:
+    now = [T0]
+    events: list[dict[str, Any]] = []
+
+    def target(event: dict[str, Any]) -> str:
+        events.append(event)
+        if len(events) == 2:
+            raise RuntimeError("scaler down")
+        return "ok"
+
+    schedule = LocalSchedule(target, rate_s=60.0, clock=lambda: now[0])
+    assert schedule.tick() is None  # not due before a whole period
+    now[0] = T0 + 60
+    first = schedule.tick()
+    assert first is not None and first.result == "ok"
+    assert schedule.tick() is None  # once per period
+    assert events[0]["source"] == "aws.events" and events[0]["detail-type"] == "Scheduled Event"
+    assert scaler.is_scheduled_event(events[0])
+    assert events[0]["time"] == datetime.fromtimestamp(T0 + 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now[0] = T0 + 125
+    second = schedule.tick()
+    assert second is not None and second.error == "RuntimeError: scaler down"
+    assert [r.timestamp for r in schedule.history] == [T0 + 60, T0 + 125]
+    with pytest.raises(ValueError, match="rate_s"):
+        LocalSchedule(target, rate_s=0)
 
 
 def test_unknown_contributor_insights_mode_is_refused() -> None:

@@ -84,6 +84,17 @@ def test_a_replay_ending_soon_after_the_growth_still_recovers() -> None:
     assert time_to_recover_s(rows, quiet_s=10) == 1.0
 
 
+def test_throttling_that_stops_only_with_the_replay_is_no_recovery() -> None:
+    # 100 s throttled, then 3 s unthrottled before the events run out, then the drain
+    rows = [row(t, 50, 40) for t in range(1, 101)]
+    rows += [row(t, 300, 0) for t in range(101, 104)]
+    rows += [row(t, 80, 0, offered=0) for t in range(104, 110)]
+    assert time_to_recover_s(rows, quiet_s=10) is None
+    # the same replay unthrottled for 10 s before its end did recover
+    rows = [row(t, 50, 40) for t in range(1, 101)] + [row(t, 300, 0) for t in range(101, 112)]
+    assert time_to_recover_s(rows, quiet_s=10) == 99.0
+
+
 def test_timeline_report_sums_reasons_and_splits_the_written_rate() -> None:
     rows = [row(1, 50, 40), row(2, 60, 40)] + [row(t, 300, 0) for t in range(3, 15)]
     report = timeline_report(rows, {KR: 80, "TableWriteProvisionedThroughputExceeded": 3})
