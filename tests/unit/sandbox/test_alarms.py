@@ -256,6 +256,22 @@ class FakeService:
         return GrowthResult(key, previous, target, True, "grown")
 
 
+def scaler_environment(
+    monkeypatch: pytest.MonkeyPatch, extra: dict[str, str] | None = None
+) -> None:
+    """Point the scaler's settings at a 50 WCU/s limit, writers that try once (cold)."""
+    for key, value in {
+        names.ENV_DATA_TABLE: TABLE,
+        names.ENV_METADATA_TABLE: "dynashard-shards",
+        names.ENV_PARTITION_WCU: "50",
+        names.ENV_TARGET_UTILIZATION: "0.8",
+        names.ENV_WRITE_MAX_ATTEMPTS: "1",
+        **(extra or {}),
+    }.items():
+        monkeypatch.setenv(key, value)
+    scaler.get_settings.cache_clear()
+
+
 def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -271,15 +287,7 @@ def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
         for _ in range(150):
             emulator.metrics.record_key(Operation.WRITE, table, "HOT#0", ts, throttled=True)
     emulator.metrics.add(WRITE_KEY_RANGE.metric_name, table, 9000.0, T0)
-    for key, value in {
-        names.ENV_DATA_TABLE: TABLE,
-        names.ENV_METADATA_TABLE: "dynashard-shards",
-        names.ENV_PARTITION_WCU: "50",
-        names.ENV_TARGET_UTILIZATION: "0.8",
-        names.ENV_WRITE_MAX_ATTEMPTS: "1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    scaler.get_settings.cache_clear()
+    scaler_environment(monkeypatch)
     service = FakeService()
     alarm = LocalAlarm(
         WRITE_KEY_RANGE, TABLE, emulator.metrics, scaler_action(emulator, service), clock=lambda: T0
@@ -315,17 +323,9 @@ def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
         emulator.metrics.add(WRITE_KEY_RANGE.metric_name, table, 60.0 * throttled, T0 + minute)
 
     alarm_name = f"{TABLE}-{WRITE_KEY_RANGE.id}"
-    for key, value in {
-        names.ENV_DATA_TABLE: TABLE,
-        names.ENV_METADATA_TABLE: "dynashard-shards",
-        names.ENV_PARTITION_WCU: "50",
-        names.ENV_TARGET_UTILIZATION: "0.8",
-        names.ENV_WRITE_MAX_ATTEMPTS: "1",
-        names.ENV_COOLDOWN_S: "0",
-        names.ENV_SCALER_ALARM_NAMES: alarm_name,
-    }.items():
-        monkeypatch.setenv(key, value)
-    scaler.get_settings.cache_clear()
+    scaler_environment(
+        monkeypatch, {names.ENV_COOLDOWN_S: "0", names.ENV_SCALER_ALARM_NAMES: alarm_name}
+    )
     now = [T0 + 61]
     service, states = FakeService(), LocalAlarmStates()
     action = scaler_action(emulator, service, alarm_states=states)
