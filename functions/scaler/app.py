@@ -435,17 +435,18 @@ def handler(
         If growing some key failed for a reason other than the cooldown (after the
         other keys were handled), so the invocation is retried.
     """
+    sweep = is_scheduled_event(event)
+    alarm = None if sweep else parse_alarm(event)  # a bad event fails before any set-up
     settings = get_settings()
     service = service or get_service()
     source = hot_keys or get_hot_key_source()
-    if is_scheduled_event(event):
+    if alarm is None:
         now = _time(event.get("time"))
         states = alarm_states or get_alarm_states()
         in_alarm = states.alarms_in_alarm(settings.alarm_name_list, now)
-        summaries = [handle_alarm(alarm, service, source, settings) for alarm in in_alarm]
+        summaries = [handle_alarm(a, service, source, settings) for a in in_alarm]
         result: dict[str, Any] = {"sweep": now.isoformat(), "alarms": summaries}
     else:
-        alarm = parse_alarm(event)
         logger.append_keys(alarm=alarm.name)
         summaries = [handle_alarm(alarm, service, source, settings)]
         result = summaries[0]
