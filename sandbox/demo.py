@@ -1520,6 +1520,7 @@ def second_act(
                 )
                 timings["read_back"] = time.perf_counter() - t0
             finally:
+                loop.stop_scaling()  # no scaler run on the outer environment's settings
                 reset_function_caches()
         history = shard_history(observer, keys, loop)
         alarms = loop.alarm_history()
@@ -1547,7 +1548,12 @@ def second_act(
     # A replay that ends within a few emulated minutes of the first throttle (a sample)
     # leaves the loop no time to converge: recovery is then reported, not judged.
     first = extra["first_throttle_s"]
-    loaded_s = (timings["ingest"] - first) * settings.speed if first is not None else 0.0
+    last_offered = max((r["t_s"] for r in rows if r["offered_per_s"] > 0), default=None)
+    loaded_s = (
+        (last_offered - first) * settings.speed
+        if first is not None and last_offered is not None
+        else 0.0
+    )
     if loaded_s >= RECOVERY_JUDGED_AFTER_S:
         checks["throughput_recovered"] = extra["time_to_recover_s"] is not None
     else:

