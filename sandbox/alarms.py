@@ -532,7 +532,17 @@ class LocalAlarmStates:
 
 @dataclass(frozen=True)
 class ScheduledRun:
-    """One run of a :class:`LocalSchedule`: when, what the target returned or raised."""
+    """One run of a :class:`LocalSchedule`.
+
+    Attributes
+    ----------
+    timestamp : float
+        When it ran, emulated epoch seconds.
+    result : Any
+        What the target returned (None when it raised).
+    error : str or None
+        ``"{ExceptionType}: {message}"`` when the target raised.
+    """
 
     timestamp: float
     result: Any = None
@@ -555,6 +565,11 @@ class LocalSchedule:
     ----------
     history : list of ScheduledRun
         Every run, in order.
+
+    Raises
+    ------
+    ValueError
+        If ``rate_s`` is not positive.
     """
 
     def __init__(
@@ -570,6 +585,7 @@ class LocalSchedule:
         self.clock = clock
         self.history: list[ScheduledRun] = []
         self._next = clock() + rate_s
+        self._tick_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -589,17 +605,22 @@ class LocalSchedule:
         """
         from sandbox.aws_events import scheduled_event
 
-        at = self.clock() if now is None else now
-        if at < self._next:
-            return None
-        self._next = at + self.rate_s
-        try:
-            run = ScheduledRun(at, self.action(scheduled_event(datetime.fromtimestamp(at, UTC))))
-        except Exception as exc:
-            _log.exception("scheduled target failed")
-            run = ScheduledRun(at, error=f"{type(exc).__name__}: {exc}")
-        self.history.append(run)
-        return run
+        with self._tick_lock:
+            at = self.clock() if now is None else now
+            if at < self._next:
+                return None
+            # A fixed rate, as EventBridge's: late checks do not push later runs back,
+            # and runs missed while a check was late are not made up.
+            while self._next <= at:
+                self._next += self.rate_s
+            event = scheduled_event(datetime.fromtimestamp(at, UTC))
+            try:
+                run = ScheduledRun(at, self.action(event))
+            except Exception as exc:
+                _log.exception("scheduled target failed")
+                run = ScheduledRun(at, error=f"{type(exc).__name__}: {exc}")
+            self.history.append(run)
+            return run
 
     def start(self, interval_s: float = 1.0) -> None:
         """Check for due runs in a background thread every ``interval_s`` wall seconds.

@@ -4,9 +4,9 @@ Lambda runs one invocation at a time in an execution environment, and serves
 concurrent invocations from more environments, each with module globals of its own
 (AWS Lambda Developer Guide, "Understanding Lambda function scaling" and "Lambda
 execution environment lifecycle"). The functions rely on that: Powertools'
-``APIGatewayRestResolver`` keeps the current event and context on the module-level
-``app``, and ``BatchProcessor`` keeps a batch's successes and failures on the
-module-level ``processor``. Calling one imported handler from several threads at once
+``APIGatewayRestResolver`` keeps the event it resolves on the resolver (on its class,
+see below), and ``BatchProcessor`` keeps a batch's records, successes and failures on
+the module-level ``processor``. Calling one imported handler from several threads at once
 lets one invocation read another's event (a request's path parameters with another's
 body) and report another batch's failures, which no deployed function can do.
 
@@ -15,10 +15,16 @@ pool of separately executed copies of the handler's module, created on demand (a
 start) and reused when idle (a warm start). The library and every other module are
 shared, as a layer's code is shared by the environments of one machine.
 
-One piece of state a module copy cannot isolate: Powertools' REST resolver stores the
-event it resolves on its base *class* (``BaseRouter.current_event = ...`` in
-``aws_lambda_powertools/event_handler/api_gateway.py``, 3.x), shared by every resolver
-of the process. Invocations of API handlers therefore run one at a time
+Two pieces of state a module copy cannot isolate, because they live on classes of the
+shared Powertools package: the REST resolver's current event and the metric set of
+``Metrics`` (``metrics.py``: ``_metrics`` and ``_metadata`` are class attributes). The
+sandbox turns metrics off (``POWERTOOLS_METRICS_DISABLED``), so nothing flushes them
+concurrently; the resolver is handled below.
+
+Powertools' REST resolver stores the event it resolves on its base *class*
+(``BaseRouter.current_event = ...`` in ``aws_lambda_powertools/event_handler/
+api_gateway.py``, 3.x), shared by every resolver of the process. Invocations of API
+handlers therefore run one at a time
 (:data:`API_RESOLVER_LOCK`, :func:`api_function`); SQS and Kinesis handlers, whose
 state is on their module's own ``BatchProcessor``, run concurrently.
 """
@@ -118,7 +124,7 @@ class LocalFunction:
 
     @property
     def cold_starts(self) -> int:
-        """int: Environments created so far (the most invocations that ran at once)."""
+        """int: Environments created so far: the most invocations in flight at once."""
         with self._lock:
             return self._cold_starts
 
@@ -126,8 +132,9 @@ class LocalFunction:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-            self._cold_starts += 1
         handler: Handler = getattr(load_module_copy(self._module), self._attr)
+        with self._lock:
+            self._cold_starts += 1
         return handler
 
     def __call__(self, event: Any, context: Any) -> Any:

@@ -4,9 +4,10 @@ A CloudWatch alarm invokes its action on a state change only ("Using Amazon Clou
 alarms": actions run when the state changes), so an alarm that stays in ``ALARM``
 because the first growth was not enough never invokes the scaler again. A schedule
 (EventBridge, every minute) invokes the scaler to sweep: it asks this port which of
-its alarms are in ``ALARM`` and handles each as if it had just fired. The cooldown and
-``plan_shard_count`` (a key whose throttled shards already fit is left alone) keep a
-sweep from growing a key again on throttles its last growth has already answered.
+its alarms are in ``ALARM`` and handles each as if it had just fired. The cooldown spaces
+two changes of a key and ``plan_shard_count`` leaves a key whose throttled shards already
+fit; throttles of writers still on the old count (up to their cache lifetime after a
+change) can still fall in the next window, so a key may grow one step past its need.
 """
 
 from __future__ import annotations

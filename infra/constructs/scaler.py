@@ -209,6 +209,8 @@ class Scaler(Construct):
             "Sweep",
             description="dynashard scaler: sweep the throttle alarms that stayed in ALARM",
             schedule=events.Schedule.rate(Duration.minutes(SWEEP_RATE_MINUTES)),
-            # A failed sweep is not retried: the next one comes a minute later.
+            # EventBridge does not redeliver (the next sweep comes a minute later); a
+            # function error is still retried by Lambda's asynchronous invocation, as for
+            # an alarm action, with the same event time.
             targets=[targets.LambdaFunction(self.function.function, retry_attempts=0)],
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -118,9 +119,12 @@ def test_scaler_updates_metadata_and_reads_insights_only(dev: Synth) -> None:
     # The sweep may read the state of its own alarms, by name, and nothing else
     (sweep,) = [st for st in _statements(dev, fn) if "cloudwatch:DescribeAlarms" in _actions(st)]
     assert _actions(sweep) == {"cloudwatch:DescribeAlarms"}
-    arns = [str(r) for r in _resources(sweep)]
-    assert len(arns) == len(dev.stack.scaler.alarms)
-    assert all(f":alarm:{dev.stack.stack_name}-" in a and "*" not in a for a in arns)
+    alarm_names = [
+        dev.resources[dev.logical_id(a)]["Properties"]["AlarmName"] for a in dev.stack.scaler.alarms
+    ]
+    arns = [json.dumps(r) for r in _resources(sweep)]
+    assert len(arns) == len(alarm_names) and not any("*" in a for a in arns)
+    assert all(f':alarm:{name}"' in arn for name, arn in zip(alarm_names, arns, strict=True))
 
 
 def test_each_function_writes_only_its_own_log_group(dev: Synth) -> None:
