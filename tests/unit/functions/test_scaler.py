@@ -441,7 +441,11 @@ def test_a_sweep_grows_the_keys_of_an_alarm_that_stayed_in_alarm(
     assert [a["alarm"] for a in result["alarms"]] == ["dynashard-dev-TableWriteKeyRange"]
 
 
-def test_a_sweep_without_alarms_in_alarm_does_nothing(context: LambdaContext) -> None:
+def test_a_sweep_without_alarms_in_alarm_does_nothing(
+    monkeypatch: pytest.MonkeyPatch, context: LambdaContext
+) -> None:
+    # Given the scaler's alarm, asked about by the sweep but not in ALARM
+    monkeypatch.setenv("DYNASHARD_SCALER_ALARM_NAMES", "dynashard-dev-TableWriteKeyRange")
     states, service, hot = FakeAlarmStates([]), FakeService(), _jfk_hot()
     result = scaler.handler(
         load_event("eventbridge_scheduled_sweep"),
@@ -450,6 +454,8 @@ def test_a_sweep_without_alarms_in_alarm_does_nothing(context: LambdaContext) ->
         hot_keys=hot,
         alarm_states=states,
     )
+    # Then CloudWatch was asked, and nothing else happened
+    assert states.calls == [(["dynashard-dev-TableWriteKeyRange"], SWEEP_TIME)]
     assert result["alarms"] == [] and hot.calls == [] and service.grow_calls == []
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -256,24 +257,38 @@ class FakeService:
         return GrowthResult(key, previous, target, True, "grown")
 
 
+#: Applies the scaler's test settings, with extra environment variables.
+ScalerEnvironment = Callable[[dict[str, str] | None], None]
+
+
+@pytest.fixture
 def scaler_environment(
-    monkeypatch: pytest.MonkeyPatch, extra: dict[str, str] | None = None
-) -> None:
-    """Point the scaler's settings at a 50 WCU/s limit, writers that try once (cold)."""
-    for key, value in {
-        names.ENV_DATA_TABLE: TABLE,
-        names.ENV_METADATA_TABLE: "dynashard-shards",
-        names.ENV_PARTITION_WCU: "50",
-        names.ENV_TARGET_UTILIZATION: "0.8",
-        names.ENV_WRITE_MAX_ATTEMPTS: "1",
-        **(extra or {}),
-    }.items():
-        monkeypatch.setenv(key, value)
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[ScalerEnvironment]:
+    """Set the scaler's settings to a 50 WCU/s limit and writers that try once (cold).
+
+    Yields a function that applies them, with extra variables; the scaler's cached
+    settings are cleared when applied and again after the test.
+    """
+
+    def apply(extra: dict[str, str] | None = None) -> None:
+        for key, value in {
+            names.ENV_DATA_TABLE: TABLE,
+            names.ENV_METADATA_TABLE: "dynashard-shards",
+            names.ENV_PARTITION_WCU: "50",
+            names.ENV_TARGET_UTILIZATION: "0.8",
+            names.ENV_WRITE_MAX_ATTEMPTS: "1",
+            **(extra or {}),
+        }.items():
+            monkeypatch.setenv(key, value)
+        scaler.get_settings.cache_clear()
+
+    yield apply
     scaler.get_settings.cache_clear()
 
 
 def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
-    monkeypatch: pytest.MonkeyPatch,
+    scaler_environment: ScalerEnvironment,
 ) -> None:
     # Given an emulator (not started: no socket) whose figures show one hot key at
     # 50 WCU/s (scale 0.05) wanting 200 WCU/s for a whole minute, from writers that
@@ -287,14 +302,13 @@ def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
         for _ in range(150):
             emulator.metrics.record_key(Operation.WRITE, table, "HOT#0", ts, throttled=True)
     emulator.metrics.add(WRITE_KEY_RANGE.metric_name, table, 9000.0, T0)
-    scaler_environment(monkeypatch)
+    scaler_environment(None)
     service = FakeService()
     alarm = LocalAlarm(
         WRITE_KEY_RANGE, TABLE, emulator.metrics, scaler_action(emulator, service), clock=lambda: T0
     )
     # When the alarm is evaluated after the minute
     result = alarm.evaluate(T0 + 61)
-    scaler.get_settings.cache_clear()
     # Then the scaler grew the key to what 200 WCU/s needs at 80 % of 50 WCU/s: 5 shards
     assert result.error is None
     assert service.grown == [("HOT", 5)]
@@ -302,7 +316,7 @@ def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
 
 
 def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
-    monkeypatch: pytest.MonkeyPatch,
+    scaler_environment: ScalerEnvironment,
 ) -> None:
     # Given a hot key at 2 x its 50 WCU/s limit in the first minute, grown 1 -> 3 when
     # the alarm fired, then offered more in the second minute: 150 WCU/s through its 3
@@ -323,25 +337,20 @@ def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
         emulator.metrics.add(WRITE_KEY_RANGE.metric_name, table, 60.0 * throttled, T0 + minute)
 
     alarm_name = f"{TABLE}-{WRITE_KEY_RANGE.id}"
-    scaler_environment(
-        monkeypatch, {names.ENV_COOLDOWN_S: "0", names.ENV_SCALER_ALARM_NAMES: alarm_name}
-    )
+    scaler_environment({names.ENV_COOLDOWN_S: "0", names.ENV_SCALER_ALARM_NAMES: alarm_name})
     now = [T0 + 61]
     service, states = FakeService(), LocalAlarmStates()
     action = scaler_action(emulator, service, alarm_states=states)
     alarm = LocalAlarm(WRITE_KEY_RANGE, TABLE, emulator.metrics, action, clock=lambda: now[0])
     states.alarms.append(alarm)
     sweep = LocalSchedule(action, rate_s=60.0, clock=lambda: now[0])
-    try:
-        load(0, 1, 50)
-        assert alarm.evaluate().fired and service.grown == [("HOT", 3)]
-        # When the next minute ends with the alarm still in ALARM (no new action)
-        load(60, 3, 150)
-        now[0] = T0 + 121
-        assert not alarm.evaluate().fired and alarm.state is AlarmState.ALARM
-        run = sweep.tick()
-    finally:
-        scaler.get_settings.cache_clear()
+    load(0, 1, 50)
+    assert alarm.evaluate().fired and service.grown == [("HOT", 3)]
+    # When the next minute ends with the alarm still in ALARM (no new action)
+    load(60, 3, 150)
+    now[0] = T0 + 121
+    assert not alarm.evaluate().fired and alarm.state is AlarmState.ALARM
+    run = sweep.tick()
     # Then the sweep found it in ALARM and grew the key for the 150 + 150 WCU/s it
     # was offered: ceil(300 / (0.8 x 50)) = 8 shards
     assert run is not None and run.error is None
