@@ -1544,6 +1544,8 @@ def second_act(
         and any(a["grown"] for a in alarms),
         "every_origin_key_grew": all(shards.get(k, 0) > 1 for k in origin_keys),
         "no_timeline_errors": not timeline.errors,
+        # A scaler run that raised (Lambda would retry it) is a fault, not a figure.
+        "no_scaler_errors": all(a["error"] is None for a in alarms),
     }
     # A replay that ends within a few emulated minutes of the first throttle (a sample)
     # leaves the loop no time to converge: recovery is then reported, not judged.

@@ -122,7 +122,7 @@ def test_demo_fails_when_the_query_handler_loses_an_item(
     assert report["checks"]["all_events_written"] is True
 
 
-def test_second_act_throttles_grows_recovers_and_reads_back_everything(
+def test_second_act_throttles_grows_and_reads_back_everything(
     sample_report: tuple[int, dict[str, Any], str],
 ) -> None:
     _, whole, output = sample_report
@@ -142,11 +142,14 @@ def test_second_act_throttles_grows_recovers_and_reads_back_everything(
     for key in origins:
         history = act["shard_history"][key]
         assert history[0]["count"] == 1 and history[-1]["count"] == act["shard_counts"][key] > 1
-    # a 2,000-event replay usually ends a few emulated minutes in: recovery is then
+    # every scaler run, by the alarm or by the sweep, completed
+    assert act["checks"]["no_scaler_errors"] is True
+    assert all(a["error"] is None for a in act["alarms"])
+    # a 2,000-event replay usually ends a few emulated minutes in: recovery (judged only
+    # on a replay long enough for the loop to converge, as the full demo's) is then
     # reported without being judged, and the report says why
     if "throughput_recovered" not in act["checks"]:
         assert "recovery is judged after 240 s" in act["recovery_not_judged"]
-    assert [a["via"] for a in act["alarms"]].count("alarm") >= 1
     assert act["events_delivered"] >= SAMPLE
     assert act["timeline"] and Path(act["chart"]).read_bytes()[:4] == b"\x89PNG"
     assert "Second act" in output
