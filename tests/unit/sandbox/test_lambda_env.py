@@ -50,11 +50,16 @@ def _invoke_concurrently(handler: Callable[..., Any], n: int) -> list[Any]:
         return list(pool.map(lambda i: handler({"id": i}, None), range(n)))
 
 
-def test_one_shared_module_mixes_up_concurrent_events(stateful_module: str) -> None:
-    # The hazard LocalFunction exists for: one imported handler called from 4 threads
+def test_one_shared_module_mixes_up_concurrent_events(
+    stateful_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hazard the module copies exist for: a LocalFunction whose environments all
+    # share one imported module (as calling one imported handler from threads does)
     module = importlib.import_module(stateful_module)
     module.barrier = threading.Barrier(4)
-    answers = _invoke_concurrently(module.handler, 4)
+    monkeypatch.setattr("sandbox.lambda_env.load_module_copy", lambda name: module)
+    fn = LocalFunction(f"{stateful_module}:handler")
+    answers = _invoke_concurrently(fn, 4)
     # every invocation answers with the event stored last, not its own
     assert len({a["id"] for a in answers}) == 1
 
