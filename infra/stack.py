@@ -53,7 +53,14 @@ class DynashardStack(Stack):
         self.query = Query(
             self, "Query", config=config, tables=self.tables, layer=layer, api=self.api
         )
-        self.scaler = Scaler(self, "Scaler", config=config, tables=self.tables, layer=layer)
+        self.scaler = Scaler(
+            self,
+            "Scaler",
+            config=config,
+            tables=self.tables,
+            layer=layer,
+            write_load_rule_name=self.ingest.write_load_rule_name,
+        )
         self.monitoring = Monitoring(
             self,
             "Monitoring",

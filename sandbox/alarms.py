@@ -46,6 +46,7 @@ from sandbox.emulator.metrics import ContributorInsightsMode
 if TYPE_CHECKING:
     from functions.scaler.alarm_states import Alarm
     from functions.scaler.app import ScalerService
+    from functions.scaler.offered_load import OfferedLoadSource
     from sandbox.emulator.server import PartitionEmulator
 
 _log = logging.getLogger(__name__)
@@ -667,6 +668,7 @@ def scaler_action(
     *,
     mode: ContributorInsightsMode = "ACCESSED_AND_THROTTLED_KEYS",
     alarm_states: LocalAlarmStates | None = None,
+    offered_load: OfferedLoadSource | None = None,
 ) -> AlarmAction:
     """Bind the scaler handler as an alarm action, with hot keys from the emulator.
 
@@ -685,6 +687,10 @@ def scaler_action(
         Contributor Insights mode emulated.
     alarm_states : LocalAlarmStates, optional
         What a scheduled sweep sees of the alarms; default none in ``ALARM``.
+    offered_load : OfferedLoadSource, optional
+        The offered write units per logical key (the stack's Contributor Insights rule
+        evaluated locally, :class:`sandbox.logs.LocalInsightRule`); default none, so
+        the scaler estimates writes from the hot keys alone.
 
     Returns
     -------
@@ -708,7 +714,14 @@ def scaler_action(
 
     def action(event: dict[str, Any]) -> Any:
         context = LambdaContext(function_name="dynashard-scaler")
-        return handler(event, context, service=service, hot_keys=hot_keys, alarm_states=states)
+        return handler(
+            event,
+            context,
+            service=service,
+            hot_keys=hot_keys,
+            alarm_states=states,
+            offered_load=offered_load,
+        )
 
     return action
 
@@ -747,6 +760,11 @@ class AcceleratedClock:
         if self.speed <= 0:
             raise ValueError(f"speed must be > 0, got {self.speed}")
         self._origin = self.monotonic()
+
+    @property
+    def origin(self) -> float:
+        """float: The wall time (``monotonic``) at which the clock read ``start``."""
+        return self._origin
 
     def __call__(self) -> float:
         """Return the emulated time, epoch seconds."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import functools
 import importlib.util
 import io
 import json
@@ -84,10 +85,18 @@ PAGE_LIMIT = 1000
 DAY_PAGE_LIMIT = 50
 #: Single days read per origin (plus the two DST change days when present).
 DAYS_PER_ORIGIN = 4
-#: Emulated seconds of replay after the first throttle that the growth loop needs before
-#: the second act judges whether throughput recovered: the alarm's first minute, then a
-#: sweep a minute for up to three more growths (each at least x1.25 by the headroom).
-RECOVERY_JUDGED_AFTER_S = 240.0
+#: Emulated seconds of offered load after the first throttle before the second act judges
+#: whether throughput recovered: the target below and a 30 s margin.
+RECOVERY_JUDGED_AFTER_S = 180.0
+#: Emulated seconds from the first throttle within which written events/s must keep up
+#: with offered ones (at least 0.95 of them) from then on.
+RECOVERY_TARGET_S = 150.0
+#: Emulated seconds before SQS delivers a failed record again: the stack's visibility
+#: timeout, six times the function timeout (``infra/constructs/ingest.py``).
+VISIBILITY_TIMEOUT_S = 6.0 * 30
+#: Wall seconds a scheduled delivery may start late before the machine is judged unable
+#: to offer the load.
+MAX_LAG_WALL_S = 5.0
 DST_DAYS = (date(2013, 3, 10), date(2013, 11, 3))
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -1182,11 +1191,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     Returns
     -------
     argparse.Namespace
-        ``sample``, ``report``, ``workers``, ``endpoint``, ``act``, ``speed``,
-        ``scale``, ``in_band_growth``. ``speed`` defaults to 1 (real time) for the
-        full data set and to 10 for a sample, whose replay is too short for real
-        CloudWatch minutes; ``scale`` defaults to ``0.1 / speed``, so that the limits
-        per wall second are the same either way.
+        ``sample``, ``report``, ``workers``, ``endpoint``, ``act``, ``speed``, ``load``,
+        ``duration``, ``scale``, ``target_utilization``, ``in_band_growth``. ``speed``
+        defaults to 1 (real time) for the full data set and to 10 for a sample, whose
+        replay is too short for real CloudWatch minutes. ``scale`` (None unless given)
+        is derived in the second act from ``duration`` and ``load``
+        (:func:`act_scale`).
     """
     parser = argparse.ArgumentParser(
         prog="python -m sandbox.demo",
@@ -1226,10 +1236,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="second act: emulated seconds per wall second (default 1, or 10 with --sample)",
     )
     parser.add_argument(
+        "--load",
+        type=float,
+        default=3.0,
+        help="second act: write load offered per origin key, times its partition limit (3)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help=(
+            "second act: emulated seconds over which the busiest key's events are offered "
+            "(default 600, or 300 with --sample); sets the scale unless --scale is given"
+        ),
+    )
+    parser.add_argument(
         "--scale",
         type=float,
         default=None,
-        help="second act: factor on the 1,000 WCU/s key-range limit (default 0.1 / speed)",
+        help="second act: factor on the 1,000 WCU/s key-range limit (default from --duration)",
+    )
+    parser.add_argument(
+        "--target-utilization",
+        type=float,
+        default=0.5,
+        help=(
+            "second act: share of a partition's limit each shard is planned to carry (0.5: "
+            "room for the redeliveries of what throttling refused)"
+        ),
     )
     parser.add_argument(
         "--in-band-growth",
@@ -1241,10 +1275,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--sample must be at least 1")
     if args.speed is None:
         args.speed = 1.0 if args.sample is None else 10.0
-    if args.scale is None:
-        args.scale = 0.1 / args.speed
-    if args.speed <= 0 or args.scale <= 0:
+    if args.duration is None:
+        args.duration = 600.0 if args.sample is None else 300.0
+    if args.speed <= 0 or (args.scale is not None and args.scale <= 0):
         parser.error("--speed and --scale must be > 0")
+    if args.load <= 0 or args.duration <= 0:
+        parser.error("--load and --duration must be > 0")
+    if not 0 < args.target_utilization <= 1:
+        parser.error("--target-utilization must be in (0, 1]")
     return args
 
 
@@ -1419,15 +1457,263 @@ def first_act(
     return build_report(departures, stats, reads, counters, shards, handlers, timings)
 
 
+def write_units_per_event(departures: Sequence[Departure], per_key: int = 1_000) -> float:
+    """Return the largest write units of an event's item, over a sample of each key's.
+
+    Parameters
+    ----------
+    departures : sequence of Departure
+        The source.
+    per_key : int
+        Events measured per logical key (evenly spaced).
+
+    Returns
+    -------
+    float
+        WCU of the largest item measured (the library's own item, shard 0).
+    """
+    from dynashard.load import write_units
+    from dynashard.model import Event
+    from dynashard.strategies import TimeBucket
+    from dynashard.writer import build_item
+
+    by_key: dict[str, list[Departure]] = {}
+    for d in departures:
+        by_key.setdefault(d.key, []).append(d)
+    largest = 1
+    for deps in by_key.values():
+        for d in deps[:: max(1, len(deps) // per_key)]:
+            _, size = build_item(Event.model_validate(d.event), 0, TimeBucket.DAY)
+            largest = max(largest, write_units(size))
+    return float(largest)
+
+
+def act_scale(departures: Sequence[Departure], args: argparse.Namespace) -> float:
+    """Return the limit scale at which the busiest key's events last ``args.duration``.
+
+    Parameters
+    ----------
+    departures : sequence of Departure
+        The source.
+    args : argparse.Namespace
+        ``load`` and ``duration`` (emulated seconds).
+
+    Returns
+    -------
+    float
+        ``events of the busiest key x WCU per event / (duration x load x 1,000)``.
+    """
+    from dynashard.planning import PARTITION_WCU_LIMIT
+
+    busiest = max(Counter(d.key for d in departures).values())
+    units = write_units_per_event(departures)
+    return float(busiest * units / (args.duration * args.load * PARTITION_WCU_LIMIT))
+
+
+def key_targets(
+    departures: Sequence[Departure], args: argparse.Namespace, settings: Any
+) -> dict[str, dict[str, Any]]:
+    """State the second act's schedule per origin key, and the count each key needs.
+
+    Parameters
+    ----------
+    departures : sequence of Departure
+        The source.
+    args : argparse.Namespace
+        ``load`` (k: times the partition limit offered per key).
+    settings : GrowthSettings
+        The emulated limit and the target utilization.
+
+    Returns
+    -------
+    dict
+        Key -> ``{"events", "wcu_per_event", "offered_events_per_s",
+        "offered_wcu_per_s", "load_x_limit", "target_shards"}`` (rates per emulated
+        second; ``target_shards`` is ``N*``).
+    """
+    from sandbox.openloop import target_shards
+
+    units = write_units_per_event(departures)
+    counts = Counter(d.key for d in departures)
+    offered_wcu = args.load * settings.partition_wcu
+    return {
+        key: {
+            "events": n,
+            "wcu_per_event": units,
+            "offered_events_per_s": round(offered_wcu / units, 3),
+            "offered_wcu_per_s": round(offered_wcu, 3),
+            "load_x_limit": args.load,
+            "target_shards": target_shards(
+                offered_wcu, settings.partition_wcu, settings.target_utilization
+            ),
+        }
+        for key, n in sorted(counts.items())
+    }
+
+
+def live_status(row: dict[str, Any]) -> str:
+    """Return the second act's live status: written and throttled per second, shards.
+
+    Parameters
+    ----------
+    row : dict
+        A timeline row (:func:`sandbox.growth.rate_row`).
+
+    Returns
+    -------
+    str
+        E.g. ``w 612/s t 0/s EWR 6 JFK 6 LGA 6`` (short enough for an 80-column line).
+    """
+    shards = " ".join(f"{k.removeprefix('DEPARTURES#')} {n}" for k, n in row["shards"].items())
+    return f"w {row['written_per_s']:,.0f}/s t {row['key_range_throttles_per_s']:,.0f}/s {shards}"
+
+
+def run_open_loop(
+    console: Any,
+    handlers: Handlers,
+    departures: Sequence[Departure],
+    schedule: Any,
+    stats: IngestStats,
+    loop: Any,
+    timeline: Any,
+) -> Any:
+    """Replay the departures on the schedule with a live line; return the loop's figures.
+
+    Parameters
+    ----------
+    console : rich.console.Console
+        Where the progress goes.
+    handlers : Handlers
+        The handlers.
+    departures : sequence of Departure
+        The source.
+    schedule : OfferSchedule
+        Events per emulated second per key.
+    stats : IngestStats
+        Counts, filled in.
+    loop : GrowthLoop
+        The started growth loop (its clock's start is the schedule's second 0).
+    timeline : Timeline
+        Sampled during the replay; its rows feed the live line.
+
+    Returns
+    -------
+    OpenLoopStats
+        Per-key counts and the schedule's lateness.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sandbox.openloop import OpenLoopReplay, plan_deliveries
+
+    speed = loop.settings.speed
+    start_wall = loop.clock.origin
+    deliveries = plan_deliveries(departures, schedule, start_wall, speed, BATCH_SIZE, API_EVERY)
+    dues = schedule.dues(departures)
+    extra = []
+    for chunk_no, start in enumerate(range(0, len(departures), COUNTER_CHUNK)):
+        chunk = departures[start : start + COUNTER_CHUNK]
+        due = start_wall + max(dues[start : start + len(chunk)]) / speed
+        for carrier, count in sorted(Counter(d.carrier for d in chunk).items()):
+            key = f"demo-{chunk_no}-{carrier}"
+            extra.append(
+                (due, functools.partial(send_counter, handlers, carrier, count, key, stats))
+            )
+    replay = OpenLoopReplay(
+        handlers,
+        stats,
+        speed=speed,
+        visibility_timeout_s=VISIBILITY_TIMEOUT_S,
+        max_receives=MAX_RECEIVES,
+        max_lag_s=MAX_LAG_WALL_S * speed,
+    )
+    with Progress(
+        TextColumn("act 2"),
+        BarColumn(bar_width=10),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=console,
+    ) as progress:
+        task = progress.add_task("act 2", total=len(departures), status="")
+        timeline.key_counts = replay.loop_stats.key_counts
+        timeline.counts = lambda: (sum(replay.loop_stats.offered_by_key.values()), stats.written)
+        timeline.on_sample = lambda row: progress.update(task, status=live_status(row))
+        with timeline:
+            replay.run(deliveries, extra, on_progress=lambda n: progress.update(task, advance=n))
+    return replay.loop_stats
+
+
+def growth_checks(
+    targets: dict[str, dict[str, Any]],
+    history: dict[str, Any],
+    alarms: Sequence[dict[str, Any]],
+    speed: float,
+) -> tuple[dict[str, bool], dict[str, Any]]:
+    """Judge the growth of each origin key against its ``N*``.
+
+    Parameters
+    ----------
+    targets : dict
+        :func:`key_targets` output.
+    history : dict
+        :func:`sandbox.growth.shard_history` output (``since_s`` wall seconds).
+    alarms : sequence of dict
+        :meth:`sandbox.growth.GrowthLoop.alarm_history` (``at_s`` wall seconds).
+    speed : float
+        Emulated seconds per wall second.
+
+    Returns
+    -------
+    tuple of (dict, dict)
+        The checks (``every_key_reached_target_within_two_scaler_runs``,
+        ``no_key_grew_past_1_5_target``) and per key ``{"shards_reached",
+        "reached_target_at_s", "max_shards"}`` (``reached_target_at_s`` wall seconds).
+    """
+    from infra.alarm_specs import SWEEP_RATE_MINUTES
+
+    first_alarm = next((a["at_s"] for a in alarms if a["via"] == "alarm"), None)
+    # The first alarm's run and the sweep that follows it (plus the run's own time).
+    deadline = None if first_alarm is None else first_alarm + (SWEEP_RATE_MINUTES * 60 + 10) / speed
+    per_key: dict[str, Any] = {}
+    reached_all = deadline is not None
+    within_cap = True
+    for key, target in targets.items():
+        steps = history.get(key, [])
+        reached_at = next(
+            (h["since_s"] for h in steps if h["count"] >= target["target_shards"]), None
+        )
+        top = max((h["count"] for h in steps), default=0)
+        per_key[key] = {
+            "shards_reached": steps,
+            "reached_target_at_s": reached_at,
+            "max_shards": top,
+        }
+        reached_all = reached_all and reached_at is not None and reached_at <= (deadline or 0.0)
+        within_cap = within_cap and top <= 1.5 * target["target_shards"]
+    checks = {
+        "every_key_reached_target_within_two_scaler_runs": reached_all,
+        "no_key_grew_past_1_5_target": within_cap,
+    }
+    return checks, per_key
+
+
 def second_act(
     args: argparse.Namespace, console: Any, endpoint: str, departures: Sequence[Departure]
 ) -> dict[str, Any]:
-    """Replay through the partition emulator from one shard per key, grown by the scaler.
+    """Offer the departures on an open-loop schedule through the emulator, from one shard.
+
+    Each origin key is offered ``args.load`` times its partition's (scaled) write limit,
+    so the count it needs, ``N*``, is known in advance; the scaler, planning from the
+    writers' offered load, must grow every key to ``N*`` within two runs of the first
+    alarm, no key past ``1.5 x N*``, and written events/s must keep up with offered
+    ones (at least 0.95 of them) within :data:`RECOVERY_TARGET_S` emulated seconds of the
+    first throttle.
 
     Parameters
     ----------
     args : argparse.Namespace
-        :func:`parse_args` output (``speed``, ``scale``, ``in_band_growth``).
+        :func:`parse_args` output (``speed``, ``scale``, ``load``,
+        ``target_utilization``, ``in_band_growth``).
     console : rich.console.Console
         Where progress goes.
     endpoint : str
@@ -1439,8 +1725,10 @@ def second_act(
     -------
     dict
         The act's report: :func:`build_report` plus ``growth`` (the settings),
-        ``throttle_events``, ``time_to_recover_s``, ``shard_history``, ``alarms``,
-        ``timeline`` and ``chart``, with the act's own checks.
+        ``schedule`` (per key: offered events/s, ``N*``, counts reached and when),
+        ``throttle_events``, ``time_to_recover_s`` (wall) and
+        ``time_to_recover_emulated_s``, ``shard_history``, ``alarms``, ``timeline``,
+        ``chart`` and ``machine`` (how late the schedule ran), with the act's checks.
     """
     from dynashard import Dynashard, DynashardConfig
     from sandbox.dynamodb_local import local_client
@@ -1453,14 +1741,28 @@ def second_act(
         timeline_report,
         write_chart,
     )
+    from sandbox.openloop import OfferSchedule
     from sandbox.tables import create_tables, data_and_metadata
 
     settings = GrowthSettings(
-        scale=args.scale, speed=args.speed, in_band_growth=args.in_band_growth
+        scale=args.scale if args.scale is not None else act_scale(departures, args),
+        speed=args.speed,
+        in_band_growth=args.in_band_growth,
+        target_utilization=args.target_utilization,
     )
+    targets = key_targets(departures, args, settings)
     console.rule(
-        f"Second act: hot partitions on the emulator ({settings.partition_wcu:g} WCU per "
-        f"emulated second per key, x{settings.speed:g} time), from one shard per key"
+        f"Second act: {args.load:g} x the limit of {settings.partition_wcu:g} WCU/s per key, "
+        f"x{settings.speed:g} time"
+    )
+    schedule = OfferSchedule({k: t["offered_events_per_s"] for k, t in targets.items()})
+    console.print(
+        "offered per key: "
+        + ", ".join(
+            f"{k.removeprefix('DEPARTURES#')} {t['offered_events_per_s']:g}/s "
+            f"(N* {t['target_shards']})"
+            for k, t in targets.items()
+        )
     )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -1479,38 +1781,16 @@ def second_act(
             try:
                 handlers = Handlers.load()
                 timings["setup"] = time.perf_counter() - t0
-                console.print(
-                    f"emulator {loop.endpoint_url} in front of {endpoint}; "
-                    f"tables {data_table}, {metadata_table}"
-                )
-
-                def origin_shards() -> dict[str, int]:
-                    return {k: observer.shard_info(k).number_of_shards for k in origin_keys}
-
                 timeline = Timeline(
-                    counts=lambda: (stats.delivered, stats.written),
+                    counts=lambda: (0, 0),
                     throttles=loop.throttle_reasons,
-                    shards=origin_shards,
+                    shards=lambda: {
+                        k: observer.shard_info(k).number_of_shards for k in origin_keys
+                    },
                 )
-
-                @contextlib.contextmanager
-                def watch(set_status: Callable[[str], None]) -> Iterator[None]:
-                    def show(row: dict[str, Any]) -> None:
-                        shards = " ".join(
-                            f"{k.removeprefix('DEPARTURES#')}={n}" for k, n in row["shards"].items()
-                        )
-                        set_status(
-                            f"written {row['written_per_s']:>6,.0f}/s  throttled "
-                            f"{row['key_range_throttles_per_s']:>6,.0f}/s  shards {shards}"
-                        )
-
-                    timeline.on_sample = show
-                    with timeline:
-                        yield
-
                 t0 = time.perf_counter()
-                replay_live(
-                    console, handlers, departures, args.workers, stats, "replaying (hot)", watch
+                loop_stats = run_open_loop(
+                    console, handlers, departures, schedule, stats, loop, timeline
                 )
                 timings["ingest"] = time.perf_counter() - t0
                 throttles = loop.throttle_reasons()
@@ -1524,18 +1804,22 @@ def second_act(
                 reset_function_caches()
         history = shard_history(observer, keys, loop)
         alarms = loop.alarm_history()
+        tap_errors = loop.log_tap_errors()
     report = build_report(departures, stats, reads, counters, shards, handlers, timings)
     rows = timeline.rows()
     chart = write_chart(
         rows,
         args.report.with_suffix(".png"),
         title=(
-            f"dynashard second act: {len(departures):,} departures, "
-            f"{settings.partition_wcu:g} WCU/s per key range, x{settings.speed:g} time"
+            f"dynashard second act: {len(departures):,} departures, {args.load:g} x "
+            f"{settings.partition_wcu:g} WCU/s per key, x{settings.speed:g} time"
         ),
         growths=[a for a in alarms if a["grown"]],
+        targets={k: t["target_shards"] for k, t in targets.items()},
     )
     extra = timeline_report(rows, throttles)
+    growth, per_key = growth_checks(targets, history, alarms, settings.speed)
+    kept = loop_stats.late_deliveries == 0
     checks = {
         **report["checks"],
         "key_range_throttling_seen": extra["throttle_events"]["key_range"] > 0,
@@ -1543,12 +1827,14 @@ def second_act(
         "alarm_fired_and_scaler_grew": any(a["via"] == "alarm" for a in alarms)
         and any(a["grown"] for a in alarms),
         "every_origin_key_grew": all(shards.get(k, 0) > 1 for k in origin_keys),
-        "no_timeline_errors": not timeline.errors,
+        **growth,
+        "no_timeline_errors": not timeline.errors and not tap_errors,
         # A scaler run that raised (Lambda would retry it) is a fault, not a figure.
         "no_scaler_errors": all(a["error"] is None for a in alarms),
+        "machine_kept_schedule": kept,
     }
-    # A replay that ends within a few emulated minutes of the first throttle (a sample)
-    # leaves the loop no time to converge: recovery is then reported, not judged.
+    recover_wall = extra["time_to_recover_s"]
+    recover_emulated = None if recover_wall is None else round(recover_wall * settings.speed, 1)
     first = extra["first_throttle_s"]
     last_offered = max((r["t_s"] for r in rows if r["offered_per_s"] > 0), default=None)
     loaded_s = (
@@ -1557,23 +1843,43 @@ def second_act(
         else 0.0
     )
     if loaded_s >= RECOVERY_JUDGED_AFTER_S:
-        checks["throughput_recovered"] = extra["time_to_recover_s"] is not None
+        checks["throughput_recovered"] = (
+            recover_emulated is not None and recover_emulated <= RECOVERY_TARGET_S
+        )
     else:
         report["recovery_not_judged"] = (
-            f"the replay ran {loaded_s:.0f} emulated s after the first throttle; "
+            f"the replay offered load {loaded_s:.0f} emulated s after the first throttle; "
             f"recovery is judged after {RECOVERY_JUDGED_AFTER_S:.0f} s"
         )
+    machine = {
+        "kept_schedule": kept,
+        "max_lag_s": round(loop_stats.max_lag_s, 2),
+        "max_lag_allowed_s": MAX_LAG_WALL_S * settings.speed,
+        "late_deliveries": loop_stats.late_deliveries,
+        "scheduled_deliveries": loop_stats.scheduled_deliveries,
+    }
     report.update(
         ok=all(checks.values()),
         checks=checks,
         growth=settings.to_json(),
+        schedule={k: {**t, **per_key.get(k, {})} for k, t in targets.items()},
+        machine=machine,
         events_delivered=stats.delivered,
         shard_history=history,
         alarms=alarms,
         chart=str(chart),
         **extra,
+        time_to_recover_emulated_s=recover_emulated,
+        recovery_target_emulated_s=RECOVERY_TARGET_S,
     )
-    report["errors"] = [*report["errors"], *timeline.errors]
+    if not kept:
+        report["machine_could_not_offer_the_load"] = (
+            f"{loop_stats.late_deliveries} of {loop_stats.scheduled_deliveries} scheduled "
+            f"deliveries started more than {MAX_LAG_WALL_S:g} wall s late (the latest "
+            f"{loop_stats.max_lag_s:.1f} emulated s): this machine could not offer the load, "
+            "so the growth figures say nothing about dynashard"
+        )
+    report["errors"] = [*report["errors"], *timeline.errors, *tap_errors]
     return report
 
 

@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from dynashard import names
 from sandbox.dynamodb_local import LOCAL_ACCESS_KEY_ID, LOCAL_REGION, LOCAL_SECRET_ACCESS_KEY
 
+#: Powertools service name of every function in the sandbox (one logger for all).
+SERVICE_NAME = "dynashard-local"
+
 
 def function_environment(
     endpoint_url: str,
@@ -43,7 +46,7 @@ def function_environment(
         names.ENV_DATA_TABLE: data_table,
         names.ENV_METADATA_TABLE: metadata_table,
         names.ENV_DYNAMODB_ENDPOINT: endpoint_url,
-        names.ENV_POWERTOOLS_SERVICE_NAME: "dynashard-local",
+        names.ENV_POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
         "AWS_DEFAULT_REGION": LOCAL_REGION,
         "AWS_REGION": LOCAL_REGION,
@@ -52,7 +55,9 @@ def function_environment(
         # Metrics are printed as EMF on stdout in Lambda; locally they would flood it.
         "POWERTOOLS_METRICS_DISABLED": "true",
         "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        # INFO, as the stack: the ingest functions' write-load lines are INFO, and the
+        # growth loop's Contributor Insights rule reads them (sandbox.logs).
+        "POWERTOOLS_LOG_LEVEL": "INFO",
     }
     if extra:
         env.update(extra)
@@ -107,7 +112,15 @@ def reset_function_caches() -> list[str]:
     for module_name, module in list(sys.modules.items()):
         if module is None or not module_name.startswith("functions."):
             continue
-        for attr in ("get_settings", "get_service", "get_reader", "get_config"):
+        for attr in (
+            "get_settings",
+            "get_service",
+            "get_reader",
+            "get_config",
+            "get_hot_key_source",
+            "get_alarm_states",
+            "get_offered_load_source",
+        ):
             cached = getattr(module, attr, None)
             clear = getattr(cached, "cache_clear", None)
             if callable(clear):

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from dynashard import Dynashard
     from sandbox.alarms import AcceleratedClock, LocalAlarm, LocalSchedule
     from sandbox.emulator import EmulatorServer
+    from sandbox.logs import LocalInsightRule, LogTap
 
 #: Throttling reasons that more shards relieve (design invariant 6).
 KEY_RANGE_MARKER = "KeyRangeThroughputExceeded"
@@ -191,6 +192,8 @@ class GrowthLoop:
         self.server: EmulatorServer | None = None
         self.alarms: list[LocalAlarm] = []
         self.sweep: LocalSchedule | None = None
+        self.write_load_rule: LocalInsightRule | None = None
+        self._log_tap: LogTap | None = None
         self.started_wall = 0.0
 
     @property
@@ -229,6 +232,7 @@ class GrowthLoop:
 
     def __enter__(self) -> GrowthLoop:
         from dynashard import Dynashard, DynashardConfig
+        from dynashard.load import write_load_rule_body
         from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
         from sandbox.alarms import (
             AcceleratedClock,
@@ -239,6 +243,8 @@ class GrowthLoop:
         )
         from sandbox.dynamodb_local import local_client
         from sandbox.emulator import EmulatorConfig, EmulatorServer
+        from sandbox.environment import SERVICE_NAME
+        from sandbox.logs import LocalInsightRule, LogTap
 
         s = self.settings
         self.clock = clock = AcceleratedClock(speed=s.speed)
@@ -259,8 +265,13 @@ class GrowthLoop:
             client=local_client(self.endpoint_url),
         )
         grower.metadata.clock = clock
+        # The stack's rule on the ingest functions' log lines, stamped on the act's clock.
+        self.write_load_rule = LocalInsightRule(write_load_rule_body([SERVICE_NAME]), clock=clock)
+        self._log_tap = LogTap(SERVICE_NAME, [self.write_load_rule]).__enter__()
         states = LocalAlarmStates()
-        action = scaler_action(self.server.emulator, grower, alarm_states=states)
+        action = scaler_action(
+            self.server.emulator, grower, alarm_states=states, offered_load=self.write_load_rule
+        )
         metrics = self.server.emulator.metrics
         self.alarms = [
             LocalAlarm(spec, self.data_table, metrics, action, clock=clock)
@@ -291,8 +302,20 @@ class GrowthLoop:
         tb: TracebackType | None,
     ) -> None:
         self.stop_scaling()
+        if self._log_tap is not None:
+            self._log_tap.__exit__(exc_type, exc, tb)
         if self.server is not None:
             self.server.stop()
+
+    def log_tap_errors(self) -> list[str]:
+        """Return the errors of the log tap that feeds the write-load rule (at most 10).
+
+        Returns
+        -------
+        list of str
+            Errors met while formatting or evaluating the functions' log lines.
+        """
+        return list(self._log_tap.errors) if self._log_tap is not None else []
 
     def throttle_reasons(self) -> dict[str, int]:
         """Return the throttle events by reason so far.
@@ -389,6 +412,8 @@ class Sample:
         Throttle events by ``ThrottlingReason.reason`` so far.
     shards : dict of str to int
         Shard count in force per logical key.
+    keys : dict of str to tuple of (int, int)
+        Per logical key, events offered and written so far (empty when not sampled).
     """
 
     t_s: float
@@ -396,6 +421,7 @@ class Sample:
     written: int
     throttles: dict[str, int]
     shards: dict[str, int]
+    keys: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -414,6 +440,8 @@ class Timeline:
         Wall seconds between samples.
     on_sample : callable, optional
         Called with each new row of :meth:`rows` (the live display).
+    key_counts : callable, optional
+        ``() -> {key: (offered, written)}``, cumulative events per logical key.
     """
 
     counts: Callable[[], tuple[int, int]]
@@ -421,6 +449,7 @@ class Timeline:
     shards: Callable[[], dict[str, int]]
     interval_s: float = 1.0
     on_sample: Callable[[dict[str, Any]], None] | None = None
+    key_counts: Callable[[], dict[str, tuple[int, int]]] | None = None
     samples: list[Sample] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -437,7 +466,12 @@ class Timeline:
         """
         offered, written = self.counts()
         new = Sample(
-            round(time.monotonic() - self._t0, 3), offered, written, self.throttles(), self.shards()
+            round(time.monotonic() - self._t0, 3),
+            offered,
+            written,
+            self.throttles(),
+            self.shards(),
+            self.key_counts() if self.key_counts is not None else {},
         )
         self.samples.append(new)
         if self.on_sample is not None and len(self.samples) > 1:
@@ -490,10 +524,18 @@ def rate_row(before: Sample, after: Sample) -> dict[str, Any]:
     -------
     dict
         ``{"t_s", "offered_per_s", "written_per_s", "throttles_per_s" (by reason),
-        "key_range_throttles_per_s", "shards"}``; ``t_s`` is the interval's end, wall
-        seconds, and rates are per wall second.
+        "key_range_throttles_per_s", "shards", "keys"}``; ``t_s`` is the interval's end,
+        wall seconds, rates are per wall second, and ``keys`` holds each key's
+        ``{"offered_per_s", "written_per_s"}``.
     """
     span = max(after.t_s - before.t_s, 1e-9)
+    keys = {
+        key: {
+            "offered_per_s": round((o - before.keys.get(key, (0, 0))[0]) / span, 1),
+            "written_per_s": round((w - before.keys.get(key, (0, 0))[1]) / span, 1),
+        }
+        for key, (o, w) in after.keys.items()
+    }
     throttles = {
         reason: round((n - before.throttles.get(reason, 0)) / span, 1)
         for reason, n in after.throttles.items()
@@ -507,55 +549,62 @@ def rate_row(before: Sample, after: Sample) -> dict[str, Any]:
             sum(v for r, v in throttles.items() if is_key_range(r)), 1
         ),
         "shards": dict(after.shards),
+        "keys": keys,
     }
 
 
-def time_to_recover_s(rows: Sequence[dict[str, Any]], quiet_s: float = 10.0) -> float | None:
-    """Measure how long key-range throttling lasted, from its start to the recovery.
+def time_to_recover_s(
+    rows: Sequence[dict[str, Any]], goodput: float = 0.95, window_s: float = 10.0
+) -> float | None:
+    """Measure from the first key-range throttle to the moment writes keep up for good.
 
-    Recovery is the start of the first stretch without key-range throttle events in
-    which load is still offered and written ``quiet_s`` wall seconds later, or that lasts
-    to the end of the replay (a replay may end sooner than ``quiet_s`` after its last
-    growth) with load offered, unthrottled, for ``min(quiet_s, a quarter of the
-    throttled time)``. Throttling that stops only because the replay ran out of events
-    (the drain: acknowledgements without new load) is no recovery.
+    Under an open-loop load, recovery is throughput, not silence: from the recovery on,
+    the events written in every ``window_s`` stretch (a rolling sum, which smooths the
+    granularity of batches) are at least ``goodput`` times the events offered in it,
+    for as long as load is offered. Redeliveries of what throttling refused count as
+    written when they get through, so a backlog draining after the recovery only helps.
 
     Parameters
     ----------
     rows : sequence of dict
-        :meth:`Timeline.rows`, in time order.
-    quiet_s : float
-        Wall seconds without key-range throttling that count as recovered.
+        :meth:`Timeline.rows`, in time order (``offered_per_s`` counts first deliveries).
+    goodput : float
+        Written / offered that counts as keeping up, in (0, 1].
+    window_s : float
+        Wall seconds of the rolling sums.
 
     Returns
     -------
     float or None
         Wall seconds from the end of the first interval with key-range throttling to
-        the start of that stretch; None when nothing was throttled or the throttling
-        never stopped.
+        the end of the last window that fell short (0 when none did); None when nothing
+        was throttled or the last offered window still fell short.
     """
     first = next((i for i, r in enumerate(rows) if r["key_range_throttles_per_s"] > 0), None)
     if first is None:
         return None
     start_t = rows[first]["t_s"]
-    quiet_from: int | None = None
-    for i in range(first + 1, len(rows)):
-        if rows[i]["key_range_throttles_per_s"] > 0:
-            quiet_from = None
-            continue
-        if quiet_from is None:
-            quiet_from = i
-        began = rows[quiet_from - 1]["t_s"]
-        loaded = rows[i]["offered_per_s"] > 0 and rows[i]["written_per_s"] > 0
-        if loaded and rows[i]["t_s"] - began >= quiet_s:
-            return round(float(began - start_t), 1)
-    if quiet_from is not None and any(r["written_per_s"] > 0 for r in rows[quiet_from:]):
-        began = rows[quiet_from - 1]["t_s"]
-        loaded = [r["t_s"] for r in rows[quiet_from:] if r["offered_per_s"] > 0]
-        needed = min(quiet_s, 0.25 * (began - start_t))
-        if loaded and loaded[-1] - began >= needed:
-            return round(float(began - start_t), 1)
-    return None
+    spans = [
+        (r["t_s"], max(0.0, r["t_s"] - (rows[i - 1]["t_s"] if i else 0.0)))
+        for i, r in enumerate(rows)
+    ]
+    last_short: float | None = None
+    last_offered = max((r["t_s"] for r in rows if r["offered_per_s"] > 0), default=start_t)
+    for i in range(first, len(rows)):
+        end_t = rows[i]["t_s"]
+        if end_t > last_offered:
+            break
+        offered = written = 0.0
+        j = i
+        while j >= 0 and end_t - spans[j][0] < window_s:
+            offered += rows[j]["offered_per_s"] * spans[j][1]
+            written += rows[j]["written_per_s"] * spans[j][1]
+            j -= 1
+        if offered > 0 and written < goodput * offered:
+            last_short = end_t
+    if last_short is not None and last_short >= last_offered:
+        return None
+    return round(float(max(0.0, (last_short or start_t) - start_t)), 1)
 
 
 def timeline_report(rows: Sequence[dict[str, Any]], totals: Mapping[str, int]) -> dict[str, Any]:
@@ -609,13 +658,15 @@ def write_chart(
     *,
     title: str,
     growths: Sequence[dict[str, Any]] = (),
+    targets: Mapping[str, int] | None = None,
 ) -> Path:
     """Plot the act: events per second, throttle events per second, shard counts.
 
     matplotlib (Agg backend, no display needed) draws three panels sharing the time
-    axis: offered vs written events per second; throttle events per second, one line
-    per ``ThrottlingReason``; the shard count of each key (steps). Alarm firings are
-    marked on every panel.
+    axis: offered (dashed) vs written (solid) events per second, per key when the rows
+    carry per-key figures; throttle events per second, one line per
+    ``ThrottlingReason``; the shard count of each key (steps) with its ``N*`` (dotted).
+    Scaler runs that grew a key are marked on every panel.
 
     Parameters
     ----------
@@ -627,6 +678,8 @@ def write_chart(
         Figure title.
     growths : sequence of dict
         :meth:`GrowthLoop.alarm_history` entries (``at_s``) to mark.
+    targets : mapping of str to int, optional
+        ``N*`` per key, drawn as dotted lines on the shard panel.
 
     Returns
     -------
@@ -642,19 +695,41 @@ def write_chart(
     fig, (ax_events, ax_throttles, ax_shards) = plt.subplots(
         3, 1, sharex=True, figsize=(10, 8), constrained_layout=True
     )
-    ax_events.plot(t, [r["offered_per_s"] for r in rows], label="offered (deliveries)")
-    ax_events.plot(t, [r["written_per_s"] for r in rows], label="written (acknowledged)")
+    keys = sorted({k for r in rows for k in r["shards"]})
+    colors = {key: f"C{n}" for n, key in enumerate(keys)}
+    per_key = sorted({k for r in rows for k in r.get("keys", {})})
+    if per_key:
+        for key in per_key:
+            color = colors.get(key, f"C{len(colors) % 10}")
+            figures = [r.get("keys", {}).get(key, {}) for r in rows]
+            ax_events.plot(
+                t, [f.get("offered_per_s", 0.0) for f in figures], "--", color=color, linewidth=1
+            )
+            ax_events.plot(
+                t, [f.get("written_per_s", 0.0) for f in figures], color=color, label=key
+            )
+        ax_events.set_title("offered (dashed) and written (solid) events / s", fontsize="small")
+    else:
+        ax_events.plot(t, [r["offered_per_s"] for r in rows], label="offered (deliveries)")
+        ax_events.plot(t, [r["written_per_s"] for r in rows], label="written (acknowledged)")
     ax_events.set_ylabel("events / s")
-    ax_events.legend(loc="upper right")
+    ax_events.legend(loc="upper right", fontsize="small")
     reasons = sorted({reason for r in rows for reason in r["throttles_per_s"]})
     for reason in reasons:
         ax_throttles.plot(t, [r["throttles_per_s"].get(reason, 0.0) for r in rows], label=reason)
     ax_throttles.set_ylabel("throttle events / s")
     if reasons:
         ax_throttles.legend(loc="upper right", fontsize="small")
-    keys = sorted({k for r in rows for k in r["shards"]})
     for key in keys:
-        ax_shards.step(t, [r["shards"].get(key, 0) for r in rows], where="post", label=key)
+        ax_shards.step(
+            t,
+            [r["shards"].get(key, 0) for r in rows],
+            where="post",
+            label=key,
+            color=colors[key],
+        )
+        if targets and key in targets:
+            ax_shards.axhline(targets[key], color=colors[key], linestyle=":", linewidth=1)
     ax_shards.set_ylabel("shards")
     ax_shards.set_xlabel("wall seconds since the replay started")
     if keys:

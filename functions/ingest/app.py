@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -49,6 +49,7 @@ from pydantic import ValidationError as PydanticValidationError
 from dynashard import names
 from dynashard.errors import DynashardError
 from dynashard.http import register_error_handlers
+from dynashard.load import WRITE_LOAD_MESSAGE, summarize_write_load
 from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, dumps
 from dynashard.settings import DynashardSettings
 
@@ -263,6 +264,7 @@ def post_events(body: Annotated[EventsBody, Body()]) -> Response[PostEventsRespo
     written = len(results) - len(failed)
     metrics.add_metric(name="EventsWritten", unit=MetricUnit.Count, value=written)
     metrics.add_metric(name="EventsFailed", unit=MetricUnit.Count, value=len(failed))
+    log_write_load(outcomes)
     payload = PostEventsResponse(written=written, failed=failed, results=results)
     if failed:
         logger.warning("events not written", extra={"failed": [f.model_dump() for f in failed]})
@@ -408,8 +410,32 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def log_write_load(outcomes: Sequence[WriteOutcome], redelivered: Sequence[bool] = ()) -> None:
+    """Log what this invocation offered and got refused, one line per logical key.
+
+    The lines (message :data:`dynashard.load.WRITE_LOAD_MESSAGE`) are what the stack's
+    Contributor Insights rule ranks logical keys by, and what the scaler plans from.
+
+    Parameters
+    ----------
+    outcomes : sequence of WriteOutcome
+        The bulk write's outcomes.
+    redelivered : sequence of bool
+        Per outcome, whether its source delivered the record before; missing entries
+        count as first deliveries.
+    """
+    flags = list(redelivered) + [False] * (len(outcomes) - len(redelivered))
+    writes = (
+        (o.key, o.write_units, o.ok, again) for o, again in zip(outcomes, flags, strict=False)
+    )
+    for load in summarize_write_load(writes):
+        logger.info(WRITE_LOAD_MESSAGE, extra=load.log_fields())
+
+
 def write_batch(
-    items: Sequence[tuple[str, Callable[[], str | bytes]]], service: IngestService
+    items: Sequence[tuple[str, Callable[[], str | bytes]]],
+    service: IngestService,
+    redelivered: Collection[str] = (),
 ) -> dict[str, str | None]:
     """Parse every record, write the valid events at once, return each record's fate.
 
@@ -419,6 +445,9 @@ def write_batch(
         Per record: its batch item identifier and a function returning its payload.
     service : IngestService
         Where to write.
+    redelivered : collection of str
+        Item identifiers of records the source delivered before (their write units are
+        logged as redelivered, not offered: :func:`log_write_load`).
 
     Returns
     -------
@@ -450,6 +479,7 @@ def write_batch(
                 fate[item_id] = (
                     None if outcome.ok else f"write failed: {outcome.error or 'unknown'}"
                 )
+            log_write_load(outcomes, [item_id in redelivered for item_id, _ in valid])
     failed = sum(1 for reason in fate.values() if reason is not None)
     metrics.add_metric(name="EventsWritten", unit=MetricUnit.Count, value=len(fate) - failed)
     metrics.add_metric(name="EventsFailed", unit=MetricUnit.Count, value=failed)
@@ -463,8 +493,9 @@ def _process(
     items: Sequence[tuple[str, Callable[[], str | bytes]]],
     item_id_of: Callable[[Any], str],
     service: IngestService | None,
+    redelivered: Collection[str] = (),
 ) -> PartialItemFailureResponse:
-    fate = write_batch(items, service or get_service())
+    fate = write_batch(items, service or get_service(), redelivered)
 
     def record_handler(record: Any) -> None:
         item_id = item_id_of(record)
@@ -505,7 +536,15 @@ def sqs_handler(
     """
     records = event.get("Records") or []
     items = [(r["messageId"], functools.partial(str, r.get("body", ""))) for r in records]
-    return _process(event, context, EventType.SQS, items, lambda r: str(r.message_id), service)
+    # SQS counts receives; a record received before was offered before.
+    redelivered = {
+        r["messageId"]
+        for r in records
+        if int((r.get("attributes") or {}).get("ApproximateReceiveCount") or 1) > 1
+    }
+    return _process(
+        event, context, EventType.SQS, items, lambda r: str(r.message_id), service, redelivered
+    )
 
 
 def _kinesis_payload(data: str) -> bytes:
@@ -563,6 +602,7 @@ __all__ = [
     "get_service",
     "get_settings",
     "kinesis_handler",
+    "log_write_load",
     "parse_event",
     "sqs_handler",
     "write_batch",

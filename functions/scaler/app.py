@@ -34,6 +34,7 @@ from dynashard.settings import DynashardSettings
 try:  # package import (tests, sandbox): functions.scaler.app
     from .alarm_states import Alarm, AlarmStateSource, CloudWatchAlarmStates
     from .hot_keys import ContributorInsightsHotKeySource, HotKey, HotKeySource
+    from .offered_load import InsightRuleOfferedLoad, OfferedLoadSource
 except ImportError:  # Lambda asset root: app.py is a top-level module next to its siblings
     from alarm_states import (  # type: ignore[no-redef]
         Alarm,
@@ -44,6 +45,10 @@ except ImportError:  # Lambda asset root: app.py is a top-level module next to i
         ContributorInsightsHotKeySource,
         HotKey,
         HotKeySource,
+    )
+    from offered_load import (  # type: ignore[no-redef]
+        InsightRuleOfferedLoad,
+        OfferedLoadSource,
     )
 
 if TYPE_CHECKING:
@@ -73,9 +78,14 @@ class Settings(DynashardSettings):
         The alarms whose action is this function, comma-separated
         (``DYNASHARD_SCALER_ALARM_NAMES``); what a scheduled sweep checks. Empty turns
         the sweep into a no-op.
+    write_load_rule : str
+        The Contributor Insights rule that ranks logical keys by the write units the
+        ingest functions were offered (``DYNASHARD_WRITE_LOAD_RULE``); empty: plan
+        writes from DynamoDB's own hot-key figures alone.
     """
 
     alarm_names: str = Field("", validation_alias=names.ENV_SCALER_ALARM_NAMES)
+    write_load_rule: str = Field("", validation_alias=names.ENV_WRITE_LOAD_RULE)
 
     @property
     def alarm_name_list(self) -> list[str]:
@@ -131,6 +141,20 @@ def get_hot_key_source() -> HotKeySource:
         A :class:`ContributorInsightsHotKeySource` with lazily created clients.
     """
     return ContributorInsightsHotKeySource()
+
+
+@functools.cache
+def get_offered_load_source() -> OfferedLoadSource | None:
+    """Build the default offered-load source (the stack's rule) once per container.
+
+    Returns
+    -------
+    OfferedLoadSource or None
+        An :class:`InsightRuleOfferedLoad` on ``DYNASHARD_WRITE_LOAD_RULE``, or None
+        when no rule is configured.
+    """
+    rule = get_settings().write_load_rule
+    return InsightRuleOfferedLoad(rule) if rule else None
 
 
 class ScalerService(Protocol):
@@ -243,10 +267,44 @@ def parse_alarm(event: Mapping[str, Any]) -> Alarm:
 
 
 # --- handler ---------------------------------------------------------------------------------
-def _grow_keys(
+def _demands(
     alarm: Alarm,
     loads: dict[str, list[KeyLoad]],
     kind: Literal["write", "read"],
+    settings: Settings,
+    partition_limit: float,
+    offered_wcu: dict[str, float],
+) -> dict[str, tuple[float, str]]:
+    """Return each hot key's load to plan for, units/s, and where the figure came from.
+
+    A key the writers reported is planned from the write units it was offered in the
+    alarm's window (exact); any other key (a counter, a read alarm, a stack without the
+    rule) from DynamoDB's hot-key figures (:meth:`KeyLoad.demand_units_per_s`, a lower
+    bound under producers that retry). On GSI1 the offered load of the whole key bounds
+    the load of its busiest time bucket from above.
+    """
+    demands: dict[str, tuple[float, str]] = {}
+    for key, key_groups in loads.items():
+        if key in offered_wcu:
+            demands[key] = (offered_wcu[key] / max(1.0, alarm.window_s), "offered")
+            continue
+        # A key's count must carry its busiest group (on GSI1, its busiest time bucket).
+        demands[key] = (
+            max(
+                g.demand_units_per_s(
+                    partition_limit,
+                    alarm.window_s,
+                    attempts_per_request(key, kind, settings.write_max_attempts),
+                )
+                for g in key_groups
+            ),
+            "estimated",
+        )
+    return demands
+
+
+def _grow_keys(
+    demands: dict[str, tuple[float, str]],
     service: ScalerService,
     settings: Settings,
     partition_limit: float,
@@ -256,20 +314,8 @@ def _grow_keys(
     grown: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     errors: list[str] = []
-    # A key's count must carry its busiest group (on GSI1, its busiest time bucket).
-    demands = {
-        key: max(
-            g.demand_units_per_s(
-                partition_limit,
-                alarm.window_s,
-                attempts_per_request(key, kind, settings.write_max_attempts),
-            )
-            for g in key_groups
-        )
-        for key, key_groups in loads.items()
-    }
-    for key in sorted(demands, key=lambda k: (-demands[k], k)):
-        demand = demands[key]
+    for key in sorted(demands, key=lambda k: (-demands[k][0], k)):
+        demand, basis = demands[key]
         try:
             current = service.shard_info(key).number_of_shards
             target = plan_shard_count(
@@ -296,6 +342,7 @@ def _grow_keys(
                     "previous": result.previous,
                     "current": result.current,
                     "units_per_s": round(demand, 1),
+                    "basis": basis,
                 }
             )
         else:
@@ -339,6 +386,7 @@ def handle_alarm(
     service: ScalerService,
     hot_keys: HotKeySource,
     settings: Settings,
+    offered_load: OfferedLoadSource | None = None,
 ) -> dict[str, Any]:
     """Grow the hot keys behind one alarm in ``ALARM`` (pure of Lambda: the handler's core).
 
@@ -352,11 +400,15 @@ def handle_alarm(
         Where the hot keys of the alarm's window come from.
     settings : Settings
         Limits, headroom, retry budget.
+    offered_load : OfferedLoadSource, optional
+        The write units the writers were offered per logical key (write alarms plan
+        from it for the keys it reports).
 
     Returns
     -------
     dict
-        ``{"alarm", "state", "grown": [{"key", "previous", "current", "units_per_s"}],
+        ``{"alarm", "state", "grown": [{"key", "previous", "current", "units_per_s",
+        "basis"}],
         "skipped": [{"key", "reason"}], "errors": [key]}`` (plus ``"ignored"`` when the
         alarm is not in ``ALARM`` or not about key-range throttling).
     """
@@ -382,7 +434,13 @@ def handle_alarm(
     table = alarm.table_name or settings.data_table
     hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.timestamp)
     loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
-    grown, skipped, errors = _grow_keys(alarm, loads, kind, service, settings, partition_limit)
+    offered = (
+        offered_load.offered_wcu(alarm.start, alarm.timestamp)
+        if offered_load is not None and kind == "write" and loads
+        else {}
+    )
+    demands = _demands(alarm, loads, kind, settings, partition_limit, offered)
+    grown, skipped, errors = _grow_keys(demands, service, settings, partition_limit)
     skipped.extend(
         {"key": key, "reason": "not a partition key dynashard writes"} for key in unmapped
     )
@@ -399,6 +457,7 @@ def handler(
     service: ScalerService | None = None,
     hot_keys: HotKeySource | None = None,
     alarm_states: AlarmStateSource | None = None,
+    offered_load: OfferedLoadSource | None = None,
 ) -> dict[str, Any]:
     """Grow the shard count of the keys behind key-range throttling alarms.
 
@@ -419,6 +478,9 @@ def handler(
         Where hot keys come from; default: Contributor Insights.
     alarm_states : AlarmStateSource, optional
         Which alarms are in ``ALARM`` (the sweep); default: CloudWatch ``DescribeAlarms``.
+    offered_load : OfferedLoadSource, optional
+        Offered write units per logical key; default: the stack's Contributor Insights
+        rule (``DYNASHARD_WRITE_LOAD_RULE``), or none.
 
     Returns
     -------
@@ -440,15 +502,16 @@ def handler(
     settings = get_settings()
     service = service or get_service()
     source = hot_keys or get_hot_key_source()
+    offered = offered_load or get_offered_load_source()
     if alarm is None:
         now = _time(event.get("time"))
         states = alarm_states or get_alarm_states()
         in_alarm = states.alarms_in_alarm(settings.alarm_name_list, now)
-        summaries = [handle_alarm(a, service, source, settings) for a in in_alarm]
+        summaries = [handle_alarm(a, service, source, settings, offered) for a in in_alarm]
         result: dict[str, Any] = {"sweep": now.isoformat(), "alarms": summaries}
     else:
         logger.append_keys(alarm=alarm.name)
-        summaries = [handle_alarm(alarm, service, source, settings)]
+        summaries = [handle_alarm(alarm, service, source, settings, offered)]
         result = summaries[0]
     grown = [g for s in summaries for g in s["grown"]]
     errors = [e for s in summaries for e in s["errors"]]
@@ -467,9 +530,12 @@ __all__ = [
     "ContributorInsightsHotKeySource",
     "HotKey",
     "HotKeySource",
+    "InsightRuleOfferedLoad",
     "KeyLoad",
+    "OfferedLoadSource",
     "Settings",
     "attempts_per_request",
+    "get_offered_load_source",
     "get_service",
     "get_settings",
     "handle_alarm",

@@ -4,11 +4,20 @@ Three functions share the ingest code (``functions/ingest``), one per trigger, b
 a Lambda function has one handler; each has its own role and log group. All three may
 write the data table and read/update the metadata table (in-band shard growth), and
 nothing else.
+
+The ingest code logs one ``write load`` line per logical key and invocation
+(:mod:`dynashard.load`); a CloudWatch Contributor Insights rule on the three log groups
+ranks logical keys by the write units offered, and the scaler reads its report. The
+rule has a name of its own (``{stack}-offered-write-units``) so that the scaler's
+environment and policy can name it without a reference to this construct.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from collections.abc import Sequence
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_lambda as lambda_
@@ -16,6 +25,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from dynashard.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
 from infra.config import StackConfig
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import DynashardFunction, shared_environment
@@ -33,6 +43,49 @@ DATA_WRITE_ACTIONS = (
 #: Actions on the metadata table: read the shard count, create it conditionally on
 #: first use, grow it with a conditional update (optimistic lock on ``last_updated``).
 METADATA_READ_UPDATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+#: Longest Contributor Insights rule name CloudWatch accepts (``PutInsightRule``).
+MAX_INSIGHT_RULE_NAME_LENGTH = 128
+
+
+def write_load_rule_name(scope: Construct) -> str:
+    """Return the name of the write-load Contributor Insights rule in the stack of ``scope``.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Any construct of the stack.
+
+    Returns
+    -------
+    str
+        ``{stack name}-{WRITE_LOAD_RULE_SUFFIX}``, e.g. ``dynashard-dev-offered-write-units``.
+
+    Raises
+    ------
+    ValueError
+        If the name is longer than the 128 characters CloudWatch allows for a rule name
+        (``PutInsightRule``, CloudWatch API Reference).
+    """
+    name = f"{Stack.of(scope).stack_name}-{WRITE_LOAD_RULE_SUFFIX}"
+    if len(name) > MAX_INSIGHT_RULE_NAME_LENGTH:
+        raise ValueError(
+            f"Contributor Insights rule name {name!r} is longer than "
+            f"{MAX_INSIGHT_RULE_NAME_LENGTH} characters; use a shorter stack name"
+        )
+    return name
+
+
+def _build_write_load_rule(
+    scope: Construct, rule_name: str, functions: Sequence[DynashardFunction]
+) -> cloudwatch.CfnInsightRule:
+    """Return the enabled rule that ranks logical keys by offered WCU on ``functions``' logs."""
+    return cloudwatch.CfnInsightRule(
+        scope,
+        "WriteLoadRule",
+        rule_name=rule_name,
+        rule_state="ENABLED",
+        rule_body=write_load_rule_body([fn.log_group.log_group_name for fn in functions]),
+    )
 
 
 def _build_write_statements(tables: Tables) -> list[iam.PolicyStatement]:
@@ -127,6 +180,11 @@ class Ingest(Construct):
     stream_failure_queue : aws_cdk.aws_sqs.Queue
         On-failure destination of the stream's event source mapping (it receives the
         failed batch's shard and sequence numbers, not the records).
+    write_load_rule_name : str
+        Name of the write-load rule, :func:`write_load_rule_name` (a plain string).
+    write_load_rule : aws_cdk.aws_cloudwatch.CfnInsightRule
+        Contributor Insights rule on the three functions' log groups that sums
+        ``offered_wcu`` per ``logical_key`` (:func:`dynashard.load.write_load_rule_body`).
     """
 
     def __init__(
@@ -170,6 +228,12 @@ class Ingest(Construct):
             "StreamFunction", "app.kinesis_handler", "dynashard ingest: Kinesis batches"
         )
         self._build_event_sources(config)
+        self.write_load_rule_name = write_load_rule_name(self)
+        self.write_load_rule = _build_write_load_rule(
+            self,
+            self.write_load_rule_name,
+            [self.api_function, self.queue_function, self.stream_function],
+        )
         api.add_route("POST", "/events", self.api_function.function, json_body=True)
         api.add_route("POST", "/counters/{name}", self.api_function.function, json_body=True)
 

@@ -10,6 +10,10 @@ the scaler every minute to sweep: it reads which of its alarms are in ``ALARM``
 (``DescribeAlarms``) and handles those. The alarms have names of their own
 (``{stack}-{spec id}``) so that the function's environment and policy can name them
 without a reference to the alarms, which reference the function (a cycle).
+
+The scaler also reads the report of the ingest functions' write-load Contributor
+Insights rule (:mod:`dynashard.load`), named in its environment and policy by the
+rule's name, so this construct does not reference the ingest construct either.
 """
 
 from __future__ import annotations
@@ -100,14 +104,15 @@ def _build_alarm(
 
 
 def _build_scaler_statements(
-    scope: Construct, tables: Tables, alarm_names: list[str]
+    scope: Construct, tables: Tables, alarm_names: list[str], write_load_rule_name: str
 ) -> list[iam.PolicyStatement]:
     """Return the scaler's statements: metadata, Contributor Insights, its alarms' states.
 
     DynamoDB names its Contributor Insights rules when they are enabled
     (``DynamoDBContributorInsights-<PKC|SKC|PKT|SKT>-<table>-<epoch ms>``), so the
     rule ARN is matched by table name, and ``DescribeContributorInsights`` on the
-    table and GSI1 tells the scaler the exact names.
+    table and GSI1 tells the scaler the exact names. The stack's own write-load rule
+    has a known name, so its report is allowed on that one ARN.
     """
     table = tables.data_table
     rule_arn = (
@@ -124,6 +129,18 @@ def _build_scaler_statements(
             sid="ReadContributorInsightsReports",
             actions=["cloudwatch:GetInsightRuleReport"],
             resources=[rule_arn],
+        ),
+        iam.PolicyStatement(
+            sid="ReadWriteLoadReport",
+            actions=["cloudwatch:GetInsightRuleReport"],
+            resources=[
+                Stack.of(scope).format_arn(
+                    service="cloudwatch",
+                    resource="insight-rule",
+                    resource_name=write_load_rule_name,
+                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+                )
+            ],
         ),
         iam.PolicyStatement(
             sid="FindContributorInsightsRules",
@@ -161,6 +178,10 @@ class Scaler(Construct):
         The data table (alarm dimensions) and the metadata table (shard counts).
     layer : aws_cdk.aws_lambda.ILayerVersion
         The dynashard layer.
+    write_load_rule_name : str
+        Name of the ingest functions' write-load Contributor Insights rule
+        (:func:`infra.constructs.ingest.write_load_rule_name`); the function reads its
+        report (``DYNASHARD_WRITE_LOAD_RULE``, ``cloudwatch:GetInsightRuleReport``).
 
     Attributes
     ----------
@@ -181,6 +202,7 @@ class Scaler(Construct):
         config: StackConfig,
         tables: Tables,
         layer: lambda_.ILayerVersion,
+        write_load_rule_name: str,
     ) -> None:
         super().__init__(scope, construct_id)
         alarm_names = [alarm_name(self, spec) for spec in SCALER_ALARMS]
@@ -196,10 +218,13 @@ class Scaler(Construct):
                     config, tables.data_table.table_name, tables.metadata_table.table_name, "scaler"
                 ),
                 names.ENV_SCALER_ALARM_NAMES: ",".join(alarm_names),
+                names.ENV_WRITE_LOAD_RULE: write_load_rule_name,
             },
             description="dynashard scaler: grows shard counts of throttled logical keys",
         )
-        self.function.add_to_policy(*_build_scaler_statements(self, tables, alarm_names))
+        self.function.add_to_policy(
+            *_build_scaler_statements(self, tables, alarm_names, write_load_rule_name)
+        )
         self.alarms = [
             _build_alarm(self, spec, tables.data_table.table_name, self.function.function)
             for spec in SCALER_ALARMS

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from dynashard import names
+from dynashard.load import WRITE_LOAD_RULE_SUFFIX
 from infra.alarm_specs import SCALER_ALARMS
 from tests.infrastructure.conftest import Synth
 
@@ -78,6 +79,11 @@ def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
         if name == "scaler":  # what its sweep asks CloudWatch about
             assert env.pop(names.ENV_SCALER_ALARM_NAMES) == ",".join(
                 f"{dev.stack.stack_name}-{spec.id}" for spec in SCALER_ALARMS
+            )
+            # the write-load report it reads (tests/infrastructure/test_write_load_rule.py)
+            assert (
+                env.pop(names.ENV_WRITE_LOAD_RULE)
+                == f"{dev.stack.stack_name}-{WRITE_LOAD_RULE_SUFFIX}"
             )
         assert env == {
             names.ENV_DATA_TABLE: {"Ref": data_id},

@@ -109,12 +109,15 @@ def test_scaler_updates_metadata_and_reads_insights_only(dev: Synth) -> None:
     assert _grants(dev, fn, data) == {"dynamodb:DescribeContributorInsights"}  # no data access
     granted = {a for st in _statements(dev, fn) for a in _actions(st)}
     assert "cloudwatch:GetInsightRuleReport" in granted
-    (insights,) = [
+    # DynamoDB's rules of this table, and the stack's own write-load rule by name
+    # (tests/infrastructure/test_write_load_rule.py checks that one in detail)
+    insights, write_load = [
         st for st in _statements(dev, fn) if "cloudwatch:GetInsightRuleReport" in _actions(st)
     ]
     rule_arn = str(insights["Resource"])
     assert "insight-rule/DynamoDBContributorInsights-" in rule_arn
     assert dev.logical_id(tables.data_table) in rule_arn  # scoped to this table's rules
+    assert f"insight-rule/{dev.stack.ingest.write_load_rule_name}" in str(write_load["Resource"])
     assert not granted & {"dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:DeleteItem"}
     # The sweep may read the state of its own alarms, by name, and nothing else
     (sweep,) = [st for st in _statements(dev, fn) if "cloudwatch:DescribeAlarms" in _actions(st)]

@@ -38,6 +38,7 @@ def _function_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         scaler.get_settings,
         scaler.get_service,
         scaler.get_hot_key_source,
+        scaler.get_offered_load_source,
         scaler.get_alarm_states,
     ]
     for cached in caches:

@@ -28,6 +28,9 @@ ENV_IN_BAND_GROWTH: Final = "DYNASHARD_IN_BAND_GROWTH"
 ENV_WRITE_MAX_ATTEMPTS: Final = "DYNASHARD_WRITE_MAX_ATTEMPTS"
 #: The scaler's alarms, comma-separated: what its scheduled sweep asks CloudWatch about.
 ENV_SCALER_ALARM_NAMES: Final = "DYNASHARD_SCALER_ALARM_NAMES"
+#: The Contributor Insights rule that ranks logical keys by the write units the ingest
+#: function was offered (:mod:`dynashard.load`); empty when the stack has none.
+ENV_WRITE_LOAD_RULE: Final = "DYNASHARD_WRITE_LOAD_RULE"
 ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 

@@ -34,6 +34,7 @@ from dynashard.keys import (
     split_physical_key,
     validate_item_size,
 )
+from dynashard.load import write_units
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
@@ -66,6 +67,9 @@ class WriteOutcome:
         Why it failed (error code and message), when ``ok`` is False.
     physical_key : str or None
         The physical key it went to, when a shard was chosen.
+    write_units : int
+        Write capacity units of the item on the base table (one per started KB;
+        :func:`dynashard.load.write_units`), 0 when no item was built.
     """
 
     event_id: str
@@ -73,6 +77,7 @@ class WriteOutcome:
     ok: bool
     error: str | None = None
     physical_key: str | None = None
+    write_units: int = 0
 
 
 def gsi1_partition_key(logical: str, ts: datetime, bucket: TimeBucket, shard: int) -> str:
@@ -144,8 +149,8 @@ def split_gsi1_partition_key(gsi1_pk: str) -> tuple[str, str, int]:
     return logical, bucket, shard
 
 
-def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
-    """Build the data-table item of an event, in DynamoDB's wire format.
+def build_item(event: Event, shard: int, bucket: TimeBucket) -> tuple[dict[str, Any], int]:
+    """Build the data-table item of an event and measure it.
 
     Parameters
     ----------
@@ -154,12 +159,12 @@ def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
     shard : int
         Its shard, ``0 <= shard < N``.
     bucket : TimeBucket
-        Time bucket of the GSI1 partition key ``{logical}#{bucket}``.
+        Time bucket of the GSI1 partition key.
 
     Returns
     -------
-    dict
-        Attribute name -> AttributeValue (``{"S": ...}``, ``{"M": ...}``, ...).
+    tuple of (dict, int)
+        The item in DynamoDB's wire format, and its size in bytes as DynamoDB counts it.
 
     Raises
     ------
@@ -178,8 +183,8 @@ def build_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
         names.ATTR_SHARD: shard,
         names.ATTR_DATA: event.data,
     }
-    validate_item_size(plain)
-    return {name: _serializer.serialize(value) for name, value in plain.items()}
+    size = validate_item_size(plain)
+    return {name: _serializer.serialize(value) for name, value in plain.items()}, size
 
 
 class ShardedWriter:
@@ -254,10 +259,11 @@ class ShardedWriter:
         outcomes: list[WriteOutcome | None] = [None] * len(events)
         slots: dict[tuple[str, str], list[int]] = {}
         items: dict[tuple[str, str], dict[str, Any]] = {}
+        units: dict[tuple[str, str], int] = {}
         for index, event in enumerate(events):
             try:
                 shard = random_shard(self.metadata.for_writer(event.key).number_of_shards, event.id)
-                item = build_item(event, shard, self.bucket)
+                item, size = build_item(event, shard, self.bucket)
             except DynashardError as exc:
                 outcomes[index] = WriteOutcome(
                     event.id, event.key, False, f"{type(exc).__name__}: {exc}"
@@ -266,6 +272,7 @@ class ShardedWriter:
             item_key = (item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"])
             slots.setdefault(item_key, []).append(index)
             items[item_key] = item
+            units[item_key] = write_units(size)
         keys = list(items)
         chunks = [
             keys[i : i + BATCH_WRITE_MAX_ITEMS] for i in range(0, len(keys), BATCH_WRITE_MAX_ITEMS)
@@ -280,7 +287,7 @@ class ShardedWriter:
                 for index in slots[item_key]:
                     event = events[index]
                     outcomes[index] = WriteOutcome(
-                        event.id, event.key, error is None, error, item_key[0]
+                        event.id, event.key, error is None, error, item_key[0], units[item_key]
                     )
         return [o for o in outcomes if o is not None]
 

@@ -1,0 +1,229 @@
+"""CloudWatch Logs and Contributor Insights, emulated for the functions' own log lines.
+
+On AWS the ingest functions' JSON log lines go to their log groups, and a Contributor
+Insights rule (:func:`dynashard.load.write_load_rule_body`) ranks logical keys by the
+write units they were offered; the scaler reads its report. Here
+:class:`LocalInsightRule` evaluates the same rule body on the same lines: a
+:class:`LogTap` formats each record of the functions' Powertools logger with the
+logger's own formatter (the line Lambda would ship) and hands it to the rule, stamped
+with the sandbox clock (emulated time when the act runs faster than real time).
+
+Rule syntax supported (CloudWatch User Guide, "Contributor Insights rule syntax"):
+``LogFormat`` ``JSON``; ``Contribution.Keys`` (1 to 4 JSON paths), ``ValueOf`` (a JSON
+path; without it each matching line counts 1), ``Filters`` with ``Match`` and ``In``;
+``AggregateOn`` ``Sum`` or ``Count``. Anything else raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+_SUPPORTED_FILTER_OPS = {"Match", "In"}
+
+
+def _path(expression: str) -> list[str]:
+    if not expression.startswith("$."):
+        raise ValueError(f"JSON path {expression!r} must start with '$.'")
+    return expression[2:].split(".")
+
+
+def _lookup(document: Any, path: Sequence[str]) -> Any:
+    for part in path:
+        if not isinstance(document, Mapping) or part not in document:
+            return None
+        document = document[part]
+    return document
+
+
+class LocalInsightRule:
+    """A Contributor Insights rule evaluated on log lines fed to it.
+
+    Parameters
+    ----------
+    body : str or mapping
+        The rule body (JSON text or its dict), as the stack deploys it.
+    clock : callable
+        ``() -> epoch seconds``: the time a line is stamped with when it arrives
+        (CloudWatch uses the log event's timestamp; here the sandbox clock).
+
+    Raises
+    ------
+    ValueError
+        If the body uses syntax this emulation does not support.
+    """
+
+    def __init__(self, body: str | Mapping[str, Any], clock: Callable[[], float] = time.time):
+        rule = json.loads(body) if isinstance(body, str) else dict(body)
+        if rule.get("LogFormat") != "JSON":
+            raise ValueError(f"LogFormat {rule.get('LogFormat')!r}: only JSON is emulated")
+        contribution = rule.get("Contribution") or {}
+        keys = contribution.get("Keys") or []
+        if not 1 <= len(keys) <= 4:
+            raise ValueError(f"Contribution.Keys must name 1 to 4 fields, got {keys!r}")
+        self.aggregate_on = rule.get("AggregateOn", "Sum")
+        if self.aggregate_on not in ("Sum", "Count"):
+            raise ValueError(f"AggregateOn {self.aggregate_on!r}: Sum or Count")
+        self.log_group_names = list(rule.get("LogGroupNames") or [])
+        self._keys = [_path(k) for k in keys]
+        value_of = contribution.get("ValueOf")
+        self._value = _path(value_of) if value_of else None
+        self._filters: list[tuple[list[str], list[Any]]] = []
+        for spec in contribution.get("Filters") or []:
+            if set(spec) - _SUPPORTED_FILTER_OPS or "Match" not in spec or "In" not in spec:
+                raise ValueError(f"filter {spec!r}: only Match with In is emulated")
+            self._filters.append((_path(spec["Match"]), list(spec["In"])))
+        self.clock = clock
+        self._times: list[float] = []
+        self._rows: list[tuple[str, float]] = []
+        self._lock = threading.Lock()
+        self.lines_seen = 0
+        self.lines_matched = 0
+
+    def put(self, line: str, timestamp: float | None = None) -> bool:
+        """Offer one log line to the rule.
+
+        Parameters
+        ----------
+        line : str
+            The log line; lines that are not JSON objects never match, as in CloudWatch.
+        timestamp : float, optional
+            Epoch seconds; default the rule's clock.
+
+        Returns
+        -------
+        bool
+            Whether the line matched the rule's filters and contributed.
+        """
+        stamp = self.clock() if timestamp is None else timestamp
+        try:
+            document = json.loads(line)
+        except ValueError:
+            document = None
+        with self._lock:
+            self.lines_seen += 1
+        if not isinstance(document, Mapping):
+            return False
+        for path, allowed in self._filters:
+            if _lookup(document, path) not in allowed:
+                return False
+        parts = [_lookup(document, path) for path in self._keys]
+        if any(p is None for p in parts):
+            return False
+        if self._value is None or self.aggregate_on == "Count":
+            value = 1.0
+        else:
+            raw = _lookup(document, self._value)
+            if isinstance(raw, bool) or not isinstance(raw, int | float):
+                return False
+            value = float(raw)
+        key = "|".join(str(p) for p in parts)
+        with self._lock:
+            index = bisect.bisect_right(self._times, stamp)
+            self._times.insert(index, stamp)
+            self._rows.insert(index, (key, value))
+            self.lines_matched += 1
+        return True
+
+    def report(self, start: float, end: float, max_contributors: int = 100) -> dict[str, float]:
+        """Return the top contributors between two instants, like ``GetInsightRuleReport``.
+
+        Parameters
+        ----------
+        start, end : float
+            Epoch seconds; lines stamped in ``[start, end)`` count.
+        max_contributors : int
+            Top-N (CloudWatch allows 1..100).
+
+        Returns
+        -------
+        dict of str to float
+            Contributor key -> aggregate value, largest first.
+        """
+        with self._lock:
+            lo = bisect.bisect_left(self._times, start)
+            hi = bisect.bisect_left(self._times, end)
+            rows = self._rows[lo:hi]
+        totals: dict[str, float] = {}
+        for key, value in rows:
+            totals[key] = totals.get(key, 0.0) + value
+        top = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[: max(1, max_contributors)]
+        return dict(top)
+
+    def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
+        """Answer the scaler's ``OfferedLoadSource`` port from this rule's report.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window (aware datetimes).
+
+        Returns
+        -------
+        dict of str to float
+            Logical key -> write units offered in the window.
+        """
+        return self.report(start.timestamp(), end.timestamp())
+
+
+class LogTap(logging.Filter):
+    """A logger filter that hands every line of a Powertools logger to insight rules.
+
+    Each record is formatted by the logger's Powertools handler's formatter, so the
+    rules see the JSON line Lambda would ship to CloudWatch Logs. A filter, not a
+    handler: Powertools takes a configured logger's first handler as its own, so a
+    handler added before the function's first cold start would be taken for it.
+
+    Parameters
+    ----------
+    logger_name : str
+        The standard-library logger Powertools writes through (its service name,
+        ``POWERTOOLS_SERVICE_NAME``).
+    rules : sequence of LocalInsightRule
+        Where the lines go.
+    """
+
+    def __init__(self, logger_name: str, rules: Sequence[LocalInsightRule]) -> None:
+        super().__init__()
+        self.logger_name = logger_name
+        self.rules = list(rules)
+        self.errors: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Format the record as its Powertools handler does and offer it to the rules.
+
+        Parameters
+        ----------
+        record : logging.LogRecord
+            The record.
+
+        Returns
+        -------
+        bool
+            Always True: the record goes on to the logger's handlers unchanged.
+        """
+        owner = logging.getLogger(self.logger_name)
+        formatter = next((h.formatter for h in owner.handlers if h.formatter), None)
+        try:
+            line = formatter.format(record) if formatter is not None else record.getMessage()
+            for rule in self.rules:
+                rule.put(line)
+        except Exception as exc:  # a tap must never fail the function; kept for the report
+            if len(self.errors) < 10:
+                self.errors.append(f"log tap: {exc!r}")
+        return True
+
+    def __enter__(self) -> LogTap:
+        logging.getLogger(self.logger_name).addFilter(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        logging.getLogger(self.logger_name).removeFilter(self)
