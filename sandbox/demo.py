@@ -584,7 +584,10 @@ def send_counter(
         Whether the increment was acknowledged.
     """
     name = CARRIER_COUNTER.format(carrier=carrier)
-    for _attempt in range(MAX_RECEIVES):
+    status, body = 0, None
+    for attempt in range(MAX_RECEIVES):
+        if attempt:  # a client backs off before it tries a failed increment again
+            time.sleep(min(2.0, 0.25 * 2 ** (attempt - 1)))
         status, body = api_call(
             handlers,
             "api",
@@ -602,6 +605,11 @@ def send_counter(
         if status < 500:
             stats.error(f"POST /counters/{name} answered {status}: {str(body)[:300]}")
             break
+    else:
+        stats.error(
+            f"POST /counters/{name} still answered {status} after {MAX_RECEIVES} attempts: "
+            f"{str(body)[:300]}"
+        )
     stats.add(counter_failures=1)
     return False
 
@@ -1193,8 +1201,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     argparse.Namespace
         ``sample``, ``report``, ``workers``, ``endpoint``, ``act``, ``speed``, ``load``,
         ``duration``, ``scale``, ``target_utilization``, ``in_band_growth``. ``speed``
-        defaults to 1 (real time) for the full data set and to 10 for a sample, whose
-        replay is too short for real CloudWatch minutes. ``scale`` (None unless given)
+        defaults to 1 (real time) for the full data set and to 2 for a sample. ``scale``
+        (None unless given)
         is derived in the second act from ``duration`` and ``load``
         (:func:`act_scale`).
     """
@@ -1233,7 +1241,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--speed",
         type=float,
         default=None,
-        help="second act: emulated seconds per wall second (default 1, or 10 with --sample)",
+        help="second act: emulated seconds per wall second (default 1, or 2 with --sample)",
     )
     parser.add_argument(
         "--load",
@@ -1247,7 +1255,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help=(
             "second act: emulated seconds over which the busiest key's events are offered "
-            "(default 600, or 300 with --sample); sets the scale unless --scale is given"
+            "(default 600, or 150 with --sample); sets the scale unless --scale is given"
         ),
     )
     parser.add_argument(
@@ -1274,9 +1282,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.sample is not None and args.sample < 1:
         parser.error("--sample must be at least 1")
     if args.speed is None:
-        args.speed = 1.0 if args.sample is None else 10.0
+        args.speed = 1.0 if args.sample is None else 2.0
     if args.duration is None:
-        args.duration = 600.0 if args.sample is None else 300.0
+        args.duration = 600.0 if args.sample is None else 150.0
     if args.speed <= 0 or (args.scale is not None and args.scale <= 0):
         parser.error("--speed and --scale must be > 0")
     if args.load <= 0 or args.duration <= 0:

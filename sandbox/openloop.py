@@ -199,13 +199,15 @@ def plan_deliveries(
     speed: float,
     batch_size: int,
     api_every: int,
+    window_s: float = 1.0,
 ) -> list[Delivery]:
     """Cut the replay into deliveries due on the schedule.
 
     Each key's events keep their order and are due at the key's rate; all keys' events
-    are merged by due time and cut into batches of ``batch_size`` (a batch is due when
-    its last event is, as a poller fills a batch); one batch in ``api_every`` goes to
-    the API.
+    are merged by due time and cut into batches as Lambda's poller fills them: a batch
+    closes at ``batch_size`` records or when its first record has waited ``window_s``
+    (``MaximumBatchingWindowInSeconds``), and is due when its last record is. One batch
+    in ``api_every`` goes to the API.
 
     Parameters
     ----------
@@ -221,6 +223,8 @@ def plan_deliveries(
         Records per delivery.
     api_every : int
         One delivery in this many goes through ``POST /events``.
+    window_s : float
+        Batching window, emulated seconds.
 
     Returns
     -------
@@ -232,16 +236,20 @@ def plan_deliveries(
         for order, (d, due) in enumerate(zip(departures, schedule.dues(departures), strict=True))
     ]
     timed.sort(key=lambda t: (t[0], t[1]))
-    deliveries = []
-    for n, start in enumerate(range(0, len(timed), batch_size)):
-        chunk = timed[start : start + batch_size]
-        deliveries.append(
-            Delivery(
-                due_wall=start_wall + chunk[-1][0] / speed,
-                events=[e for _, _, e in chunk],
-                via="api" if n % api_every == 0 else "sqs",
-            )
+    batches: list[list[tuple[float, int, dict[str, Any]]]] = []
+    for entry in timed:
+        if batches and len(batches[-1]) < batch_size and entry[0] - batches[-1][0][0] < window_s:
+            batches[-1].append(entry)
+        else:
+            batches.append([entry])
+    deliveries = [
+        Delivery(
+            due_wall=start_wall + chunk[-1][0] / speed,
+            events=[e for _, _, e in chunk],
+            via="api" if n % api_every == 0 else "sqs",
         )
+        for n, chunk in enumerate(batches)
+    ]
     return deliveries
 
 
