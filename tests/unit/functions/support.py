@@ -44,6 +44,7 @@ class Outcome:
     ok: bool
     error: str | None = None
     physical_key: str | None = None
+    write_units: int = 1
 
 
 @dataclass

@@ -382,3 +382,31 @@ def test_missing_table_setting_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("DYNASHARD_DATA_TABLE")
     with pytest.raises(pydantic.ValidationError, match="DYNASHARD_DATA_TABLE"):
         ingest.get_settings()
+
+
+def test_sqs_logs_each_keys_write_load_first_deliveries_apart_from_redeliveries(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given the sample batch with its second JFK message delivered before, and the EWR
+    # event refused by the library
+    event = load_event("sqs_batch")
+    event["Records"][1]["attributes"]["ApproximateReceiveCount"] = "3"
+    service = FakeService(fail_ids=["2013-01-01-UA-1545"])
+    # When it is handled
+    ingest.sqs_handler(event, context, service=service)
+    # Then one "write load" line per logical key says what was offered and refused
+    lines = {
+        getattr(r, "logical_key", None): r for r in caplog.records if r.getMessage() == "write load"
+    }
+    assert set(lines) == {"DEPARTURES#JFK", "DEPARTURES#EWR"}  # the LGA record is invalid
+    jfk, ewr = lines["DEPARTURES#JFK"], lines["DEPARTURES#EWR"]
+    assert (jfk.events, jfk.offered_wcu, jfk.redelivered_wcu, jfk.refused_wcu) == (2, 1, 1, 0)
+    assert (ewr.events, ewr.offered_wcu, ewr.redelivered_wcu, ewr.refused_wcu) == (1, 1, 0, 1)
+
+
+def test_post_events_logs_the_write_load_of_the_request(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    ingest.api_handler(load_event("api_post_events"), context, service=FakeService())
+    lines = [r for r in caplog.records if r.getMessage() == "write load"]
+    assert lines and all(r.offered_wcu == r.events and r.refused_wcu == 0 for r in lines)

@@ -138,7 +138,13 @@ def test_alarm_grows_the_hot_key_to_the_planned_count(sample: str, context: Lamb
     assert summary["alarm"] == "dynashard-data-write-key-range-throttles"
     assert summary["state"] == "ALARM"
     assert summary["grown"] == [
-        {"key": "DEPARTURES#JFK", "previous": 2, "current": 3, "units_per_s": 2000.5}
+        {
+            "key": "DEPARTURES#JFK",
+            "previous": 2,
+            "current": 3,
+            "units_per_s": 2000.5,
+            "basis": "estimated",
+        }
     ]
     assert [s["key"] for s in summary["skipped"]] == ["DEPARTURES#EWR"]
 
@@ -175,6 +181,66 @@ def test_growth_plans_from_the_offered_load_with_the_writers_retry_budget(
     # Then the key grows in one step to what 200 units/s need at 40 per shard: 5
     assert service.grow_calls == [("HOT", 5)]
     assert summary["grown"][0]["units_per_s"] == pytest.approx(200.0)
+
+
+class FakeOfferedLoad:
+    def __init__(self, offered: dict[str, float]) -> None:
+        self.offered = offered
+        self.calls: list[tuple[datetime, datetime]] = []
+
+    def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
+        self.calls.append((start, end))
+        return dict(self.offered)
+
+
+def test_writes_are_planned_from_the_offered_load_the_writers_reported(
+    monkeypatch: pytest.MonkeyPatch, context: LambdaContext
+) -> None:
+    # Given one shard throttled at 50 WCU/s (retries make the estimate a lower bound),
+    # and writers that report 12,000 WCU offered in the alarm's minute (200 WCU/s)
+    monkeypatch.setenv("DYNASHARD_PARTITION_WCU", "50")
+    monkeypatch.setenv("DYNASHARD_TARGET_UTILIZATION", "0.5")
+    service = FakeService()
+    hot = FakeHotKeys([HotKey("HOT#0", 50.0, 60), HotKey("COUNTER#C#0", 50.0, 600)])
+    offered = FakeOfferedLoad({"HOT": 12_000.0, "COLD": 60.0})
+    # When the alarm arrives
+    summary = scaler.handler(
+        load_event("cloudwatch_alarm_lambda_action"),
+        context,
+        service=service,
+        hot_keys=hot,
+        offered_load=offered,
+    )
+    # Then the rule was asked about the alarm's window, HOT grows in one step to
+    # ceil(200 / 25) = 8 on the offered basis, the counter (not in the writers' report)
+    # on the estimate, and COLD (offered, but not hot) is left alone
+    assert offered.calls == [(ALARM_TIME - timedelta(seconds=60), ALARM_TIME)]
+    grown = {g["key"]: (g["current"], g["basis"]) for g in summary["grown"]}
+    assert grown["HOT"] == (8, "offered")
+    assert grown["COUNTER#C"][1] == "estimated"
+    assert "COLD" not in grown
+
+
+def test_read_alarms_never_ask_for_the_offered_write_load(context: LambdaContext) -> None:
+    event = load_event("cloudwatch_alarm_lambda_action")
+    metric = event["alarmData"]["configuration"]["metrics"][0]["metricStat"]["metric"]
+    metric["name"] = "ReadKeyRangeThroughputThrottleEvents"
+    offered = FakeOfferedLoad({"DEPARTURES#JFK": 1e9})
+    service = FakeService(shards={"DEPARTURES#JFK": 2})
+    scaler.handler(event, context, service=service, hot_keys=_jfk_hot(), offered_load=offered)
+    assert offered.calls == []
+
+
+def test_the_default_offered_load_source_is_the_stacks_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert scaler.get_offered_load_source() is None
+    scaler.get_settings.cache_clear()
+    scaler.get_offered_load_source.cache_clear()
+    monkeypatch.setenv("DYNASHARD_WRITE_LOAD_RULE", "stack-offered-write-units")
+    source = scaler.get_offered_load_source()
+    assert isinstance(source, scaler.InsightRuleOfferedLoad)
+    assert source.rule_name == "stack-offered-write-units"
 
 
 def test_index_alarm_grows_the_logical_key_behind_the_gsi1_keys(context: LambdaContext) -> None:
@@ -513,3 +579,39 @@ def test_cloudwatch_alarm_states_asks_at_most_100_names_a_call() -> None:
             )
         assert scaler.CloudWatchAlarmStates(cloudwatch).alarms_in_alarm(names, SWEEP_TIME) == []
         stub.assert_no_pending_responses()
+
+
+def test_the_insight_rule_adapter_sums_each_keys_offered_units() -> None:
+    from functions.scaler.offered_load import InsightRuleOfferedLoad
+
+    client = boto3.client("cloudwatch", region_name="us-east-1")
+    start = ALARM_TIME - timedelta(seconds=90)
+    with Stubber(client) as stub:
+        stub.add_response(
+            "get_insight_rule_report",
+            {
+                "Contributors": [
+                    {
+                        "Keys": ["DEPARTURES#JFK"],
+                        "ApproximateAggregateValue": 12_000.0,
+                        "Datapoints": [],
+                    },
+                    {
+                        "Keys": ["DEPARTURES#EWR"],
+                        "ApproximateAggregateValue": 60.0,
+                        "Datapoints": [],
+                    },
+                ]
+            },
+            {
+                "RuleName": "stack-offered-write-units",
+                "StartTime": start,
+                "EndTime": ALARM_TIME,
+                "Period": 120,
+                "MaxContributorCount": 100,
+                "OrderBy": "Sum",
+            },
+        )
+        source = InsightRuleOfferedLoad("stack-offered-write-units", client=client)
+        offered = source.offered_wcu(start, ALARM_TIME)
+    assert offered == {"DEPARTURES#JFK": 12_000.0, "DEPARTURES#EWR": 60.0}

@@ -61,17 +61,19 @@ def test_a_rate_row_is_the_difference_of_two_samples_per_second() -> None:
     assert r["shards"] == {"K": 2}
 
 
-def test_recovery_starts_where_a_quiet_stretch_with_writes_starts() -> None:
-    rows = [row(1, 100, 0), row(2, 50, 40), row(3, 50, 40), row(4, 50, 5)]
-    rows += [row(t, 300, 0) for t in range(5, 20)]
-    # first throttled interval ends at t=2; the quiet stretch begins at t=4
-    assert time_to_recover_s(rows, quiet_s=10) == 2.0
+def test_recovery_is_where_writes_keep_up_with_the_offered_load_for_good() -> None:
+    # throttled from t=1 to t=5 (written 100 of 300 offered), then keeping up
+    rows = [row(t, 100, 40, offered=300) for t in range(1, 6)]
+    rows += [row(t, 300, 0) for t in range(6, 40)]
+    # the last 10 s window that fell short ends at t=14 (it still holds t=5)
+    assert time_to_recover_s(rows, window_s=10) == 13.0
 
 
-def test_a_short_quiet_blip_is_not_a_recovery() -> None:
-    rows = [row(1, 50, 40), row(2, 300, 0), row(3, 50, 40)]
-    rows += [row(t, 300, 0) for t in range(4, 16)]
-    assert time_to_recover_s(rows, quiet_s=10) == 2.0  # from t=1 to t=3
+def test_a_backlog_draining_under_throttling_still_counts_as_recovered() -> None:
+    rows = [row(t, 100, 40, offered=300) for t in range(1, 6)]
+    rows += [row(t, 320, 20, offered=300) for t in range(6, 40)]
+    # the redeliveries written on top make up for the short t=5 one window sooner
+    assert time_to_recover_s(rows, window_s=10) == 12.0
 
 
 def test_no_throttling_or_no_end_of_it_has_no_recovery_time() -> None:
@@ -79,25 +81,10 @@ def test_no_throttling_or_no_end_of_it_has_no_recovery_time() -> None:
     assert time_to_recover_s([row(t, 50, 40) for t in range(10)]) is None
 
 
-def test_a_replay_ending_soon_after_the_growth_still_recovers() -> None:
-    rows = [row(1, 50, 40), row(2, 50, 40), row(3, 300, 0), row(4, 300, 0)]
-    assert time_to_recover_s(rows, quiet_s=10) == 1.0
-
-
-def test_throttling_that_stops_only_with_the_replay_is_no_recovery() -> None:
-    # 100 s throttled, then 3 s unthrottled before the events run out, then the drain
-    rows = [row(t, 50, 40) for t in range(1, 101)]
-    rows += [row(t, 300, 0) for t in range(101, 104)]
-    rows += [row(t, 80, 0, offered=0) for t in range(104, 110)]
-    assert time_to_recover_s(rows, quiet_s=10) is None
-    # nor is a long drain after a short unthrottled stretch
-    rows = [row(t, 50, 40) for t in range(1, 101)]
-    rows += [row(t, 300, 0) for t in range(101, 104)]
-    rows += [row(t, 80, 0, offered=0) for t in range(104, 120)]
-    assert time_to_recover_s(rows, quiet_s=10) is None
-    # the same replay unthrottled for 10 s before its end did recover
-    rows = [row(t, 50, 40) for t in range(1, 101)] + [row(t, 300, 0) for t in range(101, 112)]
-    assert time_to_recover_s(rows, quiet_s=10) == 99.0
+def test_a_drain_after_the_offered_load_ends_is_no_recovery() -> None:
+    rows = [row(t, 100, 40, offered=300) for t in range(1, 21)]
+    rows += [row(t, 80, 0, offered=0) for t in range(21, 31)]
+    assert time_to_recover_s(rows, window_s=10) is None
 
 
 def test_timeline_report_sums_reasons_and_splits_the_written_rate() -> None:
@@ -109,10 +96,20 @@ def test_timeline_report_sums_reasons_and_splits_the_written_rate() -> None:
         "key_range": 80,
         "total": 83,
     }
-    assert report["time_to_recover_s"] == 1.0
-    assert report["written_per_s_while_throttled"] == 55.0
+    # the 10 s sums fall short of 0.95 x offered up to t=6 (1,310 of 1,390 written)
+    assert report["time_to_recover_s"] == 5.0
+    assert report["written_per_s_while_throttled"] == pytest.approx((50 + 60 + 4 * 300) / 6, 0.01)
     assert report["written_per_s_after_recovery"] == 300.0
     assert report["timeline"] == rows
+
+
+def test_rate_rows_carry_each_keys_offered_and_written_rates() -> None:
+    a = Sample(0.0, 0, 0, {}, {}, keys={"A": (0, 0)})
+    b = Sample(2.0, 10, 8, {}, {}, keys={"A": (6, 4), "B": (4, 4)})
+    assert rate_row(a, b)["keys"] == {
+        "A": {"offered_per_s": 3.0, "written_per_s": 2.0},
+        "B": {"offered_per_s": 2.0, "written_per_s": 2.0},
+    }
 
 
 def test_timeline_samples_in_a_thread_and_reports_each_row() -> None:
@@ -136,5 +133,9 @@ def test_timeline_samples_in_a_thread_and_reports_each_row() -> None:
 
 def test_the_chart_is_a_png(tmp_path: Path) -> None:
     rows = [row(1, 50, 40), row(2, 300, 0)]
-    path = write_chart(rows, tmp_path / "chart.png", title="t", growths=[{"at_s": 1.5}])
+    for r in rows:
+        r["keys"] = {"K": {"offered_per_s": 90.0, "written_per_s": r["written_per_s"]}}
+    path = write_chart(
+        rows, tmp_path / "chart.png", title="t", growths=[{"at_s": 1.5}], targets={"K": 4}
+    )
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
