@@ -128,7 +128,17 @@ def test_second_act_throttles_grows_and_reads_back_everything(
     _, whole, output = sample_report
     act = whole["second_act"]
     assert act["ok"] is True and all(act["checks"].values()), act["checks"]
-    assert act["growth"]["speed"] == 10.0 and act["growth"]["in_band_growth"] is False
+    assert act["growth"]["speed"] == 2.0 and act["growth"]["in_band_growth"] is False
+    assert act["machine"]["kept_schedule"] is True
+    # every origin key was offered 3 x its limit and grew to its N* in one step
+    for key, figures in act["schedule"].items():
+        assert figures["load_x_limit"] == 3.0 and figures["target_shards"] == 6, key
+        assert figures["reached_target_at_s"] is not None
+        assert figures["max_shards"] <= 9
+    first_growth = next(a for a in act["alarms"] if a["grown"])
+    assert {g["basis"] for g in first_growth["grown"] if g["key"].startswith("DEPARTURES#")} == {
+        "offered"
+    }
     # the events all came back exactly, through the emulator
     assert act["events_written"] == act["events_read_back"] == SAMPLE
     assert act["mismatches"] == 0 and act["duplicates"] == 0

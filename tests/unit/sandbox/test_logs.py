@@ -1,0 +1,242 @@
+"""Contributor Insights emulated on the functions' own JSON log lines."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from aws_lambda_powertools import Logger
+
+from dynashard.load import write_load_rule, write_load_rule_body
+from sandbox.logs import LocalInsightRule, LogTap
+
+
+def line(key: Any = "K", wcu: Any = 1, message: str = "write load", **more: Any) -> str:
+    document = {"level": "INFO", "message": message, "service": "ingest", **more}
+    if key is not None:
+        document["logical_key"] = key
+    if wcu is not None:
+        document["offered_wcu"] = wcu
+    return json.dumps(document)
+
+
+@pytest.fixture
+def rule() -> LocalInsightRule:
+    # the stack's rule body, stamped at a fixed instant unless told otherwise
+    return LocalInsightRule(write_load_rule_body(["g"]), clock=lambda: 1000.0)
+
+
+# --- LocalInsightRule ----------------------------------------------------------------
+def test_matching_lines_add_their_offered_wcu_per_logical_key(rule: LocalInsightRule) -> None:
+    # Given write-load lines of two keys
+    # When they are put to the stack's rule
+    assert rule.put(line("K", 3))
+    assert rule.put(line("K", 2.5))
+    assert rule.put(line("L", 1))
+    # Then the report sums each key's offered WCU, largest first
+    report = rule.report(0.0, 2000.0)
+    assert report == {"K": 5.5, "L": 1.0}
+    assert list(report) == ["K", "L"]
+    assert (rule.lines_seen, rule.lines_matched) == (3, 3)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("write load K 3", id="not JSON"),
+        pytest.param('["write load"]', id="JSON but not an object"),
+        pytest.param(line(message="read load"), id="other message"),
+        pytest.param(line(key=None), id="no logical_key"),
+        pytest.param(line(wcu=None), id="no offered_wcu"),
+        pytest.param(line(wcu="3"), id="offered_wcu a string"),
+        pytest.param(line(wcu=True), id="offered_wcu a bool"),
+        pytest.param(line(wcu=[3]), id="offered_wcu a list"),
+    ],
+)
+def test_lines_that_do_not_match_do_not_contribute(rule: LocalInsightRule, text: str) -> None:
+    # Given a line the rule must not count
+    # When it is put
+    matched = rule.put(text)
+    # Then it is seen but contributes nothing
+    assert not matched
+    assert (rule.lines_seen, rule.lines_matched) == (1, 0)
+    assert rule.report(0.0, 2000.0) == {}
+
+
+def test_a_rule_may_be_given_as_a_dict_and_count_lines() -> None:
+    # Given the stack's rule as a dict, aggregated by count
+    body = {**write_load_rule(["g"]), "AggregateOn": "Count"}
+    rule = LocalInsightRule(body, clock=lambda: 5.0)
+    # When lines of two keys are put
+    for text in (line("K", 30), line("K", 40), line("L", 100)):
+        rule.put(text)
+    # Then each matching line counts 1, whatever its value
+    assert rule.report(0.0, 10.0) == {"K": 2.0, "L": 1.0}
+
+
+def test_composite_keys_join_their_parts() -> None:
+    # Given a rule keyed on two fields, without ValueOf
+    body = {
+        "LogFormat": "JSON",
+        "Contribution": {"Keys": ["$.logical_key", "$.detail.shard"]},
+        "AggregateOn": "Sum",
+    }
+    rule = LocalInsightRule(body, clock=lambda: 5.0)
+    # When lines with and without the nested field are put
+    assert rule.put(line("K", 1, detail={"shard": 2}))
+    assert rule.put(line("K", 1, detail={"shard": 2}))
+    assert not rule.put(line("K", 1, detail="flat"))
+    # Then the contributor is the parts joined, each line counting 1
+    assert rule.report(0.0, 10.0) == {"K|2": 2.0}
+
+
+def test_the_report_only_counts_lines_stamped_in_its_half_open_window(
+    rule: LocalInsightRule,
+) -> None:
+    # Given lines stamped at 10, 20 and 30 (put out of order)
+    rule.put(line("K", 1), timestamp=20.0)
+    rule.put(line("K", 2), timestamp=10.0)
+    rule.put(line("K", 4), timestamp=30.0)
+    # When reports of several windows are asked for
+    # Then each counts the lines in [start, end)
+    assert rule.report(10.0, 30.0) == {"K": 3.0}
+    assert rule.report(10.5, 30.5) == {"K": 5.0}
+    assert rule.report(0.0, 10.0) == {}
+    assert rule.report(30.0, 31.0) == {"K": 4.0}
+
+
+def test_lines_are_stamped_with_the_rules_clock_when_they_arrive() -> None:
+    # Given a rule whose clock is moved by hand (the sandbox's emulated clock)
+    now = [100.0]
+    rule = LocalInsightRule(write_load_rule_body(["g"]), clock=lambda: now[0])
+    # When lines arrive at 100 and at 200
+    rule.put(line("K", 1))
+    now[0] = 200.0
+    rule.put(line("K", 7))
+    # Then each counts in the window of its arrival
+    assert rule.report(100.0, 101.0) == {"K": 1.0}
+    assert rule.report(150.0, 250.0) == {"K": 7.0}
+
+
+def test_the_report_ranks_contributors_and_keeps_the_top_n(rule: LocalInsightRule) -> None:
+    # Given four keys with different totals (B and C tied)
+    for key, wcu in [("A", 1), ("B", 5), ("C", 5), ("D", 9), ("A", 1)]:
+        rule.put(line(key, wcu))
+    # When the top 3 are asked for
+    report = rule.report(0.0, 2000.0, max_contributors=3)
+    # Then they are the largest, largest first, ties by key
+    assert list(report.items()) == [("D", 9.0), ("B", 5.0), ("C", 5.0)]
+    # And at least one contributor is always reported
+    assert rule.report(0.0, 2000.0, max_contributors=0) == {"D": 9.0}
+
+
+def test_offered_wcu_reports_the_window_of_two_aware_datetimes(rule: LocalInsightRule) -> None:
+    # Given lines stamped at two instants
+    t0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    rule.put(line("K", 3), timestamp=t0.timestamp())
+    rule.put(line("K", 4), timestamp=t0.timestamp() + 60)
+    # When the scaler asks for the first minute
+    offered = rule.offered_wcu(t0, datetime(2024, 5, 1, 12, 1, tzinfo=UTC))
+    # Then only the first line counts
+    assert offered == {"K": 3.0}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param({"LogFormat": "CLF"}, "only JSON", id="CLF log format"),
+        pytest.param(
+            {"Filters": [{"Match": "$.message", "GreaterThan": 3}]},
+            "only Match with In",
+            id="GreaterThan filter",
+        ),
+        pytest.param(
+            {"Filters": [{"Match": "$.message", "In": ["x"], "NotIn": ["y"]}]},
+            "only Match with In",
+            id="extra filter op",
+        ),
+        pytest.param({"Filters": [{"In": ["x"]}]}, "only Match with In", id="In without Match"),
+        pytest.param({"Keys": [f"$.k{i}" for i in range(5)]}, "1 to 4", id="5 keys"),
+        pytest.param({"Keys": []}, "1 to 4", id="no keys"),
+        pytest.param({"AggregateOn": "Max"}, "Sum or Count", id="Max"),
+        pytest.param({"Keys": ["logical_key"]}, "must start with", id="path without $."),
+    ],
+)
+def test_unsupported_rule_syntax_is_rejected(change: dict[str, Any], message: str) -> None:
+    # Given the stack's rule changed to use syntax the emulation does not support
+    body = write_load_rule(["g"])
+    for name, value in change.items():
+        if name in ("LogFormat", "AggregateOn"):
+            body[name] = value
+        else:
+            body["Contribution"][name] = value
+    # When / Then building the rule raises
+    with pytest.raises(ValueError, match=message):
+        LocalInsightRule(body)
+
+
+# --- LogTap ----------------------------------------------------------------------------
+def powertools_logger() -> tuple[str, Logger]:
+    service = f"tap-test-{uuid.uuid4().hex}"
+    return service, Logger(service=service, level="INFO")
+
+
+def test_a_tap_hands_the_loggers_json_lines_to_the_rule(
+    rule: LocalInsightRule, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a Powertools logger and a tap on it
+    service, logger = powertools_logger()
+    with LogTap(service, [rule]) as tap:
+        # When the function logs its write load
+        logger.info("write load", extra={"logical_key": "K", "offered_wcu": 3})
+        logger.info("something else", extra={"logical_key": "K", "offered_wcu": 50})
+    # Then the rule counted the write load line, formatted as Powertools formats it
+    assert rule.report(0.0, 2000.0) == {"K": 3.0}
+    assert (rule.lines_seen, rule.lines_matched) == (2, 1)
+    assert tap.errors == []
+    # And the logger still printed its JSON lines
+    printed = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
+    assert [(p["message"], p["service"]) for p in printed] == [
+        ("write load", service),
+        ("something else", service),
+    ]
+    assert printed[0]["offered_wcu"] == 3
+
+
+def test_lines_logged_after_the_tap_is_closed_do_not_reach_the_rule(
+    rule: LocalInsightRule, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a tap that was opened and closed on a logger
+    service, logger = powertools_logger()
+    with LogTap(service, [rule]):
+        logger.info("write load", extra={"logical_key": "K", "offered_wcu": 1})
+    # When the logger logs again
+    logger.info("write load", extra={"logical_key": "K", "offered_wcu": 100})
+    # Then the rule only has the line logged while the tap was open
+    assert rule.report(0.0, 2000.0) == {"K": 1.0}
+    assert rule.lines_seen == 1
+    # And the logger printed both
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_a_rule_that_raises_never_fails_the_logger(
+    rule: LocalInsightRule, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a tap over a rule that raises and the stack's rule
+    class Broken:
+        def put(self, text: str) -> bool:
+            raise RuntimeError("rule broke")
+
+    service, logger = powertools_logger()
+    with LogTap(service, [rule, Broken()]) as tap:  # type: ignore[list-item]
+        # When the logger logs
+        logger.info("write load", extra={"logical_key": "K", "offered_wcu": 2})
+    # Then the line still reached the working rule and was printed
+    assert rule.report(0.0, 2000.0) == {"K": 2.0}
+    assert "write load" in capsys.readouterr().out
+    # And the failure was kept for the report
+    assert len(tap.errors) == 1
+    assert "rule broke" in tap.errors[0]
