@@ -725,7 +725,8 @@ def read_all(handlers: Handlers, spec: ReadSpec) -> tuple[list[dict[str, Any]], 
     Returns
     -------
     tuple of (list of dict, int, str or None)
-        Items in the order returned, pages read, and an error (non-200 answer) or None.
+        Items in the order returned, pages read, and an error (non-200 answer, or a 503
+        still answered after ``MAX_RECEIVES`` tries with back-off) or None.
     """
     items: list[dict[str, Any]] = []
     cursor: str | None = None
@@ -741,6 +742,13 @@ def read_all(handlers: Handlers, spec: ReadSpec) -> tuple[list[dict[str, Any]], 
         if cursor:
             query["cursor"] = cursor
         status, body = api_call(handlers, "query", "GET", "/events", query=query)
+        for attempt in range(1, MAX_RECEIVES):
+            if status != 503:
+                break
+            # A throttled read (503, Retry-After) is asked again after a back-off, as a
+            # client does; the same page, with the same cursor.
+            time.sleep(min(2.0, 0.25 * 2 ** (attempt - 1)))
+            status, body = api_call(handlers, "query", "GET", "/events", query=query)
         pages += 1
         if status != 200 or not isinstance(body, dict):
             return items, pages, f"GET /events page {pages} answered {status}: {str(body)[:300]}"

@@ -36,7 +36,7 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[s
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=480,
         check=False,
     )
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
