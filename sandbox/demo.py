@@ -97,6 +97,9 @@ VISIBILITY_TIMEOUT_S = 6.0 * 30
 #: Wall seconds a scheduled delivery may start late before the machine is judged unable
 #: to offer the load.
 MAX_LAG_WALL_S = 5.0
+#: Concurrent invocations of each ingest handler in the second act (Lambda scales them
+#: with the load; throttled invocations last seconds).
+OPEN_LOOP_WORKERS = 48
 DST_DAYS = (date(2013, 3, 10), date(2013, 11, 3))
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -1631,6 +1634,51 @@ def live_status(row: dict[str, Any]) -> str:
     return f"w {row['written_per_s']:,.0f}/s t {row['key_range_throttles_per_s']:,.0f}/s {shards}"
 
 
+def plan_open_loop(
+    handlers: Handlers,
+    departures: Sequence[Departure],
+    schedule: Any,
+    speed: float,
+    stats: IngestStats,
+) -> tuple[list[Any], list[tuple[float, Callable[[], Any]]]]:
+    """Cut the replay into deliveries and counter increments, due from second 0.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers (bound into the counter increments).
+    departures : sequence of Departure
+        The source, in replay order.
+    schedule : OfferSchedule
+        Events per emulated second per key.
+    speed : float
+        Emulated seconds per wall second.
+    stats : IngestStats
+        Counts the counter increments go to.
+
+    Returns
+    -------
+    tuple of (list of Delivery, list of (float, callable))
+        The deliveries (:func:`sandbox.openloop.plan_deliveries`) and the counter
+        increments (one per carrier per chunk of :data:`COUNTER_CHUNK` departures, due
+        with the chunk's last departure), due in wall seconds after the act's start.
+    """
+    from sandbox.openloop import plan_deliveries
+
+    deliveries = plan_deliveries(departures, schedule, 0.0, speed, BATCH_SIZE, API_EVERY)
+    dues = schedule.dues(departures)
+    increments: list[tuple[float, Callable[[], Any]]] = []
+    for chunk_no, start in enumerate(range(0, len(departures), COUNTER_CHUNK)):
+        chunk = departures[start : start + COUNTER_CHUNK]
+        due = max(dues[start : start + len(chunk)]) / speed
+        for carrier, count in sorted(Counter(d.carrier for d in chunk).items()):
+            key = f"demo-{chunk_no}-{carrier}"
+            increments.append(
+                (due, functools.partial(send_counter, handlers, carrier, count, key, stats))
+            )
+    return deliveries, increments
+
+
 def run_open_loop(
     console: Any,
     handlers: Handlers,
@@ -1641,6 +1689,10 @@ def run_open_loop(
     timeline: Any,
 ) -> Any:
     """Replay the departures on the schedule with a live line; return the loop's figures.
+
+    The schedule's second 0 is the start of the act's clock (an emulated minute
+    boundary), so the first alarm's minute holds the schedule's first minute. The
+    deliveries are planned and the SQS handler's environments provisioned first.
 
     Parameters
     ----------
@@ -1655,7 +1707,7 @@ def run_open_loop(
     stats : IngestStats
         Counts, filled in.
     loop : GrowthLoop
-        The started growth loop (its clock's start is the schedule's second 0).
+        The started growth loop.
     timeline : Timeline
         Sampled during the replay; its rows feed the live line.
 
@@ -1666,21 +1718,10 @@ def run_open_loop(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sandbox.openloop import OpenLoopReplay, plan_deliveries
+    from sandbox.openloop import OpenLoopReplay
 
     speed = loop.settings.speed
-    start_wall = loop.clock.origin
-    deliveries = plan_deliveries(departures, schedule, start_wall, speed, BATCH_SIZE, API_EVERY)
-    dues = schedule.dues(departures)
-    extra = []
-    for chunk_no, start in enumerate(range(0, len(departures), COUNTER_CHUNK)):
-        chunk = departures[start : start + COUNTER_CHUNK]
-        due = start_wall + max(dues[start : start + len(chunk)]) / speed
-        for carrier, count in sorted(Counter(d.carrier for d in chunk).items()):
-            key = f"demo-{chunk_no}-{carrier}"
-            extra.append(
-                (due, functools.partial(send_counter, handlers, carrier, count, key, stats))
-            )
+    deliveries, increments = plan_open_loop(handlers, departures, schedule, speed, stats)
     replay = OpenLoopReplay(
         handlers,
         stats,
@@ -1688,7 +1729,16 @@ def run_open_loop(
         visibility_timeout_s=VISIBILITY_TIMEOUT_S,
         max_receives=MAX_RECEIVES,
         max_lag_s=MAX_LAG_WALL_S * speed,
+        workers=OPEN_LOOP_WORKERS,
+        api_workers=OPEN_LOOP_WORKERS,
     )
+    provision = getattr(handlers.sqs, "provision", None)  # a LocalFunction's
+    if provision is not None:
+        provision(OPEN_LOOP_WORKERS)
+    start_wall = loop.clock.origin
+    for delivery in deliveries:
+        delivery.due_wall += start_wall
+    increments = [(start_wall + due, call) for due, call in increments]
     with Progress(
         TextColumn("act 2"),
         BarColumn(bar_width=10),
@@ -1702,7 +1752,9 @@ def run_open_loop(
         timeline.counts = lambda: (sum(replay.loop_stats.offered_by_key.values()), stats.written)
         timeline.on_sample = lambda row: progress.update(task, status=live_status(row))
         with timeline:
-            replay.run(deliveries, extra, on_progress=lambda n: progress.update(task, advance=n))
+            replay.run(
+                deliveries, increments, on_progress=lambda n: progress.update(task, advance=n)
+            )
     return replay.loop_stats
 
 

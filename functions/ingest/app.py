@@ -49,9 +49,16 @@ from pydantic import ValidationError as PydanticValidationError
 from dynashard import names
 from dynashard.errors import DynashardError
 from dynashard.http import register_error_handlers
-from dynashard.load import WRITE_LOAD_MESSAGE, summarize_write_load
+from dynashard.load import (
+    WRITE_LOAD_MESSAGE,
+    WRITE_REFUSED_MESSAGE,
+    refused_write_load,
+    summarize_write_load,
+)
 from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, dumps
 from dynashard.settings import DynashardSettings
+from dynashard.strategies import TimeBucket
+from dynashard.writer import event_write_units
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -253,6 +260,7 @@ def post_events(body: Annotated[EventsBody, Body()]) -> Response[PostEventsRespo
         200 if every event is durable, else 503 with the failed events listed.
     """
     events = body.events if isinstance(body, EventBatch) else [body]
+    log_write_load(events)
     outcomes = _service().put_events(events)
     results = [
         EventResult(id=o.event_id, key=o.key, ok=o.ok, error=None if o.ok else o.error)
@@ -264,7 +272,7 @@ def post_events(body: Annotated[EventsBody, Body()]) -> Response[PostEventsRespo
     written = len(results) - len(failed)
     metrics.add_metric(name="EventsWritten", unit=MetricUnit.Count, value=written)
     metrics.add_metric(name="EventsFailed", unit=MetricUnit.Count, value=len(failed))
-    log_write_load(outcomes)
+    log_write_refused(outcomes)
     payload = PostEventsResponse(written=written, failed=failed, results=results)
     if failed:
         logger.warning("events not written", extra={"failed": [f.model_dump() for f in failed]})
@@ -410,26 +418,46 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def log_write_load(outcomes: Sequence[WriteOutcome], redelivered: Sequence[bool] = ()) -> None:
-    """Log what this invocation offered and got refused, one line per logical key.
+def log_write_load(events: Sequence[Event], redelivered: Sequence[bool] = ()) -> None:
+    """Log what this invocation was offered, one ``write load`` line per logical key.
 
-    The lines (message :data:`dynashard.load.WRITE_LOAD_MESSAGE`) are what the stack's
-    Contributor Insights rule ranks logical keys by, and what the scaler plans from.
+    Logged before the write, so that each line is stamped when its load arrived. These
+    lines are what the stack's Contributor Insights rule ranks logical keys by, and
+    what the scaler plans from.
+
+    Parameters
+    ----------
+    events : sequence of Event
+        The valid events about to be written.
+    redelivered : sequence of bool
+        Per event, whether its source delivered the record before; missing entries
+        count as first deliveries.
+    """
+    flags = list(redelivered) + [False] * (len(events) - len(redelivered))
+    bucket = TimeBucket(get_settings().time_bucket)
+
+    def units(event: Event) -> int:
+        try:
+            return event_write_units(event, bucket)
+        except DynashardError:
+            return 0  # over a DynamoDB limit: the write refuses it and reports why
+
+    writes = ((e.key, units(e), again) for e, again in zip(events, flags, strict=False))
+    for load in summarize_write_load(writes):
+        logger.info(WRITE_LOAD_MESSAGE, extra=load.log_fields())
+
+
+def log_write_refused(outcomes: Sequence[WriteOutcome]) -> None:
+    """Log what the write refused, one ``write refused`` line per logical key that had any.
 
     Parameters
     ----------
     outcomes : sequence of WriteOutcome
         The bulk write's outcomes.
-    redelivered : sequence of bool
-        Per outcome, whether its source delivered the record before; missing entries
-        count as first deliveries.
     """
-    flags = list(redelivered) + [False] * (len(outcomes) - len(redelivered))
-    writes = (
-        (o.key, o.write_units, o.ok, again) for o, again in zip(outcomes, flags, strict=False)
-    )
-    for load in summarize_write_load(writes):
-        logger.info(WRITE_LOAD_MESSAGE, extra=load.log_fields())
+    refused = refused_write_load((o.key, o.write_units, o.ok) for o in outcomes)
+    for fields in refused.values():
+        logger.info(WRITE_REFUSED_MESSAGE, extra=fields)
 
 
 def write_batch(
@@ -462,6 +490,7 @@ def write_batch(
         except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
             fate[item_id] = f"invalid event: {_describe(exc)}"
     if valid:
+        log_write_load([event for _, event in valid], [i in redelivered for i, _ in valid])
         try:
             outcomes = service.put_events([event for _, event in valid])
         except DynashardError as exc:
@@ -479,7 +508,7 @@ def write_batch(
                 fate[item_id] = (
                     None if outcome.ok else f"write failed: {outcome.error or 'unknown'}"
                 )
-            log_write_load(outcomes, [item_id in redelivered for item_id, _ in valid])
+            log_write_refused(outcomes)
     failed = sum(1 for reason in fate.values() if reason is not None)
     metrics.add_metric(name="EventsWritten", unit=MetricUnit.Count, value=len(fate) - failed)
     metrics.add_metric(name="EventsFailed", unit=MetricUnit.Count, value=failed)
@@ -603,6 +632,7 @@ __all__ = [
     "get_settings",
     "kinesis_handler",
     "log_write_load",
+    "log_write_refused",
     "parse_event",
     "sqs_handler",
     "write_batch",

@@ -394,14 +394,17 @@ def test_sqs_logs_each_keys_write_load_first_deliveries_apart_from_redeliveries(
     service = FakeService(fail_ids=["2013-01-01-UA-1545"])
     # When it is handled
     ingest.sqs_handler(event, context, service=service)
-    # Then one "write load" line per logical key says what was offered and refused
-    lines = {
-        getattr(r, "logical_key", None): r for r in caplog.records if r.getMessage() == "write load"
-    }
-    assert set(lines) == {"DEPARTURES#JFK", "DEPARTURES#EWR"}  # the LGA record is invalid
-    jfk, ewr = lines["DEPARTURES#JFK"], lines["DEPARTURES#EWR"]
-    assert (jfk.events, jfk.offered_wcu, jfk.redelivered_wcu, jfk.refused_wcu) == (2, 1, 1, 0)
-    assert (ewr.events, ewr.offered_wcu, ewr.redelivered_wcu, ewr.refused_wcu) == (1, 1, 0, 1)
+    # Then one "write load" line per logical key says what was offered, before the write
+    messages = [r.getMessage() for r in caplog.records]
+    loads = {r.logical_key: r for r in caplog.records if r.getMessage() == "write load"}
+    assert set(loads) == {"DEPARTURES#JFK", "DEPARTURES#EWR"}  # the LGA record is invalid
+    jfk, ewr = loads["DEPARTURES#JFK"], loads["DEPARTURES#EWR"]
+    assert (jfk.events, jfk.offered_wcu, jfk.redelivered_wcu) == (2, 1, 1)
+    assert (ewr.events, ewr.offered_wcu, ewr.redelivered_wcu) == (1, 1, 0)
+    # and one "write refused" line, after it, for the key where the write refused one
+    refused = [r for r in caplog.records if r.getMessage() == "write refused"]
+    assert [(r.logical_key, r.events, r.refused_wcu) for r in refused] == [("DEPARTURES#EWR", 1, 1)]
+    assert messages.index("write load") < messages.index("write refused")
 
 
 def test_post_events_logs_the_write_load_of_the_request(
@@ -409,4 +412,17 @@ def test_post_events_logs_the_write_load_of_the_request(
 ) -> None:
     ingest.api_handler(load_event("api_post_events"), context, service=FakeService())
     lines = [r for r in caplog.records if r.getMessage() == "write load"]
-    assert lines and all(r.offered_wcu == r.events and r.refused_wcu == 0 for r in lines)
+    assert lines and all(r.offered_wcu == r.events for r in lines)
+    assert not [r for r in caplog.records if r.getMessage() == "write refused"]
+
+
+def test_an_event_too_large_for_an_item_counts_no_units_and_is_refused_by_the_write(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    event = load_event("sqs_batch")
+    body = json.loads(event["Records"][0]["body"])
+    body["data"] = {"blob": "x" * 420_000}
+    event["Records"][0]["body"] = json.dumps(body)
+    ingest.sqs_handler(event, context, service=FakeService())
+    loads = {r.logical_key: r for r in caplog.records if r.getMessage() == "write load"}
+    assert loads["DEPARTURES#JFK"].events == 2 and loads["DEPARTURES#JFK"].offered_wcu == 1

@@ -6,6 +6,7 @@ from dynashard.load import (
     FIELD_OFFERED_WCU,
     WRITE_LOAD_MESSAGE,
     KeyWriteLoad,
+    refused_write_load,
     summarize_write_load,
     write_load_rule,
     write_load_rule_body,
@@ -18,26 +19,27 @@ def test_one_wcu_per_started_kilobyte() -> None:
 
 
 def test_write_load_adds_up_per_key_in_order_of_first_appearance() -> None:
-    # Given two keys, a redelivered event and a refused one
-    writes = [
-        ("B", 1, True, False),
-        ("A", 2, False, False),
-        ("B", 3, False, True),
-        ("A", 1, True, False),
-    ]
+    # Given two keys and a redelivered event
+    writes = [("B", 1, False), ("A", 2, False), ("B", 3, True), ("A", 1, False)]
     # When summarized
     loads = summarize_write_load(writes)
-    # Then first deliveries are offered, redeliveries apart, refusals counted either way
+    # Then first deliveries are offered and redeliveries counted apart
     assert loads == [
-        KeyWriteLoad("B", events=2, offered_wcu=1, redelivered_wcu=3, refused_wcu=3),
-        KeyWriteLoad("A", events=2, offered_wcu=3, redelivered_wcu=0, refused_wcu=2),
+        KeyWriteLoad("B", events=2, offered_wcu=1, redelivered_wcu=3),
+        KeyWriteLoad("A", events=2, offered_wcu=3, redelivered_wcu=0),
     ]
     assert loads[0].log_fields() == {
         "logical_key": "B",
         "events": 2,
         "offered_wcu": 1,
         "redelivered_wcu": 3,
-        "refused_wcu": 3,
+    }
+
+
+def test_refused_load_names_only_the_keys_with_refusals() -> None:
+    outcomes = [("A", 1, True), ("B", 2, False), ("B", 1, False), ("C", 5, True)]
+    assert refused_write_load(outcomes) == {
+        "B": {"logical_key": "B", "events": 2, "refused_wcu": 3}
     }
 
 

@@ -1,8 +1,10 @@
 """Write load per logical key, as the writers know it (pure).
 
 A writer knows exactly what it was asked to write and what DynamoDB refused, per
-logical key. The ingest function publishes that as one structured log line per
-logical key and invocation (Powertools Logger, JSON), and a CloudWatch Contributor
+logical key. The ingest function publishes that as structured log lines per logical
+key and invocation (Powertools Logger, JSON): ``write load`` before it writes, so the
+line's timestamp is when the load arrived, however long throttled retries then take,
+and ``write refused`` after it, for the keys where something was refused. A CloudWatch Contributor
 Insights rule on the function's log group ranks logical keys by the write units they
 were offered: the way AWS handles a high-cardinality key (a metric dimension per
 logical key would be a metric of its own; a Contributor Insights rule is one rule for
@@ -31,8 +33,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-#: The ``message`` of the log line that carries one logical key's write load.
+#: The ``message`` of the log line that carries what one invocation was offered on one
+#: logical key, written before the write, so that it is stamped when the load arrived.
 WRITE_LOAD_MESSAGE: Final = "write load"
+#: The ``message`` of the log line that says what the write then refused on a key.
+WRITE_REFUSED_MESSAGE: Final = "write refused"
 #: JSON fields of that log line.
 FIELD_KEY: Final = "logical_key"
 FIELD_OFFERED_WCU: Final = "offered_wcu"
@@ -49,40 +54,36 @@ WRITE_LOAD_RULE_SUFFIX: Final = "offered-write-units"
 
 @dataclass
 class KeyWriteLoad:
-    """What one invocation offered and got refused on one logical key.
+    """What one invocation was offered on one logical key (before it writes).
 
     Attributes
     ----------
     key : str
         Logical key.
     events : int
-        Events written or attempted (each once, retries inside the writer not counted).
+        Events to write (each once; the writer's own retries are not counted).
     offered_wcu : int
         Write units of the events delivered for the first time.
     redelivered_wcu : int
         Write units of the events an event source delivered again.
-    refused_wcu : int
-        Write units of the events that were not written (throttled or failed), which
-        the source will deliver again.
     """
 
     key: str
     events: int = 0
     offered_wcu: int = 0
     redelivered_wcu: int = 0
-    refused_wcu: int = 0
 
     def log_fields(self) -> dict[str, Any]:
-        """Return the fields of the log line (merged into a Powertools log record).
+        """Return the fields of the ``write load`` log line.
 
         Returns
         -------
         dict
-            ``{"logical_key", "events", "offered_wcu", "redelivered_wcu", "refused_wcu"}``.
+            ``{"logical_key", "events", "offered_wcu", "redelivered_wcu"}``.
 
         Examples
         --------
-        >>> KeyWriteLoad("DEPARTURES#JFK", 2, 2, 0, 1).log_fields()["offered_wcu"]
+        >>> KeyWriteLoad("DEPARTURES#JFK", 2, 2, 0).log_fields()["offered_wcu"]
         2
         """
         return {
@@ -90,20 +91,17 @@ class KeyWriteLoad:
             FIELD_EVENTS: self.events,
             FIELD_OFFERED_WCU: self.offered_wcu,
             FIELD_REDELIVERED_WCU: self.redelivered_wcu,
-            FIELD_REFUSED_WCU: self.refused_wcu,
         }
 
 
-def summarize_write_load(
-    writes: Iterable[tuple[str, int, bool, bool]],
-) -> list[KeyWriteLoad]:
-    """Add up one invocation's writes per logical key.
+def summarize_write_load(writes: Iterable[tuple[str, int, bool]]) -> list[KeyWriteLoad]:
+    """Add up what one invocation was offered, per logical key.
 
     Parameters
     ----------
-    writes : iterable of (str, int, bool, bool)
-        Per event: logical key, write units (WCU, ``>= 0``), whether it was written,
-        and whether its source delivered it before.
+    writes : iterable of (str, int, bool)
+        Per event: logical key, write units (WCU, ``>= 0``), and whether its source
+        delivered it before.
 
     Returns
     -------
@@ -112,21 +110,48 @@ def summarize_write_load(
 
     Examples
     --------
-    >>> [load] = summarize_write_load([("K", 1, True, False), ("K", 2, False, True)])
-    >>> (load.events, load.offered_wcu, load.redelivered_wcu, load.refused_wcu)
-    (2, 1, 2, 2)
+    >>> [load] = summarize_write_load([("K", 1, False), ("K", 2, True)])
+    >>> (load.events, load.offered_wcu, load.redelivered_wcu)
+    (2, 1, 2)
     """
     loads: dict[str, KeyWriteLoad] = {}
-    for key, units, written, redelivered in writes:
+    for key, units, redelivered in writes:
         load = loads.setdefault(key, KeyWriteLoad(key))
         load.events += 1
         if redelivered:
             load.redelivered_wcu += units
         else:
             load.offered_wcu += units
-        if not written:
-            load.refused_wcu += units
     return list(loads.values())
+
+
+def refused_write_load(outcomes: Iterable[tuple[str, int, bool]]) -> dict[str, dict[str, Any]]:
+    """Add up, per logical key, what a bulk write did not write (the source sends it again).
+
+    Parameters
+    ----------
+    outcomes : iterable of (str, int, bool)
+        Per event: logical key, write units, and whether it was written.
+
+    Returns
+    -------
+    dict of str to dict
+        Logical key -> the fields of its ``write refused`` log line (``logical_key``,
+        ``events``, ``refused_wcu``), for the keys with a refused event only.
+
+    Examples
+    --------
+    >>> refused_write_load([("K", 1, True), ("K", 2, False), ("L", 1, True)])
+    {'K': {'logical_key': 'K', 'events': 1, 'refused_wcu': 2}}
+    """
+    refused: dict[str, dict[str, Any]] = {}
+    for key, units, written in outcomes:
+        if written:
+            continue
+        fields = refused.setdefault(key, {FIELD_KEY: key, FIELD_EVENTS: 0, FIELD_REFUSED_WCU: 0})
+        fields[FIELD_EVENTS] += 1
+        fields[FIELD_REFUSED_WCU] += units
+    return refused
 
 
 def write_load_rule_body(log_group_names: Sequence[str]) -> str:

@@ -187,6 +187,31 @@ def build_item(event: Event, shard: int, bucket: TimeBucket) -> tuple[dict[str, 
     return {name: _serializer.serialize(value) for name, value in plain.items()}, size
 
 
+def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
+    """Return the write units an event's item will take, before its shard is chosen.
+
+    Parameters
+    ----------
+    event : Event
+        The event.
+    bucket : TimeBucket
+        Time bucket of GSI1 keys (the writer's).
+
+    Returns
+    -------
+    int
+        WCU of the item built on shard 0 (:func:`dynashard.load.write_units`); another
+        shard's digits add at most a few bytes, which can move the figure only for an
+        item within those bytes of a KB boundary.
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If the sort key or the item is over a DynamoDB limit.
+    """
+    return write_units(build_item(event, 0, bucket)[1])
+
+
 class ShardedWriter:
     """Writes events to their shards with parallel BatchWriteItem calls.
 
