@@ -1665,7 +1665,10 @@ def plan_open_loop(
     """
     from sandbox.openloop import plan_deliveries
 
-    deliveries = plan_deliveries(departures, schedule, 0.0, speed, BATCH_SIZE, API_EVERY)
+    # Events through SQS only: the sandbox runs API invocations one at a time (see
+    # sandbox/lambda_env.py), so a throttled POST /events, which retries for seconds,
+    # would hold every other API call. Act 1 sends its share through the API.
+    deliveries = plan_deliveries(departures, schedule, 0.0, speed, BATCH_SIZE, api_every=0)
     dues = schedule.dues(departures)
     increments: list[tuple[float, Callable[[], Any]]] = []
     for chunk_no, start in enumerate(range(0, len(departures), COUNTER_CHUNK)):
@@ -1971,6 +1974,7 @@ def second_act(
         "max_lag_s": round(loop_stats.max_lag_s, 2),
         "max_lag_allowed_s": MAX_LAG_WALL_S * settings.speed,
         "late_deliveries": loop_stats.late_deliveries,
+        "late_by_path": dict(loop_stats.late_by_via),
         "scheduled_deliveries": loop_stats.scheduled_deliveries,
     }
     report.update(

@@ -168,6 +168,8 @@ class OpenLoopStats:
         Largest lateness of a scheduled delivery, emulated seconds.
     late_deliveries : int
         Scheduled deliveries that started more than the margin late.
+    late_by_via : Counter
+        Those late deliveries by path (``sqs``, ``api``).
     scheduled_deliveries : int
         Scheduled deliveries started.
     """
@@ -176,6 +178,7 @@ class OpenLoopStats:
     written_by_key: Counter[str] = field(default_factory=Counter)
     max_lag_s: float = 0.0
     late_deliveries: int = 0
+    late_by_via: Counter[str] = field(default_factory=Counter)
     scheduled_deliveries: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -222,7 +225,7 @@ def plan_deliveries(
     batch_size : int
         Records per delivery.
     api_every : int
-        One delivery in this many goes through ``POST /events``.
+        One delivery in this many goes through ``POST /events``; 0: none.
     window_s : float
         Batching window, emulated seconds.
 
@@ -246,7 +249,7 @@ def plan_deliveries(
         Delivery(
             due_wall=start_wall + chunk[-1][0] / speed,
             events=[e for _, _, e in chunk],
-            via="api" if n % api_every == 0 else "sqs",
+            via="api" if api_every and n % api_every == 0 else "sqs",
         )
         for n, chunk in enumerate(batches)
     ]
@@ -313,7 +316,9 @@ class OpenLoopReplay:
                 ls = self.loop_stats
                 ls.scheduled_deliveries += 1
                 ls.max_lag_s = max(ls.max_lag_s, lag)
-                ls.late_deliveries += int(lag > self.max_lag_s)
+                if lag > self.max_lag_s:
+                    ls.late_deliveries += 1
+                    ls.late_by_via[delivery.via] += 1
                 ls.offered_by_key.update(e["key"] for e in delivery.events)
             self.stats.add(**{f"via_{delivery.via}": len(delivery.events)})
         self.stats.add(delivered=len(delivery.events))

@@ -91,6 +91,19 @@ def test_an_idle_environment_is_reused(stateful_module: str) -> None:
     assert fn.cold_starts == 1
 
 
+def test_provisioned_environments_serve_the_first_invocations_warm(
+    stateful_module: str,
+) -> None:
+    # Given a function with 3 environments provisioned ahead
+    fn = LocalFunction(f"{stateful_module}:handler")
+    assert fn.provision(3) == 3 and fn.cold_starts == 3
+    # When 3 invocations run, and the pool is provisioned again to the same size
+    assert [fn({"id": i}, None)["id"] for i in range(3)] == [0, 1, 2]
+    assert fn.provision(3) == 0
+    # Then none of them paid a cold start
+    assert fn.cold_starts == 3
+
+
 def test_module_copies_have_their_own_globals(stateful_module: str) -> None:
     first, second = load_module_copy(stateful_module), load_module_copy(stateful_module)
     first.handler({"id": "a"}, None)
