@@ -1388,6 +1388,33 @@ def replay_live(
             replay(handlers, departures, workers, advance, stats=stats)
 
 
+def status_progress(console: Any, label: str) -> Any:
+    """Return a progress line that fits 80 columns: label, bar, count, elapsed, status.
+
+    Parameters
+    ----------
+    console : rich.console.Console
+        Where it goes.
+    label : str
+        The line's label (a few characters).
+
+    Returns
+    -------
+    rich.progress.Progress
+        A context manager; tasks take a ``status`` field.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn(label),
+        BarColumn(bar_width=10),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=console,
+    )
+
+
 def read_and_check(
     console: Any, handlers: Handlers, departures: Sequence[Departure], workers: int
 ) -> tuple[list[ReadResult], dict[str, dict[str, int]], dict[str, int]]:
@@ -1409,17 +1436,8 @@ def read_and_check(
     tuple
         :func:`read_back`, :func:`check_counters` and :func:`shard_counts` results.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     keys = act_keys(departures)
-    with Progress(
-        TextColumn("read-back"),
-        BarColumn(bar_width=10),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[status]}"),
-        console=console,
-    ) as progress:
+    with status_progress(console, "read-back") as progress:
         task = progress.add_task("read-back", total=len(plan_reads(departures)) + 2, status="")
         lock = threading.Lock()
         totals = {"items": 0, "mismatches": 0}
@@ -1719,8 +1737,6 @@ def run_open_loop(
     OpenLoopStats
         Per-key counts and the schedule's lateness.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from sandbox.openloop import OpenLoopReplay
 
     speed = loop.settings.speed
@@ -1742,14 +1758,7 @@ def run_open_loop(
     for delivery in deliveries:
         delivery.due_wall += start_wall
     increments = [(start_wall + due, call) for due, call in increments]
-    with Progress(
-        TextColumn("act 2"),
-        BarColumn(bar_width=10),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[status]}"),
-        console=console,
-    ) as progress:
+    with status_progress(console, "act 2") as progress:
         task = progress.add_task("act 2", total=len(departures), status="")
         timeline.key_counts = replay.loop_stats.key_counts
         timeline.counts = lambda: (sum(replay.loop_stats.offered_by_key.values()), stats.written)
@@ -1912,6 +1921,9 @@ def second_act(
                 )
                 timings["ingest"] = time.perf_counter() - t0
                 throttles = loop.throttle_reasons()
+                # The act judges growth under the write load; the read-back only checks
+                # the data (its throttled reads are retried), so no scaler runs on it.
+                loop.stop_scaling()
                 t0 = time.perf_counter()
                 reads, counters, shards = read_and_check(
                     console, handlers, departures, args.workers

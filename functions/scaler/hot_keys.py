@@ -56,6 +56,54 @@ class HotKey:
     throttled_events: int
 
 
+def insight_rule_totals(
+    client: CloudWatchClient,
+    rule_name: str,
+    start: datetime,
+    end: datetime,
+    max_contributors: int,
+) -> dict[str, float]:
+    """Read a Contributor Insights rule's top contributors over a window.
+
+    Parameters
+    ----------
+    client : CloudWatchClient
+        boto3 CloudWatch client.
+    rule_name : str
+        The rule.
+    start, end : datetime
+        The window (UTC); asked as one datapoint over it (a period of whole minutes).
+    max_contributors : int
+        Top-N (``GetInsightRuleReport`` allows 1..100).
+
+    Returns
+    -------
+    dict of str to float
+        First key of each contributor -> ``ApproximateAggregateValue`` over the window.
+
+    Raises
+    ------
+    botocore.exceptions.ClientError
+        If CloudWatch refuses (e.g. missing ``cloudwatch:GetInsightRuleReport``).
+    """
+    window_s = max(60.0, (end - start).total_seconds())
+    response = client.get_insight_rule_report(
+        RuleName=rule_name,
+        StartTime=start,
+        EndTime=end,
+        Period=int(math.ceil(window_s / 60.0) * 60),
+        MaxContributorCount=max_contributors,
+        OrderBy="Sum",
+    )
+    totals: dict[str, float] = {}
+    for contributor in response.get("Contributors", []):
+        keys = contributor.get("Keys") or []
+        if keys:
+            value = float(contributor.get("ApproximateAggregateValue", 0.0))
+            totals[keys[0]] = totals.get(keys[0], 0.0) + value
+    return totals
+
+
 class HotKeySource(Protocol):
     """A port that names the hottest partition keys of a table or GSI in a window."""
 
@@ -152,23 +200,7 @@ class ContributorInsightsHotKeySource:
         return rules
 
     def _report(self, rule_name: str, start: datetime, end: datetime) -> dict[str, float]:
-        window_s = max(60.0, (end - start).total_seconds())
-        period = int(math.ceil(window_s / 60.0) * 60)  # one datapoint over the whole window
-        response = self.client.get_insight_rule_report(
-            RuleName=rule_name,
-            StartTime=start,
-            EndTime=end,
-            Period=period,
-            MaxContributorCount=self.max_contributors,
-            OrderBy="Sum",
-        )
-        totals: dict[str, float] = {}
-        for contributor in response.get("Contributors", []):
-            keys = contributor.get("Keys") or []
-            if keys:
-                value = float(contributor.get("ApproximateAggregateValue", 0.0))
-                totals[keys[0]] = totals.get(keys[0], 0.0) + value
-        return totals
+        return insight_rule_totals(self.client, rule_name, start, end, self.max_contributors)
 
     def hot_keys(
         self, table_name: str, index_name: str | None, start: datetime, end: datetime

@@ -10,10 +10,14 @@ they were offered (:mod:`dynashard.load`); the stack's Contributor Insights rule
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Protocol
 
 from dynashard.load import MAX_CONTRIBUTORS
+
+try:  # package import (tests, sandbox): functions.scaler.offered_load
+    from .hot_keys import insight_rule_totals
+except ImportError:  # Lambda asset root: a top-level module next to its siblings
+    from hot_keys import insight_rule_totals  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -93,19 +97,4 @@ class InsightRuleOfferedLoad:
             If CloudWatch refuses (e.g. missing ``cloudwatch:GetInsightRuleReport``, or
             ``ResourceNotFoundException`` for a rule that does not exist).
         """
-        window_s = max(60.0, (end - start).total_seconds())
-        response = self.client.get_insight_rule_report(
-            RuleName=self.rule_name,
-            StartTime=start,
-            EndTime=end,
-            Period=int(math.ceil(window_s / 60.0) * 60),
-            MaxContributorCount=self.max_contributors,
-            OrderBy="Sum",
-        )
-        offered: dict[str, float] = {}
-        for contributor in response.get("Contributors", []):
-            keys = contributor.get("Keys") or []
-            if keys:
-                value = float(contributor.get("ApproximateAggregateValue", 0.0))
-                offered[keys[0]] = offered.get(keys[0], 0.0) + value
-        return offered
+        return insight_rule_totals(self.client, self.rule_name, start, end, self.max_contributors)
