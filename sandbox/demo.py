@@ -1336,9 +1336,8 @@ def replay_live(
     workers: int,
     stats: IngestStats,
     description: str,
-    watch: Callable[[Callable[[str], None]], contextlib.AbstractContextManager[Any]] | None = None,
 ) -> None:
-    """Replay with a live progress line (events, written rate, and a status text).
+    """Replay with a live progress line (events and written rate), as fast as acknowledged.
 
     Parameters
     ----------
@@ -1354,9 +1353,6 @@ def replay_live(
         Counts, filled in.
     description : str
         The line's label.
-    watch : callable, optional
-        ``watch(set_status)`` returns a context manager active during the replay that
-        may call ``set_status(text)`` (the second act's throttles and shard counts).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -1366,10 +1362,9 @@ def replay_live(
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]:>7} ev/s"),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[status]}"),
         console=console,
     ) as progress:
-        task = progress.add_task(description, total=len(departures), rate="-", status="")
+        task = progress.add_task(description, total=len(departures), rate="-")
         started = time.perf_counter()
         done = 0
         lock = threading.Lock()
@@ -1381,11 +1376,7 @@ def replay_live(
                 rate = done / max(time.perf_counter() - started, 1e-9)
             progress.update(task, advance=n, rate=f"{rate:,.0f}")
 
-        def set_status(text: str) -> None:
-            progress.update(task, status=text)
-
-        with watch(set_status) if watch is not None else contextlib.nullcontext():
-            replay(handlers, departures, workers, advance, stats=stats)
+        replay(handlers, departures, workers, advance, stats=stats)
 
 
 def status_progress(console: Any, label: str) -> Any:
@@ -1707,9 +1698,9 @@ def run_open_loop(
     schedule: Any,
     stats: IngestStats,
     loop: Any,
-    timeline: Any,
-) -> Any:
-    """Replay the departures on the schedule with a live line; return the loop's figures.
+    shards: Callable[[], dict[str, int]],
+) -> tuple[Any, Any]:
+    """Replay the departures on the schedule with a live line; return its figures.
 
     The schedule's second 0 is the start of the act's clock (an emulated minute
     boundary), so the first alarm's minute holds the schedule's first minute. The
@@ -1728,15 +1719,17 @@ def run_open_loop(
     stats : IngestStats
         Counts, filled in.
     loop : GrowthLoop
-        The started growth loop.
-    timeline : Timeline
-        Sampled during the replay; its rows feed the live line.
+        The started growth loop (throttle figures, clock).
+    shards : callable
+        ``() -> {key: shard count}`` for the timeline.
 
     Returns
     -------
-    OpenLoopStats
-        Per-key counts and the schedule's lateness.
+    tuple of (OpenLoopStats, Timeline)
+        Per-key counts and the schedule's lateness; the once-a-second timeline of
+        offered (first deliveries) and written events, throttles and shard counts.
     """
+    from sandbox.growth import Timeline
     from sandbox.openloop import OpenLoopReplay
 
     speed = loop.settings.speed
@@ -1760,14 +1753,18 @@ def run_open_loop(
     increments = [(start_wall + due, call) for due, call in increments]
     with status_progress(console, "act 2") as progress:
         task = progress.add_task("act 2", total=len(departures), status="")
-        timeline.key_counts = replay.loop_stats.key_counts
-        timeline.counts = lambda: (sum(replay.loop_stats.offered_by_key.values()), stats.written)
-        timeline.on_sample = lambda row: progress.update(task, status=live_status(row))
+        timeline = Timeline(
+            counts=lambda: (replay.loop_stats.offered(), stats.written),
+            throttles=loop.throttle_reasons,
+            shards=shards,
+            on_sample=lambda row: progress.update(task, status=live_status(row)),
+            key_counts=replay.loop_stats.key_counts,
+        )
         with timeline:
             replay.run(
                 deliveries, increments, on_progress=lambda n: progress.update(task, advance=n)
             )
-    return replay.loop_stats
+    return replay.loop_stats, timeline
 
 
 def growth_checks(
@@ -1863,7 +1860,6 @@ def second_act(
     from sandbox.growth import (
         GrowthLoop,
         GrowthSettings,
-        Timeline,
         shard_history,
         timeline_report,
         write_chart,
@@ -1908,16 +1904,17 @@ def second_act(
             try:
                 handlers = Handlers.load()
                 timings["setup"] = time.perf_counter() - t0
-                timeline = Timeline(
-                    counts=lambda: (0, 0),
-                    throttles=loop.throttle_reasons,
+                t0 = time.perf_counter()
+                loop_stats, timeline = run_open_loop(
+                    console,
+                    handlers,
+                    departures,
+                    schedule,
+                    stats,
+                    loop,
                     shards=lambda: {
                         k: observer.shard_info(k).number_of_shards for k in origin_keys
                     },
-                )
-                t0 = time.perf_counter()
-                loop_stats = run_open_loop(
-                    console, handlers, departures, schedule, stats, loop, timeline
                 )
                 timings["ingest"] = time.perf_counter() - t0
                 throttles = loop.throttle_reasons()

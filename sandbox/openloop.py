@@ -182,6 +182,17 @@ class OpenLoopStats:
     scheduled_deliveries: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def offered(self) -> int:
+        """Return the events offered so far, all keys.
+
+        Returns
+        -------
+        int
+            First deliveries started.
+        """
+        with self._lock:
+            return sum(self.offered_by_key.values())
+
     def key_counts(self) -> dict[str, tuple[int, int]]:
         """Return ``{key: (offered, written)}`` so far.
 
