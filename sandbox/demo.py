@@ -1563,7 +1563,7 @@ def write_units_per_event(departures: Sequence[Departure], per_key: int = 1_000)
     return float(largest)
 
 
-def act_scale(departures: Sequence[Departure], args: argparse.Namespace) -> float:
+def act_scale(departures: Sequence[Departure], args: argparse.Namespace, units: float) -> float:
     """Return the limit scale at which the busiest key's events last ``args.duration``.
 
     Parameters
@@ -1572,6 +1572,8 @@ def act_scale(departures: Sequence[Departure], args: argparse.Namespace) -> floa
         The source.
     args : argparse.Namespace
         ``load`` and ``duration`` (emulated seconds).
+    units : float
+        WCU per event (:func:`write_units_per_event`).
 
     Returns
     -------
@@ -1581,12 +1583,11 @@ def act_scale(departures: Sequence[Departure], args: argparse.Namespace) -> floa
     from dynashard.planning import PARTITION_WCU_LIMIT
 
     busiest = max(Counter(d.key for d in departures).values())
-    units = write_units_per_event(departures)
     return float(busiest * units / (args.duration * args.load * PARTITION_WCU_LIMIT))
 
 
 def key_targets(
-    departures: Sequence[Departure], args: argparse.Namespace, settings: Any
+    departures: Sequence[Departure], args: argparse.Namespace, settings: Any, units: float
 ) -> dict[str, dict[str, Any]]:
     """State the second act's schedule per origin key, and the count each key needs.
 
@@ -1598,6 +1599,8 @@ def key_targets(
         ``load`` (k: times the partition limit offered per key).
     settings : GrowthSettings
         The emulated limit and the target utilization.
+    units : float
+        WCU per event (:func:`write_units_per_event`).
 
     Returns
     -------
@@ -1608,7 +1611,6 @@ def key_targets(
     """
     from sandbox.openloop import target_shards
 
-    units = write_units_per_event(departures)
     counts = Counter(d.key for d in departures)
     offered_wcu = args.load * settings.partition_wcu
     return {
@@ -1867,13 +1869,14 @@ def second_act(
     from sandbox.openloop import OfferSchedule
     from sandbox.tables import create_tables, data_and_metadata
 
+    units = write_units_per_event(departures)
     settings = GrowthSettings(
-        scale=args.scale if args.scale is not None else act_scale(departures, args),
+        scale=args.scale if args.scale is not None else act_scale(departures, args, units),
         speed=args.speed,
         in_band_growth=args.in_band_growth,
         target_utilization=args.target_utilization,
     )
-    targets = key_targets(departures, args, settings)
+    targets = key_targets(departures, args, settings, units)
     console.rule(
         f"Second act: {args.load:g} x the limit of {settings.partition_wcu:g} WCU/s per key, "
         f"x{settings.speed:g} time"

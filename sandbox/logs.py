@@ -214,12 +214,19 @@ class LogTap(logging.Filter):
         formatter = next((h.formatter for h in owner.handlers if h.formatter), None)
         try:
             line = formatter.format(record) if formatter is not None else record.getMessage()
-            for rule in self.rules:
-                rule.put(line)
         except Exception as exc:  # a tap must never fail the function; kept for the report
-            if len(self.errors) < 10:
-                self.errors.append(f"log tap: {exc!r}")
+            self._error(exc)
+            return True
+        for rule in self.rules:
+            try:
+                rule.put(line)
+            except Exception as exc:  # one rule's failure does not keep the line from others
+                self._error(exc)
         return True
+
+    def _error(self, exc: Exception) -> None:
+        if len(self.errors) < 10:
+            self.errors.append(f"log tap: {exc!r}")
 
     def __enter__(self) -> LogTap:
         logging.getLogger(self.logger_name).addFilter(self)
