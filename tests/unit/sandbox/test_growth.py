@@ -76,6 +76,22 @@ def test_a_backlog_draining_under_throttling_still_counts_as_recovered() -> None
     assert time_to_recover_s(rows, window_s=10) == 12.0
 
 
+def test_a_batch_in_flight_at_a_window_end_is_within_the_default_window() -> None:
+    # Given a refused batch at t=1, then batches of 60 offered every 3 s (t=4, 7, ...)
+    # and each written the second after: every window that ends on an arrival holds one
+    # batch not yet written
+    rows = [row(1, 0, 60)]
+    rows += [
+        row(t, 60 if t % 3 == 2 and t > 2 else 0, 0, offered=60 if t % 3 == 1 else 0)
+        for t in range(2, 90)
+    ]
+    # Then a 10 s sum falls short at every arrival (180 written of 240 offered)
+    assert time_to_recover_s(rows, window_s=10) is None
+    # And the default 30 s sum keeps up once the refused batch has left it: the last
+    # short window, (1, 31], holds 10 arrivals and 9 writes
+    assert time_to_recover_s(rows) == 30.0
+
+
 def test_no_throttling_or_no_end_of_it_has_no_recovery_time() -> None:
     assert time_to_recover_s([row(t, 300, 0) for t in range(10)]) is None
     assert time_to_recover_s([row(t, 50, 40) for t in range(10)]) is None
