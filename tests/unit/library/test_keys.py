@@ -10,16 +10,17 @@ from dynashard.errors import KeyLimitExceededError, ValidationError
 from dynashard.keys import (
     MAX_ITEM_BYTES,
     format_ts,
+    gsi1_partition_key,
     item_size,
     parse_ts,
     physical_key,
     sort_key,
+    split_gsi1_partition_key,
     split_physical_key,
     validate_item_size,
     validate_logical_key,
 )
 from dynashard.strategies import TimeBucket, time_bucket
-from dynashard.writer import gsi1_partition_key, split_gsi1_partition_key
 
 
 def test_physical_key_round_trip() -> None:

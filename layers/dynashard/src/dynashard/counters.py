@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 #: Prefix of a counter's logical key (:func:`counter_key`).
-COUNTER_PREFIX: Final = "COUNTER#"
+COUNTER_PREFIX: Final = names.COUNTER_PREFIX
 #: Sort key of a counter shard's item.
 COUNTER_SORT_KEY: Final = "#COUNTER"
 #: Sort-key prefix of the markers of applied idempotent increments.

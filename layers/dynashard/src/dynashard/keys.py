@@ -12,11 +12,14 @@ and formats" (how an item's size is counted).
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
 
+from dynashard import names
 from dynashard.errors import KeyLimitExceededError, ValidationError
+from dynashard.strategies import TimeBucket, time_bucket
 
 #: Maximum partition key value, bytes of UTF-8 (DynamoDB quota).
 MAX_PARTITION_KEY_BYTES: Final = 2048
@@ -304,3 +307,72 @@ def validate_item_size(item: dict[str, Any], field: str = "data") -> int:
             f"{MAX_ITEM_BYTES} bytes (400 KB)",
         )
     return size
+
+
+def gsi1_partition_key(logical: str, ts: datetime, bucket: TimeBucket, shard: int) -> str:
+    """Return the GSI1 partition key ``{logical}#{bucket}#{shard}``.
+
+    A time-bucket GSI key concentrates every current write of a logical key on one GSI
+    partition, and a throttled GSI throttles the base-table write
+    (``IndexWriteKeyRangeThroughputExceeded``; Developer Guide, "GSI write throttling
+    and back-pressure"). So the GSI key is sharded with the item's own shard: growing
+    a key's shard count spreads its GSI writes too, and a GSI read of one bucket fans
+    out over the key's shards.
+
+    Parameters
+    ----------
+    logical : str
+        Logical key.
+    ts : datetime
+        Event time.
+    bucket : TimeBucket
+        Bucket unit.
+    shard : int
+        The item's shard.
+
+    Returns
+    -------
+    str
+        E.g. ``DEPARTURES#JFK#2013-01-01#3``.
+    """
+    return f"{logical}#{time_bucket(ts, bucket)}#{shard}"
+
+
+_BUCKET_LABEL = re.compile(r"^\d{4}-\d{2}(-\d{2}(T\d{2})?)?$")
+
+
+def split_gsi1_partition_key(gsi1_pk: str) -> tuple[str, str, int]:
+    """Split a GSI1 partition key ``{logical}#{bucket}#{shard}`` into its parts.
+
+    The inverse of :func:`gsi1_partition_key`: what the scaler needs to map a hot GSI1
+    key, as Contributor Insights reports it for the index, back to its logical key.
+
+    Parameters
+    ----------
+    gsi1_pk : str
+        A GSI1 partition key, e.g. ``DEPARTURES#JFK#2013-01-01#3``.
+
+    Returns
+    -------
+    tuple of (str, str, int)
+        Logical key, time-bucket label and shard, e.g.
+        ``("DEPARTURES#JFK", "2013-01-01", 3)``.
+
+    Raises
+    ------
+    ValidationError
+        If the value does not end in ``#{bucket}#{shard}`` with an ``hour``, ``day``
+        or ``month`` label (:func:`~dynashard.strategies.time_bucket`).
+    """
+    error = ValidationError(
+        names.ATTR_GSI1PK,
+        f"{gsi1_pk!r} is not a GSI1 partition key of the form {{logical}}#{{bucket}}#{{shard}}",
+    )
+    try:
+        rest, shard = split_physical_key(gsi1_pk)
+    except ValidationError:
+        raise error from None
+    logical, sep, bucket = rest.rpartition(SEPARATOR)
+    if not sep or not logical or not _BUCKET_LABEL.match(bucket):
+        raise error
+    return logical, bucket, shard

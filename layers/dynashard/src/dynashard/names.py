@@ -55,6 +55,8 @@ ATTR_TS: Final = "ts"
 ATTR_SHARD: Final = "shard"
 ATTR_DATA: Final = "data"
 ATTR_COUNT: Final = "count"
+#: Logical keys of counters start with this (``COUNTER#{name}``).
+COUNTER_PREFIX: Final = "COUNTER#"
 
 # --- metadata table (AWS Database Blog design) ------------------------------------
 ATTR_META_KEY: Final = "key"

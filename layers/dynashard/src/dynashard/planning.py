@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 from dynashard import names
-from dynashard.counters import COUNTER_PREFIX
 from dynashard.errors import ValidationError
-from dynashard.keys import MAX_SHARD_COUNT, SEPARATOR, split_physical_key
+from dynashard.keys import (
+    MAX_SHARD_COUNT,
+    SEPARATOR,
+    split_gsi1_partition_key,
+    split_physical_key,
+)
 from dynashard.retry import CLIENT_MAX_ATTEMPTS
-from dynashard.writer import split_gsi1_partition_key
 
 #: Per-partition write ceiling, WCU/s (DynamoDB Developer Guide, partition key design).
 PARTITION_WCU_LIMIT: Final = 1000.0
@@ -214,7 +217,7 @@ def attempts_per_request(
     int
         Attempts per request, the first included, ``>= 1``.
     """
-    if kind == "write" and not logical.startswith(COUNTER_PREFIX):
+    if kind == "write" and not logical.startswith(names.COUNTER_PREFIX):
         return write_max_attempts
     return CLIENT_MAX_ATTEMPTS
 
