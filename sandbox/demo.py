@@ -100,7 +100,7 @@ MAX_LAG_WALL_S = 5.0
 #: Concurrent invocations of each ingest handler in the second act (Lambda scales them
 #: with the load; throttled invocations last seconds).
 OPEN_LOOP_WORKERS = 48
-#: Departures of each origin key the second act offers, the first in source order (the
+#: Departures of each origin key the second act offers, the first in time order (the
 #: first weeks of 2013). Throttled, every refused item costs the sandbox's one Python
 #: process a request's worth of CPU again (about 1 ms per item attempt, measured), so the
 #: act offers what a 2-core machine with one core busy keeps on schedule; the first act
@@ -1304,7 +1304,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         default=HOT_EVENTS_PER_KEY,
         help=(
-            "second act: departures offered per origin key, the first in source order "
+            "second act: departures offered per origin key, the first in time order "
             f"(default {HOT_EVENTS_PER_KEY:,})"
         ),
     )
@@ -1550,19 +1550,23 @@ def first_act(
 
 
 def hot_departures(departures: Sequence[Departure], per_key: int) -> list[Departure]:
-    """Return the first ``per_key`` departures of each origin key, in source order.
+    """Return the first ``per_key`` departures of each origin key, in time order.
+
+    ``flights.csv`` lists months in text order (1, 10, 11, 12, 2, ...); the second act
+    replays in time order (scheduled departure, then event id), so its slice is the
+    first weeks of 2013.
 
     Parameters
     ----------
     departures : sequence of Departure
-        The source, in replay order.
+        The source.
     per_key : int
         Departures kept per origin key (all of a key's when it has fewer).
 
     Returns
     -------
     list of Departure
-        The kept departures, in source order.
+        The kept departures, sorted by :attr:`Departure.order_key`.
 
     Examples
     --------
@@ -1573,7 +1577,7 @@ def hot_departures(departures: Sequence[Departure], per_key: int) -> list[Depart
     """
     taken: Counter[str] = Counter()
     kept: list[Departure] = []
-    for d in departures:
+    for d in sorted(departures, key=lambda d: d.order_key):
         if taken[d.key] < per_key:
             taken[d.key] += 1
             kept.append(d)
@@ -1594,7 +1598,7 @@ def slice_note(departures: Sequence[Departure], hot: Sequence[Departure]) -> str
     -------
     str
         E.g. ``36,000 of 336,776 departures: the first 12,000 of each origin, 2013-01-01
-        to 2013-01-15 (New York local days)``.
+        to 2013-02-16 (New York local days)``.
     """
     per_key = Counter(d.key for d in hot)
     sizes = sorted(set(per_key.values()))
