@@ -10,8 +10,8 @@ from constructs import Construct
 
 from infra.config import StackConfig
 from infra.constructs.api import EventsApi
-from infra.constructs.functions import DynashardLayer
 from infra.constructs.ingest import Ingest
+from infra.constructs.layer import DynashardLayer
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.query import Query
 from infra.constructs.scaler import Scaler

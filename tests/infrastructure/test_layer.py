@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.constructs import functions
-from infra.constructs.functions import LAYER_SOURCE, PipLocalBundling, layer_requirements
+from infra.constructs import layer
+from infra.constructs.layer import LAYER_SOURCE, PipLocalBundling, layer_requirements
 
 pytestmark = pytest.mark.infra
 
@@ -40,7 +40,7 @@ def test_failed_pip_falls_back_with_a_clear_message(
     def fake_run(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution")
 
-    monkeypatch.setattr(functions.subprocess, "run", fake_run)
+    monkeypatch.setattr(layer.subprocess, "run", fake_run)
     assert not PipLocalBundling(LAYER_SOURCE, ["x==1"]).try_bundle(str(tmp_path), None)
     err = capsys.readouterr().err
     assert "falling back to Docker" in err
@@ -48,7 +48,7 @@ def test_failed_pip_falls_back_with_a_clear_message(
 
 
 def test_pip_command_targets_lambda_arm64_python() -> None:
-    cmd = functions.pip_layer_command(Path("src"), Path("out/python"), ["a==1"])
+    cmd = layer.pip_layer_command(Path("src"), Path("out/python"), ["a==1"])
     assert cmd[:4] == [sys.executable, "-m", "pip", "install"]
     assert "manylinux2014_aarch64" in cmd
     assert cmd[cmd.index("--python-version") + 1] == "3.12"
