@@ -41,9 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import boto3
 from aiohttp import web
-from botocore.config import Config
 
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.retry import Backoff
@@ -51,7 +49,7 @@ from dynashard.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.alarms import AcceleratedClock, LocalAlarm, scaler_action
-from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.environment import function_environment, patched_environ, reset_function_caches
@@ -97,18 +95,8 @@ CONVERGE_DEFINITION = (
 
 def make_client(endpoint: str) -> Any:
     """Client for the loopback endpoint; botocore retries off (the writer retries)."""
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": 1},
-            max_pool_connections=WORKERS + 8,
-            connect_timeout=2,
-            read_timeout=10,
-        ),
+    return local_client(
+        endpoint, total_max_attempts=1, max_pool_connections=WORKERS + 8, read_timeout=10.0
     )
 
 

