@@ -32,11 +32,12 @@ demo-sample: install ## the demo on a 5,000-event sample
 sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C
 	$(PY) -m sandbox.serve
 
-test: install ## lint, type-check and every test (unit, integration, infrastructure, e2e)
+test: install ## lint, type-check, every test (unit, integration, infrastructure, e2e) and the library's docstring examples
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy layers/dynashard/src functions sandbox infra
 	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest --doctest-modules layers/dynashard/src/dynashard
 
 test-unit: install ## unit tests only (no network)
 	$(VENV)/bin/pytest tests/unit

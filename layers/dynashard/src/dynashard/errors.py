@@ -32,6 +32,15 @@ class ValidationError(DynashardError, ValueError):
         The offending field, e.g. ``key`` or ``events[3].ts``.
     message : str
         What was wrong, naming the limit where there is one.
+
+    Examples
+    --------
+    It is a ``ValueError`` too, so callers that only know the standard library still
+    catch it:
+
+    >>> error = ValidationError("events[3].ts", "must be ISO-8601")
+    >>> error.message, error.field, isinstance(error, ValueError)
+    ('events[3].ts: must be ISO-8601', 'events[3].ts', True)
     """
 
     default_message = "invalid input"
@@ -72,6 +81,11 @@ class CooldownActiveError(DynashardError):
         The logical key.
     retry_after_s : float
         Seconds until the cooldown ends.
+
+    Examples
+    --------
+    >>> CooldownActiveError("DEPARTURES#JFK", 12.34).message
+    "shard count of 'DEPARTURES#JFK' changed recently; cooldown ends in 12.3 s"
     """
 
     def __init__(self, key: str, retry_after_s: float) -> None:
@@ -89,6 +103,14 @@ class ShardQueryError(DynashardError):
     ----------
     failures : dict of str to str
         Physical key of each failed shard -> the reason (error code and message).
+
+    Examples
+    --------
+    >>> error = ShardQueryError({"K#1": "ProvisionedThroughputExceededException", "K#0": "x"})
+    >>> error.shards
+    ['K#0', 'K#1']
+    >>> error.message
+    '2 shard quer(y/ies) failed: K#0: x; K#1: ProvisionedThroughputExceededException'
     """
 
     def __init__(self, failures: dict[str, str]) -> None:

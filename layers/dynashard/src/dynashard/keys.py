@@ -47,6 +47,11 @@ def utf8_len(value: str) -> int:
     -------
     int
         Bytes, as DynamoDB counts key and attribute sizes.
+
+    Examples
+    --------
+    >>> utf8_len("JFK"), utf8_len("Zürich")
+    (3, 7)
     """
     return len(value.encode("utf-8"))
 
@@ -66,6 +71,14 @@ def validate_logical_key(logical: str, field: str = "key") -> None:
     KeyLimitExceededError
         If the key is empty, or ``{logical}#{MAX_SHARD_COUNT - 1}`` would be over the
         2,048-byte partition key limit.
+
+    Examples
+    --------
+    >>> validate_logical_key("DEPARTURES#JFK")
+    >>> validate_logical_key("K" * 2046)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.KeyLimitExceededError: key: is 2046 bytes; ... limit of 2048 bytes
     """
     if not logical:
         raise KeyLimitExceededError(field, "must not be empty (DynamoDB key values are 1+ bytes)")
@@ -92,6 +105,16 @@ def physical_key(logical: str, shard: int) -> str:
     -------
     str
         The physical key, e.g. ``DEPARTURES#JFK#3``.
+
+    Raises
+    ------
+    ValidationError
+        If ``shard`` is negative.
+
+    Examples
+    --------
+    >>> physical_key("DEPARTURES#JFK", 3)
+    'DEPARTURES#JFK#3'
     """
     if shard < 0:
         raise ValidationError("shard", f"must be >= 0, got {shard}")
@@ -115,6 +138,17 @@ def split_physical_key(pk: str) -> tuple[str, int]:
     ------
     ValidationError
         If ``pk`` has no numeric shard suffix.
+
+    Examples
+    --------
+    The logical key may itself contain the separator:
+
+    >>> split_physical_key("DEPARTURES#JFK#3")
+    ('DEPARTURES#JFK', 3)
+    >>> split_physical_key("DEPARTURES#JFK")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.ValidationError: PK: 'DEPARTURES#JFK' is not a physical key of ...
     """
     logical, sep, shard = pk.rpartition(SEPARATOR)
     # isascii: str.isdigit also accepts digits such as "²" that int() refuses.
@@ -145,6 +179,15 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
     ------
     ValidationError
         If the value is neither, or is out of the range 0001..9999.
+
+    Examples
+    --------
+    The same instant, written three ways:
+
+    >>> parse_ts("2013-01-01T10:15:00Z") == parse_ts(1357035300000)
+    True
+    >>> parse_ts("2013-01-01T05:15:00-05:00").isoformat()
+    '2013-01-01T10:15:00+00:00'
     """
     try:
         if isinstance(value, datetime):
@@ -187,6 +230,11 @@ def format_ts(ts: datetime) -> str:
     -------
     str
         27 characters, e.g. ``2013-01-01T10:15:00.000000Z``; byte order is time order.
+
+    Examples
+    --------
+    >>> format_ts(parse_ts("2013-01-01T05:15:00-05:00"))
+    '2013-01-01T10:15:00.000000Z'
     """
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
@@ -212,6 +260,11 @@ def sort_key(ts: datetime, event_id: str) -> str:
     ------
     KeyLimitExceededError
         If ``event_id`` is empty or the sort key is over 1,024 bytes.
+
+    Examples
+    --------
+    >>> sort_key(datetime(2013, 1, 1, 10, 15, tzinfo=UTC), "f1")
+    '2013-01-01T10:15:00.000000Z#f1'
     """
     if not event_id:
         raise KeyLimitExceededError("id", "must not be empty")
@@ -244,6 +297,16 @@ def attribute_value_size(value: Any) -> int:
     -------
     int
         Bytes.
+
+    Examples
+    --------
+    A string is its UTF-8 length, 5 significant digits take 4 bytes, and a map of one
+    number 3 + 1 + 9 (its name) + 2 bytes:
+
+    >>> attribute_value_size("JFK"), attribute_value_size(Decimal("1234.5"))
+    (3, 4)
+    >>> attribute_value_size({"dep_delay": 2})
+    15
     """
     if value is None or isinstance(value, bool):
         return 1
@@ -275,6 +338,11 @@ def item_size(item: dict[str, Any]) -> int:
     -------
     int
         Bytes.
+
+    Examples
+    --------
+    >>> item_size({"PK": "DEPARTURES#JFK#3", "data": {"dep_delay": 2}})
+    37
     """
     return sum(utf8_len(name) + attribute_value_size(v) for name, v in item.items())
 
@@ -298,6 +366,15 @@ def validate_item_size(item: dict[str, Any], field: str = "data") -> int:
     ------
     KeyLimitExceededError
         If the item is over 409,600 bytes.
+
+    Examples
+    --------
+    >>> validate_item_size({"PK": "K#0"})
+    5
+    >>> validate_item_size({"data": "x" * 409_600})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.KeyLimitExceededError: data: makes an item of 409604 bytes, ...
     """
     size = item_size(item)
     if size > MAX_ITEM_BYTES:
@@ -334,6 +411,12 @@ def gsi1_partition_key(logical: str, ts: datetime, bucket: TimeBucket, shard: in
     -------
     str
         E.g. ``DEPARTURES#JFK#2013-01-01#3``.
+
+    Examples
+    --------
+    >>> ts = datetime(2013, 1, 1, 10, 15, tzinfo=UTC)
+    >>> gsi1_partition_key("DEPARTURES#JFK", ts, TimeBucket.DAY, 3)
+    'DEPARTURES#JFK#2013-01-01#3'
     """
     return f"{logical}#{time_bucket(ts, bucket)}#{shard}"
 
@@ -363,6 +446,15 @@ def split_gsi1_partition_key(gsi1_pk: str) -> tuple[str, str, int]:
     ValidationError
         If the value does not end in ``#{bucket}#{shard}`` with an ``hour``, ``day``
         or ``month`` label (:func:`~dynashard.strategies.time_bucket`).
+
+    Examples
+    --------
+    >>> split_gsi1_partition_key("DEPARTURES#JFK#2013-01-01T10#3")
+    ('DEPARTURES#JFK', '2013-01-01T10', 3)
+    >>> split_gsi1_partition_key("DEPARTURES#JFK#3")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.ValidationError: GSI1PK: 'DEPARTURES#JFK#3' is not a GSI1 partition key ...
     """
     error = ValidationError(
         names.ATTR_GSI1PK,

@@ -194,6 +194,12 @@ def write_load_rule(log_group_names: Sequence[str]) -> dict[str, Any]:
     dict
         The rule (``Schema``, ``LogGroupNames``, ``LogFormat``, ``Contribution``,
         ``AggregateOn``).
+
+    Examples
+    --------
+    >>> rule = write_load_rule(["/aws/lambda/ingest"])
+    >>> rule["Contribution"]["Keys"], rule["AggregateOn"]
+    (['$.logical_key'], 'Sum')
     """
     return {
         "Schema": {"Name": "CloudWatchLogRule", "Version": 1},

@@ -87,6 +87,23 @@ def merge_page(
     -------
     MergedPage
         The page, where it ended, and which streams ran out.
+
+    Examples
+    --------
+    Two shards, one event stored on both (sort key ``c``): the page is in order and
+    holds ``c`` once.
+
+    >>> shard_0 = iter([("a", "A"), ("c", "C"), ("e", "E")])
+    >>> shard_1 = iter([("b", "B"), ("c", "C"), ("d", "D")])
+    >>> page = merge_page([shard_0, shard_1], limit=3)
+    >>> page.items, page.last_sort_key, page.duplicates
+    (['A', 'B', 'C'], 'c', 1)
+
+    Descending, each stream newest first; both run out before the limit:
+
+    >>> page = merge_page([iter([("e", "E"), ("a", "A")]), iter([("d", "D")])], 10, True)
+    >>> page.items, sorted(page.exhausted)
+    (['E', 'D', 'A'], [0, 1])
     """
     page: MergedPage[T] = MergedPage()
     heap: list[tuple[Any, int, T]] = []
@@ -132,6 +149,19 @@ class Cursor:
         Sort key of the last item returned; live shards resume strictly after it.
     done : frozenset of int
         Shards that had no more items in the range.
+
+    Examples
+    --------
+    A cursor survives the round trip only for the query it was made for:
+
+    >>> query = query_fingerprint("DEPARTURES#JFK", None, None, "asc")
+    >>> cursor = Cursor(query, "2013-01-01T10:15:00.000000Z#f1", frozenset({2}))
+    >>> Cursor.decode(cursor.encode(), query) == cursor
+    True
+    >>> Cursor.decode(cursor.encode(), query_fingerprint("DEPARTURES#LGA"))
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.CursorError: cursor: belongs to another query (key, from, to or order differ)
     """
 
     query: str
@@ -199,6 +229,11 @@ def query_fingerprint(*parts: object) -> str:
     -------
     str
         16 hex characters of SHA-256.
+
+    Examples
+    --------
+    >>> query_fingerprint("DEPARTURES#JFK", None, None, "asc")
+    'bf7d9ac26f047d4c'
     """
     raw = json.dumps(parts, separators=(",", ":"), default=str).encode("utf-8")
     return hashlib.sha256(raw).hexdigest()[:16]

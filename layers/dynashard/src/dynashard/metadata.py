@@ -51,6 +51,15 @@ class ShardInfo:
         ``(since_epoch_s, count)`` for every count ever in force, oldest first.
     stored : bool
         False when the key has no metadata item yet (N is the default).
+
+    Examples
+    --------
+    A key that grew from 1 to 8 shards and shrank to 2: readers still query 8 shards.
+
+    >>> history = ((1_357_000_000, 1), (1_357_050_000, 8), (1_357_100_000, 2))
+    >>> info = ShardInfo("DEPARTURES#JFK", 2, 1_357_100_000, history)
+    >>> sorted(info.counts), info.max_count
+    ([1, 2, 8], 8)
     """
 
     key: str
@@ -128,6 +137,11 @@ def parse_history(entries: set[str] | list[str] | tuple[str, ...]) -> tuple[tupl
     ------
     MetadataError
         If an entry is not of the form ``"{int}:{int}"``.
+
+    Examples
+    --------
+    >>> parse_history({"1357050000:8", "1357000000:1"})
+    ((1357000000, 1), (1357050000, 8))
     """
     parsed = []
     for entry in entries:
@@ -341,6 +355,36 @@ class ShardMetadata:
         Returns epoch seconds (float); injectable for tests.
     sleep : callable
         Sleeps for the random back-off between racing growers; injectable for tests.
+
+    Examples
+    --------
+    Against moto's in-process DynamoDB (no network), with a clock the example moves
+    by hand: a key is created with one shard on first write, grows at once (its
+    creation is not a change), then not again within the cooldown.
+
+    >>> import boto3
+    >>> from moto import mock_aws
+    >>> with mock_aws():
+    ...     client = boto3.client("dynamodb", region_name="us-east-1")
+    ...     _ = client.create_table(
+    ...         TableName="shards",
+    ...         AttributeDefinitions=[{"AttributeName": "key", "AttributeType": "S"}],
+    ...         KeySchema=[{"AttributeName": "key", "KeyType": "HASH"}],
+    ...         BillingMode="PAY_PER_REQUEST",
+    ...     )
+    ...     now = [1_357_000_000.0]
+    ...     store = DynamoDBMetadataStore("shards", client)
+    ...     meta = ShardMetadata(store, cooldown_s=60.0, clock=lambda: now[0])
+    ...     first = meta.for_writer("DEPARTURES#JFK")
+    ...     grown = meta.grow("DEPARTURES#JFK", 4)
+    ...     too_soon = meta.grow("DEPARTURES#JFK", 8)
+    ...     now[0] += 120
+    ...     later = meta.grow("DEPARTURES#JFK", 8)
+    ...     fresh = meta.for_reader("DEPARTURES#JFK")
+    >>> first.number_of_shards, grown.reason, too_soon.reason, later.current
+    (1, 'grown', 'cooldown', 8)
+    >>> sorted(fresh.counts)
+    [1, 4, 8]
     """
 
     store: MetadataStore

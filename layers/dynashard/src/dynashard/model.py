@@ -43,6 +43,18 @@ class Event(BaseModel):
         Event time, UTC. Accepts ISO-8601 (naive is UTC) or epoch milliseconds.
     data : dict
         Payload, a JSON object. Floats are stored as DynamoDB numbers (``Decimal``).
+
+    Examples
+    --------
+    Epoch milliseconds in, fixed-width UTC ISO-8601 out; floats held as ``Decimal``:
+
+    >>> event = Event(key="DEPARTURES#JFK", id="f1", ts=1357035300000, data={"delay": 2.5})
+    >>> event.sort_key
+    '2013-01-01T10:15:00.000000Z#f1'
+    >>> event.data
+    {'delay': Decimal('2.5')}
+    >>> event.to_json()["ts"], event.to_json()["data"]
+    ('2013-01-01T10:15:00.000000Z', {'delay': 2.5})
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
@@ -105,6 +117,15 @@ def to_dynamodb_numbers(value: Any) -> Any:
     ------
     ValueError
         For NaN or infinity, which DynamoDB numbers cannot hold.
+
+    Examples
+    --------
+    >>> to_dynamodb_numbers({"delays": [2.5, 3]})
+    {'delays': [Decimal('2.5'), 3]}
+    >>> to_dynamodb_numbers(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: NaN and infinity cannot be stored as DynamoDB numbers
     """
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
@@ -129,6 +150,13 @@ def from_dynamodb_numbers(value: Any) -> Any:
     -------
     Any
         The same shape, JSON-serializable (sets become sorted lists).
+
+    Examples
+    --------
+    >>> from_dynamodb_numbers({"delay": Decimal("2.5"), "seats": Decimal("180")})
+    {'delay': 2.5, 'seats': 180}
+    >>> from_dynamodb_numbers({"b", "a"})
+    ['a', 'b']
     """
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
@@ -153,5 +181,10 @@ def dumps(value: Any) -> str:
     -------
     str
         JSON text.
+
+    Examples
+    --------
+    >>> dumps({"seats": Decimal("180"), "origin": "JFK"})
+    '{"seats":180,"origin":"JFK"}'
     """
     return json.dumps(from_dynamodb_numbers(value), separators=(",", ":"), ensure_ascii=False)

@@ -73,6 +73,12 @@ def plan_shard_count(
     --------
     >>> plan_shard_count(1, 5000.0, 1000.0, 0.8)
     7
+
+    Never below the count in force (shrinking is a separate, explicit decision), and
+    never above the cap:
+
+    >>> plan_shard_count(8, 100.0), plan_shard_count(1, 1e9, max_shards=64)
+    (8, 64)
     """
     if current < 1:
         raise ValidationError("current", f"must be >= 1, got {current}")
@@ -133,6 +139,18 @@ class KeyLoad:
         Throttled requests on the group's shards in the window.
     throttled_shards : set of int
         Shard numbers of the group that were throttled.
+
+    Examples
+    --------
+    Two shards throttled at 1,000 WCU/s, 1,800 WCU/s consumed over 60 s, and 43,200
+    throttled requests from clients that try 4 times: at most 10,800 requests (10% of
+    the 108,000 units consumed) were turned away, so the key was offered about
+    2,000 x 1.1 WCU/s, which at 80% utilization needs 3 shards:
+
+    >>> load = KeyLoad("HOT", "HOT", 1800.0, throttled_events=43_200, throttled_shards={0, 1})
+    >>> demand = load.demand_units_per_s(1000.0, window_s=60.0, attempts_per_request=4)
+    >>> round(demand, 6), plan_shard_count(2, demand)
+    (2200.0, 3)
     """
 
     key: str
@@ -216,6 +234,13 @@ def attempts_per_request(
     -------
     int
         Attempts per request, the first included, ``>= 1``.
+
+    Examples
+    --------
+    >>> attempts_per_request("DEPARTURES#JFK", "write", write_max_attempts=8)
+    8
+    >>> attempts_per_request("COUNTER#flights", "write", write_max_attempts=8)
+    4
     """
     if kind == "write" and not logical.startswith(names.COUNTER_PREFIX):
         return write_max_attempts
@@ -242,6 +267,33 @@ def loads_by_logical_key(
         Per logical key, the load of each of its groups (one on the base table, one per
         time bucket on GSI1, in order of first report); and the reported keys that are
         not keys dynashard writes (the scaler cannot map them to a logical key).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> def reported(key, consumed, throttled):  # a ReportedKey
+    ...     return SimpleNamespace(
+    ...         key=key, consumed_units_per_s=consumed, throttled_events=throttled
+    ...     )
+    >>> hot = [
+    ...     reported("DEPARTURES#JFK#0", 900.0, 12),
+    ...     reported("DEPARTURES#JFK#1", 300.0, 0),
+    ...     reported("not-sharded", 5.0, 0),
+    ... ]
+    >>> loads, unmapped = loads_by_logical_key(hot)
+    >>> [jfk] = loads["DEPARTURES#JFK"]
+    >>> jfk.consumed_units_per_s, jfk.throttled_events, jfk.throttled_shards, unmapped
+    (1200.0, 12, {0}, ['not-sharded'])
+
+    On GSI1, each time bucket is a group of its own:
+
+    >>> hot = [
+    ...     reported("DEPARTURES#JFK#2013-01-01#0", 9.0, 1),
+    ...     reported("DEPARTURES#JFK#2013-01-02#0", 3.0, 0),
+    ... ]
+    >>> loads, _ = loads_by_logical_key(hot, index_name="GSI1")
+    >>> [load.group for load in loads["DEPARTURES#JFK"]]
+    ['DEPARTURES#JFK#2013-01-01', 'DEPARTURES#JFK#2013-01-02']
     """
     groups: dict[str, KeyLoad] = {}
     unmapped: list[str] = []

@@ -286,6 +286,13 @@ def shard_page_limit(limit: int, shards: int, slack: float = 1.5) -> int:
     -------
     int
         ``min(limit, ceil(slack * limit / shards)) + 1``.
+
+    Examples
+    --------
+    A page of 100 over 8 shards asks each for 20, not 100; one shard gets the page:
+
+    >>> shard_page_limit(100, 8), shard_page_limit(100, 1)
+    (20, 101)
     """
     share = math.ceil(slack * limit / max(shards, 1))
     return min(limit, share) + 1

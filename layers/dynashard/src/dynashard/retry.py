@@ -43,6 +43,15 @@ class Backoff:
         Largest delay, seconds.
     max_attempts : int
         Attempts in all, the first included.
+
+    Examples
+    --------
+    The ceiling doubles with each attempt until it reaches ``cap_s``; the delay is
+    drawn below it:
+
+    >>> backoff = Backoff(base_s=0.05, cap_s=5.0)
+    >>> all(0.0 <= backoff.delay(n) <= min(5.0, 0.05 * 2**n) for n in range(12))
+    True
     """
 
     base_s: float = 0.05

@@ -42,6 +42,12 @@ class ThrottlingReason:
         E.g. ``TableWriteKeyRangeThroughputExceeded``.
     resource : str
         ARN of the table or index.
+
+    Examples
+    --------
+    >>> reason = ThrottlingReason("IndexWriteKeyRangeThroughputExceeded", "arn:...:index/GSI1")
+    >>> reason.is_key_range, reason.is_write
+    (True, True)
     """
 
     reason: str
@@ -70,6 +76,19 @@ def throttling_reasons(response: dict[str, Any]) -> list[ThrottlingReason]:
     -------
     list of ThrottlingReason
         Empty when the error has none.
+
+    Examples
+    --------
+    >>> response = {
+    ...     "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "..."},
+    ...     "ThrottlingReasons": [
+    ...         {"reason": "TableWriteKeyRangeThroughputExceeded", "resource": "arn:...:table/d"}
+    ...     ],
+    ... }
+    >>> throttling_reasons(response)
+    [ThrottlingReason(reason='TableWriteKeyRangeThroughputExceeded', resource='arn:...:table/d')]
+    >>> throttling_reasons({"Error": {"Code": "ThrottlingException"}})
+    []
     """
     raw = (
         response.get("ThrottlingReasons")
@@ -92,6 +111,18 @@ def classify(reasons: list[ThrottlingReason]) -> ThrottleKind:
     ThrottleKind
         ``KEY_RANGE`` when any reason is a key-range limit (shards help), ``CAPACITY``
         when all are other limits, ``UNKNOWN`` when there are none.
+
+    Examples
+    --------
+    A hot partition, a table at its provisioned capacity, and a throttle that does not
+    say why:
+
+    >>> classify([ThrottlingReason("TableWriteKeyRangeThroughputExceeded", "t")])
+    <ThrottleKind.KEY_RANGE: 'key_range'>
+    >>> classify([ThrottlingReason("TableWriteProvisionedThroughputExceeded", "t")])
+    <ThrottleKind.CAPACITY: 'capacity'>
+    >>> classify([])
+    <ThrottleKind.UNKNOWN: 'unknown'>
     """
     if not reasons:
         return ThrottleKind.UNKNOWN
