@@ -9,6 +9,10 @@ the threshold and the comparison from here, so the two cannot disagree.
 Only key-range metrics are here on purpose (design invariant 6): adding shards fixes a
 hot partition, never a table, account or on-demand-maximum limit.
 
+DynamoDB's words (namespace, metric and dimension names) are spelled once, in
+:mod:`dynashard.throttling`, which the scaler's policy reads too; they are re-exported
+here for the CDK constructs.
+
 Sources: "DynamoDB metrics and dimensions" and "CloudWatch throttling metrics" in the
 Amazon DynamoDB Developer Guide (metric names, ``TableName`` and
 ``GlobalSecondaryIndexName`` dimensions, statistic ``Sum``); "Using Amazon CloudWatch
@@ -23,20 +27,30 @@ from enum import StrEnum
 from typing import Final
 
 from dynashard import names
+from dynashard.throttling import (
+    DIM_INDEX_NAME,
+    DIM_TABLE_NAME,
+    DYNAMODB_NAMESPACE,
+    READ_KEY_RANGE_METRIC,
+    WRITE_KEY_RANGE_METRIC,
+)
 
-#: Namespace of the metrics DynamoDB publishes.
-DYNAMODB_NAMESPACE: Final = "AWS/DynamoDB"
-
-WRITE_KEY_RANGE_METRIC: Final = "WriteKeyRangeThroughputThrottleEvents"
-READ_KEY_RANGE_METRIC: Final = "ReadKeyRangeThroughputThrottleEvents"
+__all__ = [
+    "DIM_INDEX_NAME",
+    "DIM_TABLE_NAME",
+    "DYNAMODB_NAMESPACE",
+    "READ_KEY_RANGE_METRIC",
+    "SCALER_ALARMS",
+    "SWEEP_RATE_MINUTES",
+    "WRITE_KEY_RANGE_METRIC",
+    "AlarmSpec",
+    "Comparison",
+    "MissingData",
+]
 
 #: How often a schedule invokes the scaler to sweep its alarms that stayed in ``ALARM``,
 #: minutes (an alarm action runs on a state change only).
 SWEEP_RATE_MINUTES = 1
-
-#: Dimension names of table and index metrics in ``AWS/DynamoDB``.
-DIM_TABLE_NAME: Final = "TableName"
-DIM_INDEX_NAME: Final = "GlobalSecondaryIndexName"
 
 
 class Comparison(StrEnum):

@@ -39,14 +39,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from dynashard.scaling import Alarm
 from infra.alarm_specs import AlarmSpec, Comparison
 from sandbox.emulator.limits import Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
 
 if TYPE_CHECKING:
-    from functions.scaler.alarm_states import Alarm
-    from functions.scaler.app import ScalerService
-    from functions.scaler.offered_load import OfferedLoadSource
+    from dynashard.scaling import OfferedLoadSource, ScalerService
     from sandbox.emulator.server import PartitionEmulator
 
 _log = logging.getLogger(__name__)
@@ -513,8 +512,6 @@ class LocalAlarmStates:
         list of Alarm
             One per local alarm in ``ALARM``, its window ``period x evaluation periods``.
         """
-        from functions.scaler.alarm_states import Alarm
-
         wanted = set(names)
         return [
             Alarm(

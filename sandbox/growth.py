@@ -33,15 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from dynashard import names
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
+from dynashard.throttling import KEY_RANGE_MARKER
 
 if TYPE_CHECKING:
     from dynashard import Dynashard
     from sandbox.alarms import AcceleratedClock, LocalAlarm, LocalSchedule
     from sandbox.emulator import EmulatorServer
     from sandbox.logs import LocalInsightRule, LogTap
-
-#: Throttling reasons that more shards relieve (design invariant 6).
-KEY_RANGE_MARKER = "KeyRangeThroughputExceeded"
 
 
 def is_key_range(reason: str) -> bool:

@@ -1,7 +1,7 @@
 """The scaler's ``HotKeySource`` port over the emulator's Contributor-Insights figures.
 
 :class:`EmulatorHotKeySource` answers exactly what
-``functions.scaler.hot_keys.ContributorInsightsHotKeySource`` answers against AWS: the
+``dynashard.adapters.insights.ContributorInsightsHotKeySource`` answers against AWS: the
 keys of the PKT report (most throttled) and, in ``ACCESSED_AND_THROTTLED_KEYS`` mode,
 of the PKC report (most consuming), as :class:`HotKey` rows, most throttled first,
 then most consuming.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from functions.scaler.hot_keys import HotKey
+from dynashard.scaling import HotKey
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
 

@@ -1,4 +1,8 @@
-"""Scaler function: alarm shapes, load per logical key, growth, Contributor Insights source."""
+"""Scaler function (wiring): event shapes, settings, default adapters, metrics, the sweep.
+
+The policy itself (load per logical key, planned counts, cooldown, what is ignored) is
+tested in tests/unit/library/test_scaling.py, the adapters in test_scaling_adapters.py.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
-from dynashard.errors import CooldownActiveError, DynashardError, MetadataError
+from dynashard.adapters.cloudwatch import CloudWatchAlarmStates
+from dynashard.adapters.insights import ContributorInsightsHotKeySource, InsightRuleOfferedLoad
+from dynashard.errors import DynashardError, MetadataError
+from dynashard.scaling import Alarm, HotKey
 from functions.scaler import app as scaler
-from functions.scaler.hot_keys import ContributorInsightsHotKeySource, HotKey
 
 from .support import FakeService, LambdaContext, load_event
 
@@ -91,6 +95,32 @@ def test_sns_gsi_dimension_and_window_of_several_periods() -> None:
     assert alarm.start == ALARM_TIME - timedelta(seconds=180)
 
 
+def test_a_metric_math_lambda_action_is_read_leniently() -> None:
+    # Given a metric-math alarm's action: an expression entry without metricStat, the
+    # DynamoDB metric over 2 minutes, and a metric of another namespace
+    event = load_event("cloudwatch_alarm_lambda_action")
+    metrics = event["alarmData"]["configuration"]["metrics"]
+    metrics[0]["metricStat"]["metric"]["name"] = "ReadKeyRangeThroughputThrottleEvents"
+    metrics[0]["metricStat"]["period"] = 120
+    other = {"namespace": "Custom", "name": "Other", "dimensions": {"TableName": "not-it"}}
+    metrics.insert(0, {"id": "e1", "expression": "m1 + m2", "returnData": True})
+    metrics.append({"id": "m2", "metricStat": {"metric": other, "period": 60}})
+    # When it is parsed
+    alarm = scaler.parse_alarm(event)
+    # Then the expression is skipped, only AWS/DynamoDB gives dimensions, the longest
+    # period is the window
+    assert alarm.metric_names == ("ReadKeyRangeThroughputThrottleEvents", "Other")
+    assert alarm.table_name == "dynashard-data"
+    assert alarm.window_s == 120
+
+
+def test_a_lambda_action_without_a_state_time_takes_the_events_time() -> None:
+    event = load_event("cloudwatch_alarm_lambda_action")
+    del event["alarmData"]["state"]["timestamp"]
+    event["time"] = "2024-02-17T11:53:30+00:00"
+    assert scaler.parse_alarm(event).timestamp == ALARM_TIME.replace(second=30, microsecond=0)
+
+
 @pytest.mark.parametrize(
     "event",
     [{}, {"source": "aws.events"}, {"Records": []}, {"Records": [{"Sns": {"Message": "hi"}}]}],
@@ -98,27 +128,6 @@ def test_sns_gsi_dimension_and_window_of_several_periods() -> None:
 def test_not_an_alarm_raises(event: dict[str, Any], context: LambdaContext) -> None:
     with pytest.raises(ValueError, match="alarm"):
         scaler.handler(event, context, service=FakeService(), hot_keys=FakeHotKeys([]))
-
-
-# --- load per logical key: the pure part is tested in tests/unit/library/test_planning.py
-def test_gsi1_buckets_are_separate_loads_and_the_busiest_sets_the_count(
-    context: LambdaContext,
-) -> None:
-    # Given a GSI1 alarm whose minute spans midnight UTC: JFK's 2 shards throttled in the
-    # old day's bucket, then its 2 shards in the new day's (THROTTLED_KEYS mode)
-    hot = FakeHotKeys(
-        [
-            HotKey(f"DEPARTURES#JFK#{day}#{shard}", 0.0, 80)
-            for day in ("2013-01-01", "2013-01-02")
-            for shard in (0, 1)
-        ]
-    )
-    service = FakeService(shards={"DEPARTURES#JFK": 2})
-    # When the alarm arrives
-    scaler.handler(_gsi1_alarm(), context, service=service, hot_keys=hot)
-    # Then N carries one bucket at 2 shards x 1,000 WCU/s (+ 160 / 8 / 60 turned away):
-    # ceil(2000.3 / 800) = 3, not the 5 that summing both buckets' 4 shards would ask
-    assert service.grow_calls == [("DEPARTURES#JFK", 3)]
 
 
 # --- growth -----------------------------------------------------------------------------------
@@ -221,16 +230,6 @@ def test_writes_are_planned_from_the_offered_load_the_writers_reported(
     assert "COLD" not in grown
 
 
-def test_read_alarms_never_ask_for_the_offered_write_load(context: LambdaContext) -> None:
-    event = load_event("cloudwatch_alarm_lambda_action")
-    metric = event["alarmData"]["configuration"]["metrics"][0]["metricStat"]["metric"]
-    metric["name"] = "ReadKeyRangeThroughputThrottleEvents"
-    offered = FakeOfferedLoad({"DEPARTURES#JFK": 1e9})
-    service = FakeService(shards={"DEPARTURES#JFK": 2})
-    scaler.handler(event, context, service=service, hot_keys=_jfk_hot(), offered_load=offered)
-    assert offered.calls == []
-
-
 def test_the_default_offered_load_source_is_the_stacks_rule(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -239,7 +238,7 @@ def test_the_default_offered_load_source_is_the_stacks_rule(
     scaler.get_offered_load_source.cache_clear()
     monkeypatch.setenv("DYNASHARD_WRITE_LOAD_RULE", "stack-offered-write-units")
     source = scaler.get_offered_load_source()
-    assert isinstance(source, scaler.InsightRuleOfferedLoad)
+    assert isinstance(source, InsightRuleOfferedLoad)
     assert source.rule_name == "stack-offered-write-units"
 
 
@@ -294,44 +293,6 @@ def test_ok_state_in_sns_is_ignored(context: LambdaContext) -> None:
     assert hot.calls == [] and service.grow_calls == []
 
 
-def test_non_key_range_throttling_does_not_grow(context: LambdaContext) -> None:
-    # Given an alarm on provisioned-throughput throttling (a table limit, not a hot key)
-    event = load_event("cloudwatch_alarm_lambda_action")
-    metric = event["alarmData"]["configuration"]["metrics"][0]["metricStat"]["metric"]
-    metric["name"] = "WriteProvisionedThroughputThrottleEvents"
-    service, hot = FakeService(), _jfk_hot()
-    # When it arrives
-    summary = scaler.handler(event, context, service=service, hot_keys=hot)
-    # Then nothing is grown: more shards do not relieve a table limit
-    assert "not key-range" in summary["ignored"]
-    assert hot.calls == [] and service.grow_calls == []
-
-
-def test_read_key_range_alarm_plans_against_the_read_limit(context: LambdaContext) -> None:
-    event = load_event("cloudwatch_alarm_lambda_action")
-    metric = event["alarmData"]["configuration"]["metrics"][0]["metricStat"]["metric"]
-    metric["name"] = "ReadKeyRangeThroughputThrottleEvents"
-    service = FakeService()
-    # 2,500 RCU/s is over 3,000 x 0.8 = 2,400 RCU/s per shard: 2 shards (the WCU limit would say 4)
-    scaler.handler(
-        event, context, service=service, hot_keys=FakeHotKeys([HotKey("R#0", 2500.0, 0)])
-    )
-    assert service.grow_calls == [("R", 2)]
-
-
-def test_cooldown_is_a_skip_not_an_error(context: LambdaContext) -> None:
-    service = FakeService(
-        shards={"DEPARTURES#JFK": 2},
-        grow_raises={"DEPARTURES#JFK": CooldownActiveError("DEPARTURES#JFK", 42.0)},
-    )
-    summary = scaler.handler(
-        load_event("cloudwatch_alarm_lambda_action"), context, service=service, hot_keys=_jfk_hot()
-    )
-    assert summary["grown"] == []
-    jfk = next(s for s in summary["skipped"] if s["key"] == "DEPARTURES#JFK")
-    assert "cooldown" in jfk["reason"]
-
-
 def test_failure_on_one_key_still_grows_the_others_then_raises(context: LambdaContext) -> None:
     # Given two hot keys, the first of which cannot be grown
     hot = FakeHotKeys([HotKey("A#0", 0.0, 6000), HotKey("B#0", 0.0, 60)])
@@ -344,111 +305,25 @@ def test_failure_on_one_key_still_grows_the_others_then_raises(context: LambdaCo
     assert service.shards["B"] == 2
 
 
-def test_unmapped_keys_are_reported_as_skipped(context: LambdaContext) -> None:
-    hot = FakeHotKeys([HotKey("DEPARTURES#JFK#2024-02-17", 0.0, 10)])
-    service = FakeService()
-    summary = scaler.handler(
-        load_event("cloudwatch_alarm_sns"), context, service=service, hot_keys=hot
-    )
-    assert summary["skipped"] == [
-        {"key": "DEPARTURES#JFK#2024-02-17", "reason": "not a partition key dynashard writes"}
-    ]
-    assert service.grow_calls == []
+def test_a_failed_growth_is_logged_by_the_functions_logger(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    hot = FakeHotKeys([HotKey("A#0", 0.0, 6000)])
+    service = FakeService(grow_raises={"A": MetadataError()})
+    with pytest.raises(DynashardError):
+        scaler.handler(load_event("cloudwatch_alarm_sns"), context, service=service, hot_keys=hot)
+    failed = [r for r in caplog.records if r.getMessage() == "growth failed"]
+    assert len(failed) == 1
+    # through Powertools' Logger (its service name), with the key and the exception
+    assert failed[0].name == scaler.logger.name != "dynashard.scaling"
+    assert failed[0].__dict__["key"] == "A"
+    assert failed[0].exc_info is not None and failed[0].exc_info[0] is MetadataError
 
 
-# --- Contributor Insights source (botocore Stubber: moto does not implement it) -----------------
-PKT = "DynamoDBContributorInsights-PKT-dynashard-data-1708160000000"
-PKC = "DynamoDBContributorInsights-PKC-dynashard-data-1708160000000"
-
-
-def _report(contributors: list[tuple[str, float]]) -> dict[str, Any]:
-    return {
-        "KeyLabels": ["PK"],
-        "AggregationStatistic": "Sum",
-        "AggregateValue": sum(v for _, v in contributors),
-        "ApproximateUniqueCount": len(contributors),
-        "Contributors": [
-            {"Keys": [k], "ApproximateAggregateValue": v, "Datapoints": []} for k, v in contributors
-        ],
-    }
-
-
-def _clients() -> tuple[Any, Any]:
-    return (
-        boto3.client("cloudwatch", region_name="us-east-1"),
-        boto3.client("dynamodb", region_name="us-east-1"),
-    )
-
-
-def test_contributor_insights_source_reads_both_reports() -> None:
-    # Given a table in ACCESSED_AND_THROTTLED_KEYS mode (PKC and PKT rules)
-    cloudwatch, dynamodb = _clients()
-    start, end = ALARM_TIME - timedelta(seconds=120), ALARM_TIME
-    with Stubber(dynamodb) as ddb_stub, Stubber(cloudwatch) as cw_stub:
-        ddb_stub.add_response(
-            "describe_contributor_insights",
-            {
-                "TableName": "dynashard-data",
-                "ContributorInsightsRuleList": [PKC, PKT],
-                "ContributorInsightsStatus": "ENABLED",
-            },
-            {"TableName": "dynashard-data"},
-        )
-        common = {
-            "StartTime": start,
-            "EndTime": end,
-            "Period": 120,
-            "MaxContributorCount": 25,
-            "OrderBy": "Sum",
-        }
-        cw_stub.add_response(
-            "get_insight_rule_report",
-            _report([("DEPARTURES#JFK#0", 700.0), ("DEPARTURES#JFK#1", 300.0)]),
-            {"RuleName": PKT, **common},
-        )
-        cw_stub.add_response(
-            "get_insight_rule_report",
-            _report([("DEPARTURES#JFK#0", 120_000.0), ("DEPARTURES#EWR#0", 2_400.0)]),
-            {"RuleName": PKC, **common},
-        )
-        source = ContributorInsightsHotKeySource(client=cloudwatch, dynamodb_client=dynamodb)
-        # When asked for the window
-        hot = source.hot_keys("dynashard-data", None, start, end)
-        # Then throttles and consumption (per second of the window) come back, hottest first
-        cw_stub.assert_no_pending_responses()
-    assert hot == [
-        HotKey("DEPARTURES#JFK#0", 1000.0, 700),
-        HotKey("DEPARTURES#JFK#1", 0.0, 300),
-        HotKey("DEPARTURES#EWR#0", 20.0, 0),
-    ]
-
-
-def test_throttled_keys_mode_has_no_consumption_and_asks_the_index() -> None:
-    cloudwatch, dynamodb = _clients()
-    pkt_gsi = "DynamoDBContributorInsights-PKT-dynashard-data/index/GSI1-1708160000000"
-    with Stubber(dynamodb) as ddb_stub, Stubber(cloudwatch) as cw_stub:
-        ddb_stub.add_response(
-            "describe_contributor_insights",
-            {"ContributorInsightsRuleList": [pkt_gsi], "ContributorInsightsStatus": "ENABLED"},
-            {"TableName": "dynashard-data", "IndexName": "GSI1"},
-        )
-        cw_stub.add_response("get_insight_rule_report", _report([("K#2024-02-17", 30.0)]))
-        source = ContributorInsightsHotKeySource(cloudwatch, dynamodb)
-        hot = source.hot_keys(
-            "dynashard-data", "GSI1", ALARM_TIME - timedelta(seconds=60), ALARM_TIME
-        )
-    assert hot == [HotKey("K#2024-02-17", 0.0, 30)]
-
-
-def test_disabled_contributor_insights_yields_no_keys_and_no_report_calls() -> None:
-    cloudwatch, dynamodb = _clients()
-    with Stubber(dynamodb) as ddb_stub, Stubber(cloudwatch):
-        ddb_stub.add_response(
-            "describe_contributor_insights",
-            {"TableName": "dynashard-data", "ContributorInsightsStatus": "DISABLED"},
-        )
-        source = ContributorInsightsHotKeySource(cloudwatch, dynamodb)
-        assert source.hot_keys("dynashard-data", None, ALARM_TIME, ALARM_TIME) == []
+def test_the_default_adapters_are_the_aws_ones() -> None:
+    assert isinstance(scaler.get_hot_key_source(), ContributorInsightsHotKeySource)
+    assert isinstance(scaler.get_alarm_states(), CloudWatchAlarmStates)
+    assert scaler.get_hot_key_source() is scaler.get_hot_key_source()  # once per container
 
 
 # --- the sweep: alarms that stay in ALARM ------------------------------------------------------
@@ -458,17 +333,17 @@ SWEEP_TIME = datetime(2024, 2, 17, 11, 54, tzinfo=UTC)
 class FakeAlarmStates:
     """An AlarmStateSource that reports fixed alarms in ALARM and records its calls."""
 
-    def __init__(self, alarms: list[scaler.Alarm]) -> None:
+    def __init__(self, alarms: list[Alarm]) -> None:
         self.alarms = alarms
         self.calls: list[tuple[list[str], datetime]] = []
 
-    def alarms_in_alarm(self, names: Sequence[str], now: datetime) -> list[scaler.Alarm]:
+    def alarms_in_alarm(self, names: Sequence[str], now: datetime) -> list[Alarm]:
         self.calls.append((list(names), now))
         return [a for a in self.alarms if a.name in names]
 
 
-def _still_in_alarm(name: str = "dynashard-dev-TableWriteKeyRange") -> scaler.Alarm:
-    return scaler.Alarm(
+def _still_in_alarm(name: str = "dynashard-dev-TableWriteKeyRange") -> Alarm:
+    return Alarm(
         name=name,
         state="ALARM",
         timestamp=SWEEP_TIME,
@@ -523,95 +398,3 @@ def test_a_sweep_without_alarms_in_alarm_does_nothing(
     # Then CloudWatch was asked, and nothing else happened
     assert states.calls == [(["dynashard-dev-TableWriteKeyRange"], SWEEP_TIME)]
     assert result["alarms"] == [] and hot.calls == [] and service.grow_calls == []
-
-
-def test_cloudwatch_alarm_states_reads_describe_alarms() -> None:
-    # Given DescribeAlarms answering with one metric alarm in ALARM (documented shape)
-    cloudwatch, _ = _clients()
-    names = ["dynashard-dev-TableWriteKeyRange", "dynashard-dev-Gsi1WriteKeyRange"]
-    with Stubber(cloudwatch) as stub:
-        stub.add_response(
-            "describe_alarms",
-            {
-                "MetricAlarms": [
-                    {
-                        "AlarmName": "dynashard-dev-Gsi1WriteKeyRange",
-                        "StateValue": "ALARM",
-                        "MetricName": "WriteKeyRangeThroughputThrottleEvents",
-                        "Namespace": "AWS/DynamoDB",
-                        "Dimensions": [
-                            {"Name": "TableName", "Value": "dynashard-data"},
-                            {"Name": "GlobalSecondaryIndexName", "Value": "GSI1"},
-                        ],
-                        "Period": 60,
-                        "EvaluationPeriods": 2,
-                    }
-                ]
-            },
-            {"AlarmNames": names, "StateValue": "ALARM", "AlarmTypes": ["MetricAlarm"]},
-        )
-        # When the port is asked which are in ALARM
-        found = scaler.CloudWatchAlarmStates(cloudwatch).alarms_in_alarm(names, SWEEP_TIME)
-        stub.assert_no_pending_responses()
-    # Then the alarm comes back with its metric, dimensions and window
-    assert found == [
-        scaler.Alarm(
-            name="dynashard-dev-Gsi1WriteKeyRange",
-            state="ALARM",
-            timestamp=SWEEP_TIME,
-            window_s=120,
-            metric_names=("WriteKeyRangeThroughputThrottleEvents",),
-            table_name="dynashard-data",
-            index_name="GSI1",
-        )
-    ]
-
-
-def test_cloudwatch_alarm_states_asks_at_most_100_names_a_call() -> None:
-    cloudwatch, _ = _clients()
-    names = [f"alarm-{i}" for i in range(150)]
-    with Stubber(cloudwatch) as stub:
-        for chunk in (names[:100], names[100:]):
-            stub.add_response(
-                "describe_alarms",
-                {"MetricAlarms": []},
-                {"AlarmNames": chunk, "StateValue": "ALARM", "AlarmTypes": ["MetricAlarm"]},
-            )
-        assert scaler.CloudWatchAlarmStates(cloudwatch).alarms_in_alarm(names, SWEEP_TIME) == []
-        stub.assert_no_pending_responses()
-
-
-def test_the_insight_rule_adapter_sums_each_keys_offered_units() -> None:
-    from functions.scaler.offered_load import InsightRuleOfferedLoad
-
-    client = boto3.client("cloudwatch", region_name="us-east-1")
-    start = ALARM_TIME - timedelta(seconds=90)
-    with Stubber(client) as stub:
-        stub.add_response(
-            "get_insight_rule_report",
-            {
-                "Contributors": [
-                    {
-                        "Keys": ["DEPARTURES#JFK"],
-                        "ApproximateAggregateValue": 12_000.0,
-                        "Datapoints": [],
-                    },
-                    {
-                        "Keys": ["DEPARTURES#EWR"],
-                        "ApproximateAggregateValue": 60.0,
-                        "Datapoints": [],
-                    },
-                ]
-            },
-            {
-                "RuleName": "stack-offered-write-units",
-                "StartTime": start,
-                "EndTime": ALARM_TIME,
-                "Period": 120,
-                "MaxContributorCount": 100,
-                "OrderBy": "Sum",
-            },
-        )
-        source = InsightRuleOfferedLoad("stack-offered-write-units", client=client)
-        offered = source.offered_wcu(start, ALARM_TIME)
-    assert offered == {"DEPARTURES#JFK": 12_000.0, "DEPARTURES#EWR": 60.0}

@@ -9,7 +9,17 @@ import pytest
 
 import dynashard
 
-PURE = ("keys", "strategies", "merge", "throttling", "planning", "load", "names", "retry")
+PURE = (
+    "keys",
+    "strategies",
+    "merge",
+    "throttling",
+    "planning",
+    "load",
+    "names",
+    "retry",
+    "scaling",
+)
 HEAVY = ("boto3", "botocore", "pydantic")
 
 

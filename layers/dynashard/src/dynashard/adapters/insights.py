@@ -1,7 +1,8 @@
-"""Where the scaler learns which partition keys are hot: a port and its CloudWatch adapter.
+"""Contributor Insights adapters: which partition keys are hot, and the offered write load.
 
-:class:`HotKeySource` is the port; :class:`ContributorInsightsHotKeySource` reads the
-reports of the Contributor Insights rules DynamoDB creates for a table or GSI
+:class:`ContributorInsightsHotKeySource` implements
+:class:`dynashard.scaling.HotKeySource`: it reads the reports of the Contributor
+Insights rules DynamoDB creates for a table or GSI
 (DynamoDB Developer Guide, "CloudWatch contributor insights for DynamoDB: How it
 works"):
 
@@ -14,15 +15,24 @@ works"):
 The names carry a timestamp, so the adapter asks DynamoDB for them
 (``DescribeContributorInsights`` -> ``ContributorInsightsRuleList``) and then reads
 each report with CloudWatch ``GetInsightRuleReport``. The local emulator brings its own
-source implementing the same port.
+source implementing the same port (``sandbox.emulator.insights.EmulatorHotKeySource``).
+
+:class:`InsightRuleOfferedLoad` implements :class:`dynashard.scaling.OfferedLoadSource`.
+The ingest functions log one line per logical key and invocation with the write units
+they were offered (:mod:`dynashard.load`); the stack's Contributor Insights rule
+(:func:`dynashard.load.write_load_rule_body`) ranks logical keys by their sum. The
+adapter reads that rule's report for a window with ``GetInsightRuleReport``; the sandbox
+evaluates the same rule on the same log lines (``sandbox.logs.LocalInsightRule``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from dynashard.load import MAX_CONTRIBUTORS
+from dynashard.scaling import HotKey
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -33,27 +43,6 @@ if TYPE_CHECKING:
 #: Prefix of the Contributor Insights rules DynamoDB creates.
 RULE_PREFIX = "DynamoDBContributorInsights"
 _RULE_KIND = re.compile(rf"^{RULE_PREFIX}-(PKT|PKC|SKT|SKC)-")
-
-
-@dataclass(frozen=True)
-class HotKey:
-    """One partition key value that was hot in a time window.
-
-    Attributes
-    ----------
-    key : str
-        The partition key value as stored: a physical key ``{logical}#{shard}`` of the
-        data table, or a logical key.
-    consumed_units_per_s : float
-        Capacity it consumed, units per second averaged over the window (0 when the
-        source only sees throttling).
-    throttled_events : int
-        Requests on it that were throttled in the window.
-    """
-
-    key: str
-    consumed_units_per_s: float
-    throttled_events: int
 
 
 def insight_rule_totals(
@@ -104,33 +93,8 @@ def insight_rule_totals(
     return totals
 
 
-class HotKeySource(Protocol):
-    """A port that names the hottest partition keys of a table or GSI in a window."""
-
-    def hot_keys(
-        self, table_name: str, index_name: str | None, start: datetime, end: datetime
-    ) -> list[HotKey]:
-        """Return the hot partition keys between ``start`` and ``end``.
-
-        Parameters
-        ----------
-        table_name : str
-            DynamoDB table name.
-        index_name : str or None
-            GSI name, or None for the base table.
-        start, end : datetime
-            The window (UTC).
-
-        Returns
-        -------
-        list of HotKey
-            Hottest first; empty when nothing was throttled or accessed.
-        """
-        ...
-
-
 class ContributorInsightsHotKeySource:
-    """:class:`HotKeySource` over CloudWatch Contributor Insights for DynamoDB.
+    """:class:`~dynashard.scaling.HotKeySource` over CloudWatch Contributor Insights for DynamoDB.
 
     Parameters
     ----------
@@ -243,3 +207,58 @@ class ContributorInsightsHotKeySource:
         ]
         hot.sort(key=lambda h: (-h.throttled_events, -h.consumed_units_per_s, h.key))
         return hot
+
+
+class InsightRuleOfferedLoad:
+    """:class:`~dynashard.scaling.OfferedLoadSource` over the stack's Contributor Insights rule.
+
+    Parameters
+    ----------
+    rule_name : str
+        The rule (``DYNASHARD_WRITE_LOAD_RULE``).
+    client : CloudWatchClient, optional
+        boto3 CloudWatch client; created on first use if None.
+    max_contributors : int
+        Top-N keys asked of the report (``GetInsightRuleReport`` allows 1..100).
+    """
+
+    def __init__(
+        self,
+        rule_name: str,
+        client: CloudWatchClient | None = None,
+        max_contributors: int = MAX_CONTRIBUTORS,
+    ) -> None:
+        self.rule_name = rule_name
+        self._client = client
+        self.max_contributors = max(1, min(MAX_CONTRIBUTORS, max_contributors))
+
+    @property
+    def client(self) -> CloudWatchClient:
+        """CloudWatchClient: The CloudWatch client, created on first use."""
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("cloudwatch")
+        return self._client
+
+    def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
+        """Return the rule's sum of offered WCU per logical key over the window.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window (UTC); the report asks for one datapoint over it (a period of
+            whole minutes, as Contributor Insights aggregates).
+
+        Returns
+        -------
+        dict of str to float
+            Logical key -> ``ApproximateAggregateValue`` (WCU offered in the window).
+
+        Raises
+        ------
+        botocore.exceptions.ClientError
+            If CloudWatch refuses (e.g. missing ``cloudwatch:GetInsightRuleReport``, or
+            ``ResourceNotFoundException`` for a rule that does not exist).
+        """
+        return insight_rule_totals(self.client, self.rule_name, start, end, self.max_contributors)

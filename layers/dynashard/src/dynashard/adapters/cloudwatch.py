@@ -1,84 +1,32 @@
-"""Which of the scaler's alarms are in ``ALARM`` now: a port and its CloudWatch adapter.
+"""Which of the scaler's alarms are in ``ALARM`` now: the CloudWatch adapter of the port.
 
-A CloudWatch alarm invokes its action on a state change only ("Using Amazon CloudWatch
-alarms": actions run when the state changes), so an alarm that stays in ``ALARM``
-because the first growth was not enough never invokes the scaler again. A schedule
-(EventBridge, every minute) invokes the scaler to sweep: it asks this port which of
-its alarms are in ``ALARM`` and handles each as if it had just fired. The cooldown spaces
-two changes of a key and ``plan_shard_count`` leaves a key whose throttled shards already
-fit; throttles of writers still on the old count (up to their cache lifetime after a
-change) can still fall in the next window, so a key may grow one step past its need.
+:class:`CloudWatchAlarmStates` implements :class:`dynashard.scaling.AlarmStateSource`
+with CloudWatch ``DescribeAlarms``. A CloudWatch alarm invokes its action on a state
+change only ("Using Amazon CloudWatch alarms": actions run when the state changes), so
+an alarm that stays in ``ALARM`` because the first growth was not enough never invokes
+the scaler again. A schedule (EventBridge, every minute) invokes the scaler to sweep: it
+asks this port which of its alarms are in ``ALARM`` and handles each as if it had just
+fired. The cooldown spaces two changes of a key and ``plan_shard_count`` leaves a key
+whose throttled shards already fit; throttles of writers still on the old count (up to
+their cache lifetime after a change) can still fall in the next window, so a key may
+grow one step past its need.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from dynashard.scaling import MIN_WINDOW_S, Alarm
+from dynashard.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from datetime import datetime
+
     from mypy_boto3_cloudwatch import CloudWatchClient
 
 #: Alarm names one DescribeAlarms call accepts (CloudWatch API reference, ``AlarmNames``).
 DESCRIBE_ALARMS_MAX_NAMES = 100
-
-
-@dataclass(frozen=True)
-class Alarm:
-    """What the scaler needs from a CloudWatch alarm, however it learned of it.
-
-    Attributes
-    ----------
-    name : str
-        Alarm name.
-    state : str
-        State: ``ALARM``, ``OK`` or ``INSUFFICIENT_DATA``.
-    timestamp : datetime
-        When the state changed, or when a sweep saw it (UTC); the end of the window
-        to inspect.
-    window_s : int
-        Seconds the alarm evaluates (period x evaluation periods), at least 60.
-    metric_names : tuple of str
-        The metrics the alarm watches.
-    table_name, index_name : str or None
-        ``TableName`` / ``GlobalSecondaryIndexName`` dimensions, if present.
-    """
-
-    name: str
-    state: str
-    timestamp: datetime
-    window_s: int
-    metric_names: tuple[str, ...] = ()
-    table_name: str | None = None
-    index_name: str | None = None
-
-    @property
-    def start(self) -> datetime:
-        """datetime: Start of the window to inspect."""
-        return self.timestamp - timedelta(seconds=self.window_s)
-
-
-class AlarmStateSource(Protocol):
-    """A port that tells which of some alarms are in ``ALARM``."""
-
-    def alarms_in_alarm(self, names: Sequence[str], now: datetime) -> list[Alarm]:
-        """Return the alarms among ``names`` whose state is ``ALARM``.
-
-        Parameters
-        ----------
-        names : sequence of str
-            Alarm names.
-        now : datetime
-            The end of the window each returned alarm covers (UTC).
-
-        Returns
-        -------
-        list of Alarm
-            One per alarm in ``ALARM``, with ``timestamp = now``; names that do not
-            exist are left out.
-        """
-        ...
 
 
 def alarm_from_description(description: dict[str, Any], now: datetime) -> Alarm:
@@ -101,7 +49,7 @@ def alarm_from_description(description: dict[str, Any], now: datetime) -> Alarm:
         str(d["Name"]): str(d["Value"]) for d in description.get("Dimensions") or [] if "Name" in d
     }
     metric_names = [description["MetricName"]] if description.get("MetricName") else []
-    period = int(description.get("Period") or 60)
+    period = int(description.get("Period") or MIN_WINDOW_S)
     for query in description.get("Metrics") or []:  # metric-math alarms
         stat = query.get("MetricStat") or {}
         metric = stat.get("Metric") or {}
@@ -109,21 +57,21 @@ def alarm_from_description(description: dict[str, Any], now: datetime) -> Alarm:
             metric_names.append(metric["MetricName"])
         for dim in metric.get("Dimensions") or []:
             dimensions[str(dim.get("Name"))] = str(dim.get("Value"))
-        period = max(period, int(stat.get("Period") or 60))
+        period = max(period, int(stat.get("Period") or MIN_WINDOW_S))
     evaluations = int(description.get("EvaluationPeriods") or 1)
     return Alarm(
         name=str(description.get("AlarmName", "")),
         state=str(description.get("StateValue", "")),
         timestamp=now,
-        window_s=max(60, period * evaluations),
+        window_s=max(MIN_WINDOW_S, period * evaluations),
         metric_names=tuple(metric_names),
-        table_name=dimensions.get("TableName"),
-        index_name=dimensions.get("GlobalSecondaryIndexName"),
+        table_name=dimensions.get(DIM_TABLE_NAME),
+        index_name=dimensions.get(DIM_INDEX_NAME),
     )
 
 
 class CloudWatchAlarmStates:
-    """:class:`AlarmStateSource` over CloudWatch ``DescribeAlarms``.
+    """:class:`~dynashard.scaling.AlarmStateSource` over CloudWatch ``DescribeAlarms``.
 
     Parameters
     ----------
