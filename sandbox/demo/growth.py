@@ -36,7 +36,8 @@ from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
 if TYPE_CHECKING:
     from dynashard import Dynashard
-    from sandbox.alarms import AcceleratedClock, LocalAlarm, LocalSchedule
+    from sandbox.alarms import LocalAlarm, LocalSchedule
+    from sandbox.clock import AcceleratedClock
     from sandbox.emulator import EmulatorServer
     from sandbox.logs import LocalInsightRule, LogTap
 
@@ -235,12 +236,12 @@ class GrowthLoop:
         from dynashard.load import write_load_rule_body
         from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
         from sandbox.alarms import (
-            AcceleratedClock,
             LocalAlarm,
             LocalAlarmStates,
             LocalSchedule,
             scaler_action,
         )
+        from sandbox.clock import AcceleratedClock
         from sandbox.dynamodb_local import local_client
         from sandbox.emulator import EmulatorConfig, EmulatorServer
         from sandbox.environment import SERVICE_NAME
