@@ -48,7 +48,8 @@ from dynashard.retry import Backoff
 from dynashard.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
-from sandbox.alarms import AcceleratedClock, LocalAlarm, scaler_action
+from sandbox.alarms import LocalAlarm, scaler_action
+from sandbox.clock import AcceleratedClock
 from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.limits import Operation, Resource

@@ -17,9 +17,9 @@ alarms still in ``ALARM``, runs here as :class:`LocalSchedule` with
 
 Evaluation is on demand (:meth:`LocalAlarm.evaluate` with an explicit ``now``), so
 tests drive it with a manual clock; :meth:`LocalAlarm.start` runs it in a background
-thread for the demo. :class:`AcceleratedClock` lets a whole CloudWatch minute pass in a
-few seconds of wall time when the emulator, the alarm and the shard metadata all share
-it.
+thread for the demo. :class:`sandbox.clock.AcceleratedClock` lets a whole CloudWatch
+minute pass in a few seconds of wall time when the emulator, the alarm and the shard
+metadata all share it.
 
 Sources: "Using Amazon CloudWatch alarms" (evaluation of M out of N datapoints, state
 changes, ``TreatMissingData``) and "Lambda alarm actions" (event shape) in the
@@ -34,7 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -557,7 +557,7 @@ class LocalSchedule:
     rate_s : float
         Emulated seconds between runs (``rate(1 minute)``: 60).
     clock : callable
-        Emulated epoch seconds (share the emulator's :class:`AcceleratedClock`).
+        Emulated epoch seconds (share the emulator's :class:`sandbox.clock.AcceleratedClock`).
 
     Attributes
     ----------
@@ -721,63 +721,3 @@ def scaler_action(
         )
 
     return action
-
-
-@dataclass
-class AcceleratedClock:
-    """A clock that runs ``speed`` times faster than wall time.
-
-    Share it between the emulator (token buckets, per-minute figures), the alarm and
-    the shard metadata (cooldown, cache lifetime) so a CloudWatch minute passes in
-    ``60 / speed`` wall seconds. Every rate is then per emulated second: a limit of
-    ``L`` units per emulated second admits ``L * speed`` units per wall second.
-
-    Parameters
-    ----------
-    speed : float
-        Emulated seconds per wall second, ``> 0``.
-    start : float
-        Emulated epoch seconds at creation; default the wall clock rounded down to a
-        minute, so figures start at a period boundary.
-    monotonic : callable
-        Wall-time source (seconds); injectable for tests.
-
-    Raises
-    ------
-    ValueError
-        If ``speed`` is not positive.
-    """
-
-    speed: float = 1.0
-    start: float = field(default_factory=lambda: float(int(time.time()) // 60 * 60))
-    monotonic: Callable[[], float] = time.monotonic
-    _origin: float = field(init=False, repr=False, default=0.0)
-
-    def __post_init__(self) -> None:
-        if self.speed <= 0:
-            raise ValueError(f"speed must be > 0, got {self.speed}")
-        self._origin = self.monotonic()
-
-    @property
-    def origin(self) -> float:
-        """float: The wall time (``monotonic``) at which the clock read ``start``."""
-        return self._origin
-
-    def __call__(self) -> float:
-        """Return the emulated time, epoch seconds."""
-        return self.start + (self.monotonic() - self._origin) * self.speed
-
-    def wall_seconds(self, emulated_s: float) -> float:
-        """Convert an emulated duration to wall seconds.
-
-        Parameters
-        ----------
-        emulated_s : float
-            Emulated seconds.
-
-        Returns
-        -------
-        float
-            ``emulated_s / speed``.
-        """
-        return emulated_s / self.speed

@@ -34,7 +34,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from sandbox.aws_events import LambdaContext, api_gateway_event
-from sandbox.lambda_env import api_function
+from sandbox.lambda_runtime import api_function
 
 #: A Lambda handler: ``(event, context) -> response``.
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -178,7 +178,7 @@ class Gateway:
         """Return the handler for a reference, made on first use by :func:`api_function`.
 
         Every route is a Powertools REST resolver, so invocations run one at a time in
-        execution environments of their own (:mod:`sandbox.lambda_env`).
+        execution environments of their own (:mod:`sandbox.lambda_runtime`).
 
         Parameters
         ----------

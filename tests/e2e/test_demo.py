@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from sandbox import demo
+from sandbox.demo import acts, cli, dataset, verify
+from sandbox.demo.handlers import Handlers
 
 pytestmark = pytest.mark.e2e
 
@@ -67,14 +68,14 @@ def test_demo_sample_used_all_paths_and_fixed_shard_counts(
     report = whole["first_act"]
     origins = {f"DEPARTURES#{o}" for o in ("EWR", "JFK", "LGA")}
     assert {k: v for k, v in report["shard_counts"].items() if k in origins} == dict.fromkeys(
-        origins, demo.ORIGIN_SHARDS
+        origins, acts.ORIGIN_SHARDS
     )
     # A counter CARRIER#XX lives under COUNTER#CARRIER#XX, and its reads sum every shard.
     counter_shards = {
         v for k, v in report["shard_counts"].items() if k.startswith("COUNTER#CARRIER#")
     }
-    assert counter_shards == {demo.COUNTER_SHARDS}
-    assert {c["shards"] for c in report["counters"].values()} == {demo.COUNTER_SHARDS}
+    assert counter_shards == {acts.COUNTER_SHARDS}
+    assert {c["shards"] for c in report["counters"].values()} == {acts.COUNTER_SHARDS}
     assert len(report["shard_counts"]) == 3 + report["counters_checked"]
     assert report["events_via_api"] > 0 and report["events_via_sqs"] > report["events_via_api"]
     assert report["events_via_api"] + report["events_via_sqs"] == SAMPLE
@@ -91,9 +92,9 @@ def test_demo_sample_used_all_paths_and_fixed_shard_counts(
 def test_demo_fails_when_the_query_handler_loses_an_item(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_load = demo.Handlers.load
+    real_load = Handlers.load
 
-    def sabotaged() -> demo.Handlers:
+    def sabotaged() -> Handlers:
         handlers = real_load()
         real_query = handlers.query
 
@@ -108,9 +109,9 @@ def test_demo_fails_when_the_query_handler_loses_an_item(
         handlers.query = lossy
         return handlers
 
-    monkeypatch.setattr(demo.Handlers, "load", staticmethod(sabotaged))
+    monkeypatch.setattr(Handlers, "load", staticmethod(sabotaged))
     report_path = tmp_path / "report.json"
-    code = demo.main(["--sample", "300", "--act", "1", "--report", str(report_path)])
+    code = cli.main(["--sample", "300", "--act", "1", "--report", str(report_path)])
     whole = json.loads(report_path.read_text())
     assert code == 1
     assert whole["ok"] is False and "second_act" not in whole
@@ -167,18 +168,18 @@ def test_second_act_throttles_grows_and_reads_back_everything(
 
 # --- the pure parts ---------------------------------------------------------------------
 def test_scheduled_times_convert_from_new_york_to_utc() -> None:
-    assert demo.local_to_utc(date(2013, 1, 1), 515) == datetime(2013, 1, 1, 10, 15, tzinfo=UTC)
-    assert demo.local_to_utc(date(2013, 7, 1), 2359) == datetime(2013, 7, 2, 3, 59, tzinfo=UTC)
-    start, end = demo.local_day_window(date(2013, 3, 10))  # spring forward: 23 hours
+    assert dataset.local_to_utc(date(2013, 1, 1), 515) == datetime(2013, 1, 1, 10, 15, tzinfo=UTC)
+    assert dataset.local_to_utc(date(2013, 7, 1), 2359) == datetime(2013, 7, 2, 3, 59, tzinfo=UTC)
+    start, end = dataset.local_day_window(date(2013, 3, 10))  # spring forward: 23 hours
     assert (end - start).total_seconds() == 23 * 3600
-    start, end = demo.local_day_window(date(2013, 11, 3))  # fall back: 25 hours
+    start, end = dataset.local_day_window(date(2013, 11, 3))  # fall back: 25 hours
     assert (end - start).total_seconds() == 25 * 3600
 
 
 def test_full_source_has_unique_ids_and_three_hot_keys() -> None:
-    departures = demo.load_departures()
-    assert len(departures) == demo.FULL_ROW_COUNT
-    assert len({d.event["id"] for d in departures}) == demo.FULL_ROW_COUNT
+    departures = dataset.load_departures()
+    assert len(departures) == dataset.FULL_ROW_COUNT
+    assert len({d.event["id"] for d in departures}) == dataset.FULL_ROW_COUNT
     keys = Counter(d.key for d in departures)
     assert keys == {"DEPARTURES#EWR": 120835, "DEPARTURES#JFK": 111279, "DEPARTURES#LGA": 104662}
     first = departures[0].event
@@ -189,42 +190,42 @@ def test_full_source_has_unique_ids_and_three_hot_keys() -> None:
 
 def test_second_act_offers_the_first_departures_of_each_origin_in_time_order() -> None:
     # Given the full source
-    departures = demo.load_departures()
+    departures = dataset.load_departures()
     # When the second act's slice is cut
-    hot = demo.hot_departures(departures, demo.HOT_EVENTS_PER_KEY)
+    hot = dataset.hot_departures(departures, acts.HOT_EVENTS_PER_KEY)
     # Then each origin gives its first departures in time order (the file lists months
     # 1, 10, 11, 12, 2, ...), and the slice is in time order
     per_key = Counter(d.key for d in hot)
-    assert per_key == {k: demo.HOT_EVENTS_PER_KEY for k in per_key} and len(per_key) == 3
+    assert per_key == {k: acts.HOT_EVENTS_PER_KEY for k in per_key} and len(per_key) == 3
     for key in per_key:
         timely = sorted((d for d in departures if d.key == key), key=lambda d: d.order_key)
-        expected = [d.event["id"] for d in timely[: demo.HOT_EVENTS_PER_KEY]]
+        expected = [d.event["id"] for d in timely[: acts.HOT_EVENTS_PER_KEY]]
         assert [d.event["id"] for d in hot if d.key == key] == expected
     assert [d.order_key for d in hot] == sorted(d.order_key for d in hot)
     assert max(d.local_day for d in hot) < date(2013, 3, 1)
     # And the report says so
-    note = demo.slice_note(departures, hot)
+    note = dataset.slice_note(departures, hot)
     assert note.startswith(
         "36,000 of 336,776 departures: the first 12,000 of each origin, 2013-01-01"
     )
     # And a key with fewer departures than asked keeps all of them
     few = departures[:10]
-    assert demo.hot_departures(few, 1_000) == sorted(few, key=lambda d: d.order_key)
+    assert dataset.hot_departures(few, 1_000) == sorted(few, key=lambda d: d.order_key)
 
 
 def test_compare_counts_each_kind_of_difference() -> None:
-    spec = demo.ReadSpec(
+    spec = verify.ReadSpec(
         "K", "year", datetime(2013, 1, 1, tzinfo=UTC), datetime(2014, 1, 1, tzinfo=UTC), False, 10
     )
     e = [{"key": "K", "id": str(i), "ts": f"t{i}", "data": {}} for i in range(5)]
-    assert demo.compare(spec, list(e), e).mismatches == 0
-    missing = demo.compare(spec, [e[0], e[2], e[3], e[4]], e)
+    assert verify.compare(spec, list(e), e).mismatches == 0
+    missing = verify.compare(spec, [e[0], e[2], e[3], e[4]], e)
     assert (missing.missing, missing.misordered, missing.duplicates) == (1, 0, 0)
-    duplicated = demo.compare(spec, [e[0], e[1], e[1], e[2], e[3], e[4]], e)
+    duplicated = verify.compare(spec, [e[0], e[1], e[1], e[2], e[3], e[4]], e)
     assert (duplicated.duplicates, duplicated.mismatches) == (1, 0)
-    swapped = demo.compare(spec, [e[1], e[0], e[2], e[3], e[4]], e)
+    swapped = verify.compare(spec, [e[1], e[0], e[2], e[3], e[4]], e)
     assert swapped.misordered == 2
-    changed = demo.compare(spec, [e[0], {**e[1], "data": {"x": 1}}, e[2], e[3], e[4]], e)
+    changed = verify.compare(spec, [e[0], {**e[1], "data": {"x": 1}}, e[2], e[3], e[4]], e)
     assert changed.different == 1
-    extra = demo.compare(spec, [*e, {"key": "K", "id": "zz", "ts": "t9", "data": {}}], e)
+    extra = verify.compare(spec, [*e, {"key": "K", "id": "zz", "ts": "t9", "data": {}}], e)
     assert extra.unexpected == 1

@@ -45,7 +45,7 @@ from sandbox.gateway import (
     make_app,
     match_route,
 )
-from sandbox.lambda_env import API_RESOLVER_LOCK, LocalFunction
+from sandbox.lambda_runtime import API_RESOLVER_LOCK, LocalFunction
 from sandbox.tables import create_tables, delete_tables
 
 pytestmark = pytest.mark.integration

@@ -19,7 +19,6 @@ from dynashard.metadata import GrowthResult, ShardInfo
 from functions.scaler import app as scaler
 from infra.alarm_specs import SCALER_ALARMS, AlarmSpec, Comparison
 from sandbox.alarms import (
-    AcceleratedClock,
     AlarmState,
     LocalAlarm,
     LocalAlarmStates,
@@ -414,18 +413,7 @@ def test_unknown_contributor_insights_mode_is_refused() -> None:
         scaler_action(emulator, mode="EVERYTHING")  # type: ignore[arg-type]
 
 
-# --- clock and background loop -------------------------------------------------------------------
-def test_accelerated_clock_runs_speed_times_faster() -> None:
-    wall = [100.0]
-    clock = AcceleratedClock(speed=10.0, start=T0, monotonic=lambda: wall[0])
-    assert clock() == T0
-    wall[0] += 6.0
-    assert clock() == T0 + 60.0
-    assert clock.wall_seconds(60.0) == 6.0
-    with pytest.raises(ValueError):
-        AcceleratedClock(speed=0)
-
-
+# --- background loop -------------------------------------------------------------------------
 def test_background_loop_evaluates_until_stopped() -> None:
     # Given a breach already in the figures
     metrics, action = FakeMetrics(), FakeScaler()

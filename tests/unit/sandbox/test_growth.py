@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dynashard import names
-from sandbox.growth import (
+from sandbox.demo.growth import (
     GrowthSettings,
     Sample,
     Timeline,

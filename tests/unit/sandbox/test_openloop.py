@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.demo import IngestStats
-from sandbox.openloop import (
+from sandbox.demo.delivery import IngestStats
+from sandbox.demo.openloop import (
     Delivery,
     OfferSchedule,
     OpenLoopReplay,

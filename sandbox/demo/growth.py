@@ -37,7 +37,8 @@ from dynashard.throttling import KEY_RANGE_MARKER
 
 if TYPE_CHECKING:
     from dynashard import Dynashard
-    from sandbox.alarms import AcceleratedClock, LocalAlarm, LocalSchedule
+    from sandbox.alarms import LocalAlarm, LocalSchedule
+    from sandbox.clock import AcceleratedClock
     from sandbox.emulator import EmulatorServer
     from sandbox.logs import LocalInsightRule, LogTap
 
@@ -233,12 +234,12 @@ class GrowthLoop:
         from dynashard.load import write_load_rule_body
         from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
         from sandbox.alarms import (
-            AcceleratedClock,
             LocalAlarm,
             LocalAlarmStates,
             LocalSchedule,
             scaler_action,
         )
+        from sandbox.clock import AcceleratedClock
         from sandbox.dynamodb_local import local_client
         from sandbox.emulator import EmulatorConfig, EmulatorServer
         from sandbox.environment import SERVICE_NAME

@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sandbox.aws_events import batch_item_failures, sqs_event, sqs_record
+from sandbox.demo.handlers import Handlers, api_call
 
 if TYPE_CHECKING:
-    from sandbox.demo import Departure, Handlers, IngestStats
+    from sandbox.demo.dataset import Departure
+    from sandbox.demo.delivery import IngestStats
 
 
 @dataclass(frozen=True)
@@ -378,8 +380,6 @@ class OpenLoopReplay:
         return failed
 
     def _send_api(self, delivery: Delivery) -> set[str]:
-        from sandbox.demo import api_call
-
         status, body = api_call(
             self.handlers, "api", "POST", "/events", body={"events": delivery.events}
         )

