@@ -68,9 +68,9 @@ def test_the_stack_alarms_use_the_librarys_words() -> None:
 
 def test_the_emulator_speaks_the_same_words() -> None:
     # The emulator keeps its own per-cause tables; they must agree with the library's.
+    from sandbox.demo.growth import is_key_range
     from sandbox.emulator.limits import LimitType, Operation
     from sandbox.emulator.metrics import THROTTLE_EVENT_METRICS
-    from sandbox.growth import is_key_range
 
     assert LimitType.KEY_RANGE.value == t.KEY_RANGE_MARKER
     assert THROTTLE_EVENT_METRICS[(Operation.WRITE, LimitType.KEY_RANGE)] == (
