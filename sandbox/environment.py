@@ -96,10 +96,14 @@ def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
 def reset_function_caches() -> list[str]:
     """Drop the per-container caches of the functions loaded in this process.
 
-    The functions validate their settings and build their service once per container
-    (``functools.cache`` on ``get_settings`` / ``get_service``). The sandbox runs every
-    "container" in one process, so after pointing the environment at other tables it
-    must start them cold again, as a new Lambda container would.
+    The functions validate their settings and build their service once per container.
+    The sandbox runs every "container" in one process (and each execution environment
+    as a module copy, :mod:`sandbox.lambda_env`), so after pointing the environment at
+    other tables it must start them cold again, as a new Lambda container would.
+
+    The caches are the ones registered with the handler kit
+    (:func:`dynashard.lambda_kit.reset_all`), plus, for a function module not yet on
+    the kit, each ``functools.cache`` getter the module defines itself.
 
     Returns
     -------
@@ -108,22 +112,15 @@ def reset_function_caches() -> list[str]:
     """
     import sys
 
-    cleared: list[str] = []
+    from dynashard.lambda_kit import reset_all
+
+    cleared = reset_all()
     for module_name, module in list(sys.modules.items()):
         if module is None or not module_name.startswith("functions."):
             continue
-        for attr in (
-            "get_settings",
-            "get_service",
-            "get_reader",
-            "get_config",
-            "get_hot_key_source",
-            "get_alarm_states",
-            "get_offered_load_source",
-        ):
-            cached = getattr(module, attr, None)
-            clear = getattr(cached, "cache_clear", None)
-            if callable(clear):
-                clear()
+        for attr, value in list(vars(module).items()):
+            # functools.cache wrappers (cache_info tells them from the kit's caches)
+            if hasattr(value, "cache_info") and getattr(value, "__module__", None) == module_name:
+                value.cache_clear()
                 cleared.append(f"{module_name}.{attr}")
     return cleared

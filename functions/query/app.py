@@ -22,72 +22,37 @@ Path values are percent-decoded: a key like ``DEPARTURES#JFK`` travels as
 
 from __future__ import annotations
 
-import functools
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
-from urllib.parse import unquote
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, ConfigDict, Field
 
-from dynashard import names
+from dynashard import lambda_kit
+from dynashard.api import CounterBody, EventsPage, ShardsBody
 from dynashard.http import register_error_handlers
 from dynashard.keys import parse_ts
+from dynashard.lambda_kit import ERROR_CONTENT, Dependency
 from dynashard.model import dumps
 from dynashard.settings import DynashardSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from dynashard import CounterValue, Dynashard, Page, ShardInfo
+    from dynashard import CounterValue, Page, ShardInfo
 
-logger = Logger()
-tracer = Tracer()
-metrics = Metrics(namespace=names.METRICS_NAMESPACE)
+Settings = DynashardSettings
+"""The function's settings: the library's model (``dynashard.settings``)."""
+
+kit = lambda_kit.function_kit(__name__, Settings)
+logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics
+get_settings, get_service = kit.get_settings, kit.get_service
 app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
 
 #: Largest page ``GET /events`` serves (the library's limit).
 MAX_LIMIT = 1000
-
-
-# --- configuration ------------------------------------------------------------------
-Settings = DynashardSettings
-"""The function's settings: the library's model (``dynashard.settings``)."""
-
-
-@functools.cache
-def get_settings() -> Settings:
-    """Read and validate the settings once per container (first invocation, not import).
-
-    Returns
-    -------
-    Settings
-        The cached settings.
-
-    Raises
-    ------
-    pydantic.ValidationError
-        If a variable is missing or invalid.
-    """
-    return Settings()  # type: ignore[call-arg]  # values come from the environment
-
-
-@functools.cache
-def get_service() -> Dynashard:
-    """Build the :class:`~dynashard.Dynashard` facade once per container.
-
-    Returns
-    -------
-    Dynashard
-        The facade over the configured tables (its boto3 client is created lazily).
-    """
-    from dynashard import Dynashard
-
-    return Dynashard(get_settings().to_config())
 
 
 class QueryService(Protocol):
@@ -116,64 +81,11 @@ class QueryService(Protocol):
         ...
 
 
-# --- response models (they document the API) ---------------------------------------------
-class EventsPage(BaseModel):
-    """Body of ``GET /events``."""
-
-    model_config = ConfigDict(extra="allow")
-
-    items: list[dict[str, Any]] = Field(description='Events {"key","id","ts","data"} in order')
-    cursor: str | None = Field(
-        description="Pass back as `cursor` for the next page; null at the end"
-    )
-    missing_shards: list[str] | None = Field(
-        None, description="Only with partial=true: physical keys whose query failed"
-    )
-
-
-class CounterBody(BaseModel):
-    """Body of ``GET /counters/{name}``."""
-
-    name: str
-    value: int
-    shards: int
-
-
-class ShardHistoryEntry(BaseModel):
-    """One shard count that was in force."""
-
-    since: int = Field(description="Epoch seconds")
-    count: int
-
-
-class ShardsBody(BaseModel):
-    """Body of ``GET /shards/{key}``."""
-
-    key: str
-    number_of_shards: int
-    last_updated: int = Field(description="Epoch seconds of the last change")
-    history: list[ShardHistoryEntry]
-
-
-class ErrorResponse(BaseModel):
-    """Body of a 4xx/5xx answer: what was wrong, and where."""
-
-    message: str
-    field: str | None = None
-    errors: list[dict[str, Any]] | None = None
-    shards: list[str] | None = Field(None, description="503 only: physical keys that failed")
-
-
-#: OpenAPI content of every 4xx/5xx answer.
-_ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
+#: The service of the current invocation: the injected one, else the container's.
+service_of: Dependency[QueryService] = Dependency("service", get_service)
 
 
 # --- routes ------------------------------------------------------------------------------
-def _service() -> QueryService:
-    service: QueryService = app.context.get("service") or get_service()
-    return service
-
-
 def _time(value: str | None, field: str) -> datetime | None:
     return None if value is None else parse_ts(value, field=field)
 
@@ -186,10 +98,10 @@ def _time(value: str | None, field: str) -> datetime | None:
             "description": "One page; `missing_shards` only when partial=true",
             "content": {"application/json": {"model": EventsPage}},
         },
-        400: {"description": "Bad `from`/`to` or `cursor`", "content": _ERROR_CONTENT},
+        400: {"description": "Bad `from`/`to` or `cursor`", "content": ERROR_CONTENT},
         503: {
             "description": "A shard query failed; `shards` names the physical keys",
-            "content": _ERROR_CONTENT,
+            "content": ERROR_CONTENT,
         },
     },
 )
@@ -234,7 +146,7 @@ def get_events(
         when ``partial`` is true.
     """
     started = time.perf_counter()
-    page = _service().query_events(
+    page = service_of().query_events(
         key,
         start=_time(start, "from"),
         end=_time(end, "to"),
@@ -273,7 +185,7 @@ def get_counter(name: Annotated[str, Path(min_length=1)]) -> CounterBody:
     CounterBody
         ``{"name", "value", "shards"}``.
     """
-    value = _service().get_counter(unquote(name))
+    value = service_of().get_counter(lambda_kit.path_value(name))
     return CounterBody(name=value.name, value=value.value, shards=value.shards)
 
 
@@ -291,16 +203,14 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
     ShardsBody
         ``{"key", "number_of_shards", "last_updated", "history": [{"since", "count"}]}``.
     """
-    return ShardsBody.model_validate(_service().shard_info(unquote(key)).to_json())
+    return ShardsBody.model_validate(service_of().shard_info(lambda_kit.path_value(key)).to_json())
 
 
 # --- errors, in one place ------------------------------------------------------------------
 register_error_handlers(app, logger, fallback_field="request")
 
 
-@logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@kit.entry_point(correlation_id_path=lambda_kit.API_GATEWAY_REST_REQUEST_ID)
 def handler(
     event: dict[str, Any], context: LambdaContext, service: QueryService | None = None
 ) -> dict[str, Any]:
@@ -320,6 +230,5 @@ def handler(
     dict
         The API Gateway proxy response.
     """
-    if service is not None:
-        app.context["service"] = service  # cleared by resolve() when it returns
-    return app.resolve(event, context)
+    with service_of.injected(service):
+        return app.resolve(event, context)

@@ -17,9 +17,10 @@ from dynashard import names
 
 # Imported here, at collection, while sockets are still allowed: Powertools' Tracer
 # builds the X-Ray recorder on import, and the recorder opens a UDP socket (no traffic).
-from functions.ingest import app as ingest
-from functions.query import app as query
-from functions.scaler import app as scaler
+from functions.ingest import app as ingest  # noqa: F401
+from functions.query import app as query  # noqa: F401
+from functions.scaler import app as scaler  # noqa: F401
+from sandbox.environment import reset_function_caches
 
 from .support import LambdaContext
 
@@ -30,22 +31,9 @@ def _function_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
     monkeypatch.setenv(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE)
     monkeypatch.setenv(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE)
-    caches = [
-        ingest.get_settings,
-        ingest.get_service,
-        query.get_settings,
-        query.get_service,
-        scaler.get_settings,
-        scaler.get_service,
-        scaler.get_hot_key_source,
-        scaler.get_offered_load_source,
-        scaler.get_alarm_states,
-    ]
-    for cached in caches:
-        cached.cache_clear()
+    reset_function_caches()
     yield
-    for cached in caches:
-        cached.cache_clear()
+    reset_function_caches()
 
 
 @pytest.fixture

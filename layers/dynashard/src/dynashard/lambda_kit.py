@@ -1,0 +1,604 @@
+"""The handler kit: what every dynashard Lambda function needs around its domain call.
+
+One place for the pieces each function used to copy:
+
+- per-container caches (:func:`container_cache`) that register themselves, so the
+  sandbox and the tests start every function cold again with one call
+  (:func:`reset_all`);
+- the Powertools singletons, Logger, Tracer and Metrics (:func:`powertools`), and the
+  three decorators of an entry point (:meth:`FunctionKit.entry_point`);
+- the settings and the :class:`~dynashard.Dynashard` facade of a function, each built
+  once per execution environment (:func:`function_kit`);
+- optional dependencies a handler takes for tests (:class:`Dependency`);
+- the JSON error body of the HTTP APIs (:class:`ErrorResponse`) and path decoding
+  (:func:`path_value`);
+- partial batch responses for SQS, Kinesis and DynamoDB streams from fates decided
+  up front (:func:`partial_batch_response`).
+
+Lambda keeps module globals between invocations of one execution environment and
+starts another environment with fresh ones ("Lambda execution environment lifecycle",
+AWS Lambda Developer Guide). A cache made by :func:`container_cache` in a function's
+module lives exactly that long; the sandbox, which runs each environment as a copy of
+the module (``sandbox.lambda_env``), gets one cache per copy.
+
+Powertools is imported when a function asks for it, not with this module, so the
+registry can be used (by the sandbox, by tests) without loading it.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from urllib.parse import unquote
+
+from pydantic import BaseModel, Field
+
+from dynashard import names
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger, Metrics, Tracer
+    from aws_lambda_powertools.utilities.batch import EventType
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from dynashard.service import Dynashard
+    from dynashard.settings import DynashardSettings
+
+T = TypeVar("T")
+S = TypeVar("S", bound="DynashardSettings")
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Correlation id of a REST API (v1) proxy event, for :meth:`FunctionKit.entry_point`.
+API_GATEWAY_REST_REQUEST_ID = "requestContext.requestId"
+
+
+# --- per-container caches ------------------------------------------------------------------
+class ContainerCache(Generic[T]):
+    """A zero-argument getter whose value is built once per execution environment.
+
+    Made by :func:`container_cache`, which registers it; :func:`reset_all` resets every
+    registered cache. Thread-safe: concurrent first calls build the value once.
+
+    Parameters
+    ----------
+    build : callable
+        Builds the value; called on the first call after creation or a reset. What it
+        raises propagates and nothing is cached.
+    name : str
+        Dotted name the registry reports, e.g. ``functions.ingest.app.get_settings``.
+
+    Attributes
+    ----------
+    name : str
+        As given.
+    """
+
+    def __init__(self, build: Callable[[], T], name: str) -> None:
+        self._build = build
+        self.name = name
+        self._lock = threading.RLock()
+        self._value: T | None = None
+        self._cached = False
+        functools.update_wrapper(self, build)
+
+    def __call__(self) -> T:
+        """Return the cached value, building it on the first call.
+
+        Returns
+        -------
+        T
+            The value of this execution environment.
+        """
+        with self._lock:
+            if not self._cached:
+                self._value = self._build()
+                self._cached = True
+            return cast("T", self._value)
+
+    @property
+    def cached(self) -> bool:
+        """bool: Whether a value is held (the next call does not build)."""
+        return self._cached
+
+    def reset(self) -> bool:
+        """Drop the value, so that the next call builds it again (a cold start).
+
+        Returns
+        -------
+        bool
+            True if a value was held.
+        """
+        with self._lock:
+            held = self._cached
+            self._value = None
+            self._cached = False
+            return held
+
+    def cache_clear(self) -> None:
+        """Drop the value: :meth:`reset` under ``functools.cache``'s name."""
+        self.reset()
+
+    def __repr__(self) -> str:
+        return f"ContainerCache({self.name!r}, cached={self._cached})"
+
+
+#: Every live cache, in registration order. Weak: a module copy the sandbox drops takes
+#: its caches with it.
+_REGISTRY: list[weakref.ref[ContainerCache[Any]]] = []
+_REGISTRY_LOCK = threading.Lock()
+
+
+def register(cache: ContainerCache[T]) -> ContainerCache[T]:
+    """Add a cache to the registry that :func:`reset_all` resets.
+
+    Parameters
+    ----------
+    cache : ContainerCache
+        The cache; registering it twice is harmless.
+
+    Returns
+    -------
+    ContainerCache
+        The same cache.
+    """
+    with _REGISTRY_LOCK:
+        if all(ref() is not cache for ref in _REGISTRY):
+            _REGISTRY.append(weakref.ref(cache))
+    return cache
+
+
+def container_cache(build: Callable[[], T], *, name: str | None = None) -> ContainerCache[T]:
+    """Cache a zero-argument getter per execution environment, and register it.
+
+    Use it as a decorator on a module-level function of a Lambda function.
+
+    Parameters
+    ----------
+    build : callable
+        Builds the value (settings, a service, an adapter with its boto3 client).
+    name : str, optional
+        Name reported by :func:`reset_all`; default ``{module}.{qualname}`` of ``build``.
+
+    Returns
+    -------
+    ContainerCache
+        The registered getter.
+
+    Examples
+    --------
+    >>> @container_cache
+    ... def get_answer() -> int:
+    ...     return 42
+    >>> get_answer(), get_answer.cached
+    (42, True)
+    >>> get_answer.name.endswith(".get_answer"), get_answer.name in reset_all()
+    (True, True)
+    """
+    label = name or f"{getattr(build, '__module__', '?')}.{getattr(build, '__qualname__', '?')}"
+    return register(ContainerCache(build, label))
+
+
+def registered_caches() -> list[ContainerCache[Any]]:
+    """List the live registered caches, in registration order.
+
+    Returns
+    -------
+    list of ContainerCache
+        Caches whose owner (usually a module) still exists.
+    """
+    with _REGISTRY_LOCK:
+        _REGISTRY[:] = [ref for ref in _REGISTRY if ref() is not None]
+        live = [ref() for ref in _REGISTRY]
+    return [cache for cache in live if cache is not None]
+
+
+def reset_all() -> list[str]:
+    """Reset every registered cache: each function starts cold on its next invocation.
+
+    Returns
+    -------
+    list of str
+        Names of the caches that held a value, in registration order.
+    """
+    return [cache.name for cache in registered_caches() if cache.reset()]
+
+
+# --- Powertools ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Powertools:
+    """A function's Powertools singletons.
+
+    Attributes
+    ----------
+    logger : Logger
+        Structured JSON logger; its service name (``POWERTOOLS_SERVICE_NAME``) is the
+        standard-library logger it writes through.
+    tracer : Tracer
+        X-Ray tracer (``POWERTOOLS_TRACE_DISABLED`` turns it off).
+    metrics : Metrics
+        CloudWatch EMF metrics in :data:`dynashard.names.METRICS_NAMESPACE`.
+    """
+
+    logger: Logger
+    tracer: Tracer
+    metrics: Metrics
+
+
+def powertools(namespace: str = names.METRICS_NAMESPACE) -> Powertools:
+    """Create a function's Logger, Tracer and Metrics.
+
+    The service name comes from ``POWERTOOLS_SERVICE_NAME``, read by Powertools when the
+    objects are created (a function's module import, as Powertools recommends).
+
+    Parameters
+    ----------
+    namespace : str
+        CloudWatch namespace of the metrics.
+
+    Returns
+    -------
+    Powertools
+        The three singletons.
+    """
+    from aws_lambda_powertools import Logger, Metrics, Tracer
+
+    return Powertools(Logger(), Tracer(), Metrics(namespace=namespace))
+
+
+@dataclass(frozen=True)
+class FunctionKit(Generic[S]):
+    """What a dynashard function's module holds: Powertools and its per-container getters.
+
+    Made by :func:`function_kit`.
+
+    Attributes
+    ----------
+    logger, tracer, metrics : Logger, Tracer, Metrics
+        The function's Powertools singletons.
+    get_settings : ContainerCache of settings
+        The function's settings, validated on first use (not at import) and cached;
+        raises ``pydantic.ValidationError`` if a variable is missing or invalid.
+    get_service : ContainerCache of Dynashard
+        The facade over the configured tables (its boto3 client is created lazily).
+    """
+
+    logger: Logger
+    tracer: Tracer
+    metrics: Metrics
+    get_settings: ContainerCache[S]
+    get_service: ContainerCache[Dynashard]
+
+    def entry_point(self, *, correlation_id_path: str | None = None) -> Callable[[F], F]:
+        """Decorate a handler with Powertools' logger context, tracing and metrics flush.
+
+        The same as stacking ``@logger.inject_lambda_context(correlation_id_path=...)``,
+        ``@tracer.capture_lambda_handler`` and ``@metrics.log_metrics``, in that order.
+        Extra keyword arguments (injected dependencies) pass through to the handler.
+
+        Parameters
+        ----------
+        correlation_id_path : str, optional
+            JMESPath of the correlation id in the event, e.g.
+            :data:`API_GATEWAY_REST_REQUEST_ID`.
+
+        Returns
+        -------
+        callable
+            The decorator.
+        """
+
+        def decorate(handler: F) -> F:
+            wrapped = self.tracer.capture_lambda_handler(self.metrics.log_metrics(handler))
+            return cast(
+                "F",
+                self.logger.inject_lambda_context(wrapped, correlation_id_path=correlation_id_path),
+            )
+
+        return decorate
+
+
+def function_kit(
+    module: str,
+    settings_model: type[S],
+    *,
+    namespace: str = names.METRICS_NAMESPACE,
+) -> FunctionKit[S]:
+    """Build a function's kit: Powertools singletons, settings and service getters.
+
+    Call it once, at the top of the function's module, with the module's ``__name__``.
+
+    Parameters
+    ----------
+    module : str
+        The function module's ``__name__``; the getters register as
+        ``{module}.get_settings`` and ``{module}.get_service``.
+    settings_model : type
+        :class:`~dynashard.settings.DynashardSettings` or a subclass (a function with
+        settings of its own adds fields); instantiated with no arguments, so its values
+        come from the environment.
+    namespace : str
+        CloudWatch namespace of the metrics.
+
+    Returns
+    -------
+    FunctionKit
+        The kit.
+
+    Examples
+    --------
+    >>> kit = function_kit(__name__, DynashardSettings)  # doctest: +SKIP
+    >>> logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics  # doctest: +SKIP
+    """
+
+    def build_settings() -> S:
+        return settings_model()  # type: ignore[call-arg]  # values come from the environment
+
+    settings = container_cache(build_settings, name=f"{module}.get_settings")
+
+    def build_service() -> Dynashard:
+        from dynashard.service import Dynashard
+
+        return Dynashard(settings().to_config())
+
+    service = container_cache(build_service, name=f"{module}.get_service")
+    tools = powertools(namespace)
+    return FunctionKit(tools.logger, tools.tracer, tools.metrics, settings, service)
+
+
+# --- injected dependencies ----------------------------------------------------------------
+class Dependency(Generic[T]):
+    """A dependency a handler takes as an optional argument (tests), else a default.
+
+    The handler binds what it was given for the length of the invocation
+    (:meth:`injected`); the code that needs it calls the dependency. The binding is a
+    context variable, so concurrent invocations in threads do not see each other's.
+
+    Parameters
+    ----------
+    name : str
+        What it is, e.g. ``service`` (for messages only).
+    default : callable
+        Returns the execution environment's own, e.g. a :func:`container_cache` getter.
+
+    Examples
+    --------
+    >>> store = Dependency("store", lambda: "the container's")
+    >>> with store.injected("a fake"):
+    ...     store()
+    'a fake'
+    >>> store()
+    "the container's"
+    """
+
+    def __init__(self, name: str, default: Callable[[], T]) -> None:
+        self.name = name
+        self._default = default
+        self._current: ContextVar[T | None] = ContextVar(f"dynashard.{name}", default=None)
+
+    def __call__(self) -> T:
+        """Return the injected value of this invocation, else the default.
+
+        Returns
+        -------
+        T
+            The dependency.
+        """
+        value = self._current.get()
+        return self._default() if value is None else value
+
+    @contextmanager
+    def injected(self, value: T | None) -> Iterator[None]:
+        """Bind ``value`` for the ``with`` block (None binds nothing: the default serves).
+
+        Parameters
+        ----------
+        value : T or None
+            What the handler was given.
+
+        Yields
+        ------
+        None
+            Inside the block, calling the dependency returns ``value``.
+        """
+        token = self._current.set(value)
+        try:
+            yield
+        finally:
+            self._current.reset(token)
+
+
+# --- HTTP ----------------------------------------------------------------------------------
+class ErrorResponse(BaseModel):
+    """Body of a 4xx/5xx answer: what was wrong, and where."""
+
+    # The docstring is the schema's description in the OpenAPI document: ``message``
+    # says what was wrong; ``field`` names the offending field (``events[3].ts``);
+    # ``errors`` (422) has one entry per offending field; ``shards`` (503 of a read)
+    # the physical keys whose query failed.
+
+    message: str
+    field: str | None = None
+    errors: list[dict[str, Any]] | None = None
+    shards: list[str] | None = Field(None, description="503 only: physical keys that failed")
+
+
+#: OpenAPI content of every 4xx/5xx answer (``responses={400: {..., "content": ...}}``).
+ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
+
+
+def path_value(raw: str) -> str:
+    """Decode a path parameter of a REST API event.
+
+    REST APIs pass the path still percent-encoded (a key like ``CARRIER#UA`` arrives as
+    ``CARRIER%23UA``), and Powertools matches routes on that path.
+
+    Parameters
+    ----------
+    raw : str
+        The parameter as routed.
+
+    Returns
+    -------
+    str
+        The decoded value.
+    """
+    return unquote(raw)
+
+
+# --- batches -------------------------------------------------------------------------------
+class RecordRejectedError(Exception):
+    """A batch record that is reported back as a batch item failure.
+
+    Parameters
+    ----------
+    item_id : str
+        SQS message id, or Kinesis / DynamoDB stream sequence number.
+    reason : str
+        Why: the validation error, or the write error of its event.
+    """
+
+    def __init__(self, item_id: str, reason: str) -> None:
+        self.item_id = item_id
+        self.reason = reason
+        super().__init__(f"{item_id}: {reason}")
+
+
+def _kinesis_data(data: str) -> bytes:
+    return base64.b64decode(data, validate=True)
+
+
+def batch_payloads(
+    event: Mapping[str, Any], event_type: EventType
+) -> tuple[list[tuple[str, Callable[[], str | bytes]]], set[str]]:
+    """Take the payloads out of an SQS or Kinesis event, each decoded when asked for.
+
+    Parameters
+    ----------
+    event : mapping
+        The Lambda event (``Records``).
+    event_type : EventType
+        Powertools' event type: ``SQS`` or ``KinesisDataStreams``.
+
+    Returns
+    -------
+    items : list of (str, callable)
+        Per record, in batch order: its item identifier (SQS ``messageId``, Kinesis
+        ``sequenceNumber``) and a function returning its payload (the SQS body; the
+        Kinesis data, base64-decoded: the function raises ``binascii.Error`` when the
+        data is not base64, so that one record fails, not the batch).
+    redelivered : set of str
+        Item identifiers of records delivered before (SQS ``ApproximateReceiveCount``
+        above 1); always empty for Kinesis, which does not say.
+
+    Raises
+    ------
+    ValueError
+        If ``event_type`` is another.
+    """
+    records = event.get("Records") or []
+    if event_type.value == "SQS":
+        items = [(r["messageId"], functools.partial(str, r.get("body", ""))) for r in records]
+        redelivered = {
+            r["messageId"]
+            for r in records
+            if int((r.get("attributes") or {}).get("ApproximateReceiveCount") or 1) > 1
+        }
+        return list(items), redelivered
+    if event_type.value == "KinesisDataStreams":
+        return [
+            (
+                r["kinesis"]["sequenceNumber"],
+                functools.partial(_kinesis_data, r["kinesis"].get("data", "")),
+            )
+            for r in records
+        ], set()
+    raise ValueError(f"no payloads for {event_type}: expected SQS or KinesisDataStreams")
+
+
+#: Reason of a record the fates do not name.
+NOT_SEEN = "record not seen by the bulk write"
+
+
+def _item_id(record: Any) -> str:
+    # Powertools' record classes: SQSRecord, KinesisStreamRecord, DynamoDBRecord.
+    if hasattr(record, "message_id"):
+        return str(record.message_id)
+    if hasattr(record, "kinesis"):
+        return str(record.kinesis.sequence_number)
+    return str(record.dynamodb.sequence_number)
+
+
+def partial_batch_response(
+    event: dict[str, Any],
+    context: LambdaContext,
+    event_type: EventType,
+    fates: Mapping[str, str | None],
+    logger: Logger,
+) -> PartialItemFailureResponse:
+    """Answer a batch from each record's fate, decided before (e.g. by one bulk write).
+
+    Each record whose fate is a reason (or that the fates do not name) is logged as
+    ``record rejected`` (warning, with ``item_id`` and ``reason``) and reported as a batch
+    item failure. An all-failed batch is still a partial response listing every record,
+    so each one is retried, and reaches its DLQ, on its own.
+
+    Parameters
+    ----------
+    event : dict
+        The SQS, Kinesis or DynamoDB stream event.
+    context : LambdaContext
+        Lambda context.
+    event_type : EventType
+        Powertools' event type of the source.
+    fates : mapping of str to (str or None)
+        Item identifier (message id or sequence number) -> None if the record is done,
+        else why it is not.
+    logger : Logger
+        The function's logger.
+
+    Returns
+    -------
+    dict
+        ``{"batchItemFailures": [{"itemIdentifier": ...}, ...]}``, in batch order.
+    """
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, process_partial_response
+
+    def record_handler(record: Any) -> None:
+        item_id = _item_id(record)
+        reason = fates.get(item_id, NOT_SEEN)
+        if reason is not None:
+            logger.warning("record rejected", extra={"item_id": item_id, "reason": reason})
+            raise RecordRejectedError(item_id, reason)
+
+    processor = BatchProcessor(event_type=event_type, raise_on_entire_batch_failure=False)
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )
+
+
+__all__ = [
+    "API_GATEWAY_REST_REQUEST_ID",
+    "ERROR_CONTENT",
+    "ContainerCache",
+    "Dependency",
+    "ErrorResponse",
+    "FunctionKit",
+    "Powertools",
+    "RecordRejectedError",
+    "batch_payloads",
+    "container_cache",
+    "function_kit",
+    "partial_batch_response",
+    "path_value",
+    "powertools",
+    "register",
+    "registered_caches",
+    "reset_all",
+]

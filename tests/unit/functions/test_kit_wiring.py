@@ -1,0 +1,57 @@
+"""The functions on the handler kit: their per-container caches, and how they are reset."""
+
+from __future__ import annotations
+
+import pytest
+
+from dynashard import names
+from dynashard.lambda_kit import registered_caches, reset_all
+from functions.ingest import app as ingest
+from functions.query import app as query
+from functions.scaler import app as scaler
+from sandbox.environment import reset_function_caches
+
+from .support import FakeService, LambdaContext, load_event
+
+
+def test_the_functions_getters_are_registered_under_their_module() -> None:
+    registered = {cache.name for cache in registered_caches()}
+    assert {
+        "functions.ingest.app.get_settings",
+        "functions.ingest.app.get_service",
+        "functions.query.app.get_settings",
+        "functions.query.app.get_service",
+    } <= registered
+
+
+def test_settings_and_service_are_built_once_per_container_and_reset_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a warm query function
+    service = query.get_service()
+    assert query.get_service() is service
+    assert service.config.data_table == names.DEFAULT_DATA_TABLE
+    # When the environment points elsewhere and the sandbox starts the functions cold
+    monkeypatch.setenv(names.ENV_DATA_TABLE, "other-data")
+    cleared = reset_function_caches()
+    # Then both getters were reset, and the next container sees the new table
+    assert {"functions.query.app.get_settings", "functions.query.app.get_service"} <= set(cleared)
+    assert query.get_service() is not service
+    assert query.get_service().config.data_table == "other-data"
+    service.close()
+    query.get_service().close()
+
+
+def test_reset_function_caches_also_clears_a_functions_own_functools_caches() -> None:
+    # The scaler is not on the kit yet: its functools.cache getters are found by module
+    scaler.get_settings()
+    cleared = reset_function_caches()
+    assert "functions.scaler.app.get_settings" in cleared
+    assert scaler.get_settings.cache_info().currsize == 0
+
+
+def test_reset_all_leaves_an_injected_service_alone(context: LambdaContext) -> None:
+    # An injected service is the invocation's, never cached: the container's stays cold
+    ingest.api_handler(load_event("api_post_events"), context, service=FakeService())
+    assert not ingest.get_service.cached
+    assert "functions.ingest.app.get_service" not in reset_all()
