@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from dynashard.scaling import Alarm
 from infra.alarm_specs import AlarmSpec, Comparison
@@ -45,6 +45,8 @@ from sandbox.emulator.limits import Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext as PowertoolsContext
+
     from dynashard.scaling import OfferedLoadSource, ScalerService
     from sandbox.emulator.server import PartitionEmulator
 
@@ -710,7 +712,8 @@ def scaler_action(
     states = alarm_states if alarm_states is not None else LocalAlarmStates()
 
     def action(event: dict[str, Any]) -> Any:
-        context = LambdaContext(function_name="dynashard-scaler")
+        # The stand-in has the attributes Powertools reads; the handler is typed for its.
+        context = cast("PowertoolsContext", LambdaContext(function_name="dynashard-scaler"))
         return handler(
             event,
             context,

@@ -101,26 +101,15 @@ def reset_function_caches() -> list[str]:
     as a module copy, :mod:`sandbox.lambda_env`), so after pointing the environment at
     other tables it must start them cold again, as a new Lambda container would.
 
-    The caches are the ones registered with the handler kit
-    (:func:`dynashard.lambda_kit.reset_all`), plus, for a function module not yet on
-    the kit, each ``functools.cache`` getter the module defines itself.
+    Every function keeps its caches in the handler kit's registry
+    (:func:`dynashard.lambda_kit.container_cache`), so this is
+    :func:`dynashard.lambda_kit.reset_all`.
 
     Returns
     -------
     list of str
-        ``module.attribute`` of each cache that was cleared.
+        Dotted name (``module.getter``) of each cache that held a value.
     """
-    import sys
-
     from dynashard.lambda_kit import reset_all
 
-    cleared = reset_all()
-    for module_name, module in list(sys.modules.items()):
-        if module is None or not module_name.startswith("functions."):
-            continue
-        for attr, value in list(vars(module).items()):
-            # functools.cache wrappers (cache_info tells them from the kit's caches)
-            if hasattr(value, "cache_info") and getattr(value, "__module__", None) == module_name:
-                value.cache_clear()
-                cleared.append(f"{module_name}.{attr}")
-    return cleared
+    return reset_all()

@@ -9,12 +9,10 @@ event shapes and metrics; the policy is :func:`dynashard.scaling.handle_alarm`.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes import (
     CloudWatchAlarmConfiguration,
@@ -22,19 +20,13 @@ from aws_lambda_powertools.utilities.data_classes import (
 )
 from pydantic import Field
 
-from dynashard import names, scaling
+from dynashard import lambda_kit, names, scaling
 from dynashard.errors import DynashardError
 from dynashard.settings import DynashardSettings
 from dynashard.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME, DYNAMODB_NAMESPACE
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
-
-    from dynashard import Dynashard
-
-logger = Logger()
-tracer = Tracer()
-metrics = Metrics(namespace=names.METRICS_NAMESPACE)
 
 
 class Settings(DynashardSettings):
@@ -61,21 +53,12 @@ class Settings(DynashardSettings):
         return [n.strip() for n in self.alarm_names.split(",") if n.strip()]
 
 
-@functools.cache
-def get_settings() -> Settings:
-    """Return the settings, validated once per container (first call, not import)."""
-    return Settings()  # type: ignore[call-arg]  # values come from the environment
+kit = lambda_kit.function_kit(__name__, Settings)
+logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics
+get_settings, get_service = kit.get_settings, kit.get_service
 
 
-@functools.cache
-def get_service() -> Dynashard:
-    """Return the facade over the configured tables, built once per container."""
-    from dynashard import Dynashard
-
-    return Dynashard(get_settings().to_config())
-
-
-@functools.cache
+@lambda_kit.container_cache
 def get_alarm_states() -> scaling.AlarmStateSource:
     """Return the alarm-state adapter (CloudWatch ``DescribeAlarms``), once per container."""
     from dynashard.adapters.cloudwatch import CloudWatchAlarmStates
@@ -83,7 +66,7 @@ def get_alarm_states() -> scaling.AlarmStateSource:
     return CloudWatchAlarmStates()
 
 
-@functools.cache
+@lambda_kit.container_cache
 def get_hot_key_source() -> scaling.HotKeySource:
     """Return the hot-key adapter (Contributor Insights), built once per container."""
     from dynashard.adapters.insights import ContributorInsightsHotKeySource
@@ -91,7 +74,7 @@ def get_hot_key_source() -> scaling.HotKeySource:
     return ContributorInsightsHotKeySource()
 
 
-@functools.cache
+@lambda_kit.container_cache
 def get_offered_load_source() -> scaling.OfferedLoadSource | None:
     """Return the offered-load adapter on ``DYNASHARD_WRITE_LOAD_RULE``, or None if unset."""
     from dynashard.adapters.insights import InsightRuleOfferedLoad
@@ -185,9 +168,7 @@ def _emit_metrics(outcomes: list[scaling.AlarmOutcome]) -> None:
             metric.add_metadata(key="previous", value=growth.previous)
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@kit.entry_point()
 def handler(
     event: dict[str, Any],
     context: LambdaContext,

@@ -21,6 +21,11 @@ def test_the_functions_getters_are_registered_under_their_module() -> None:
         "functions.ingest.app.get_service",
         "functions.query.app.get_settings",
         "functions.query.app.get_service",
+        "functions.scaler.app.get_settings",
+        "functions.scaler.app.get_service",
+        "functions.scaler.app.get_alarm_states",
+        "functions.scaler.app.get_hot_key_source",
+        "functions.scaler.app.get_offered_load_source",
     } <= registered
 
 
@@ -42,12 +47,26 @@ def test_settings_and_service_are_built_once_per_container_and_reset_together(
     query.get_service().close()
 
 
-def test_reset_function_caches_also_clears_a_functions_own_functools_caches() -> None:
-    # The scaler is not on the kit yet: its functools.cache getters are found by module
-    scaler.get_settings()
+def test_reset_function_caches_starts_the_scaler_cold_with_its_own_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a warm scaler: its settings (the library's model plus its own fields) and
+    # the offered-load adapter built from them
+    assert isinstance(scaler.get_settings(), scaler.Settings)
+    assert scaler.get_offered_load_source() is None
+    # When the environment names a rule and the sandbox starts the functions cold
+    monkeypatch.setenv(names.ENV_WRITE_LOAD_RULE, "offered-write-units")
     cleared = reset_function_caches()
-    assert "functions.scaler.app.get_settings" in cleared
-    assert scaler.get_settings.cache_info().currsize == 0
+    # Then the kit's getters and the scaler's own were reset, and rebuilt from the new
+    # environment
+    assert {
+        "functions.scaler.app.get_settings",
+        "functions.scaler.app.get_offered_load_source",
+    } <= set(cleared)
+    assert not scaler.get_settings.cached
+    assert not scaler.get_offered_load_source.cached
+    assert scaler.get_settings().write_load_rule == "offered-write-units"
+    assert scaler.get_offered_load_source() is not None
 
 
 def test_reset_all_leaves_an_injected_service_alone(context: LambdaContext) -> None:

@@ -16,6 +16,7 @@ import pytest
 from dynashard.adapters.cloudwatch import CloudWatchAlarmStates
 from dynashard.adapters.insights import ContributorInsightsHotKeySource, InsightRuleOfferedLoad
 from dynashard.errors import DynashardError, MetadataError
+from dynashard.lambda_kit import reset_all
 from dynashard.scaling import Alarm, HotKey
 from functions.scaler import app as scaler
 
@@ -234,8 +235,7 @@ def test_the_default_offered_load_source_is_the_stacks_rule(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert scaler.get_offered_load_source() is None
-    scaler.get_settings.cache_clear()
-    scaler.get_offered_load_source.cache_clear()
+    reset_all()  # a new container
     monkeypatch.setenv("DYNASHARD_WRITE_LOAD_RULE", "stack-offered-write-units")
     source = scaler.get_offered_load_source()
     assert isinstance(source, InsightRuleOfferedLoad)

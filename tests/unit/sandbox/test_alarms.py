@@ -29,6 +29,7 @@ from sandbox.alarms import (
 from sandbox.emulator import EmulatorConfig
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.server import PartitionEmulator
+from sandbox.environment import reset_function_caches
 
 EVENTS_DIR = Path(__file__).resolve().parents[3] / "events"
 TABLE = "dynashard-data"
@@ -266,8 +267,8 @@ def scaler_environment(
 ) -> Iterator[ScalerEnvironment]:
     """Set the scaler's settings to a 50 WCU/s limit and writers that try once (cold).
 
-    Yields a function that applies them, with extra variables; the scaler's cached
-    settings are cleared when applied and again after the test.
+    Yields a function that applies them, with extra variables; the functions' caches
+    are reset when applied and again after the test, so the scaler starts cold.
     """
 
     def apply(extra: dict[str, str] | None = None) -> None:
@@ -280,10 +281,10 @@ def scaler_environment(
             **(extra or {}),
         }.items():
             monkeypatch.setenv(key, value)
-        scaler.get_settings.cache_clear()
+        reset_function_caches()
 
     yield apply
-    scaler.get_settings.cache_clear()
+    reset_function_caches()
 
 
 def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
