@@ -98,7 +98,7 @@ def reset_function_caches() -> list[str]:
 
     The functions validate their settings and build their service once per container.
     The sandbox runs every "container" in one process (and each execution environment
-    as a module copy, :mod:`sandbox.lambda_env`), so after pointing the environment at
+    as a module copy, :mod:`sandbox.lambda_runtime`), so after pointing the environment at
     other tables it must start them cold again, as a new Lambda container would.
 
     Every function keeps its caches in the handler kit's registry

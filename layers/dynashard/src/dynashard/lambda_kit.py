@@ -19,7 +19,7 @@ Lambda keeps module globals between invocations of one execution environment and
 starts another environment with fresh ones ("Lambda execution environment lifecycle",
 AWS Lambda Developer Guide). A cache made by :func:`container_cache` in a function's
 module lives exactly that long; the sandbox, which runs each environment as a copy of
-the module (``sandbox.lambda_env``), gets one cache per copy.
+the module (``sandbox.lambda_runtime``), gets one cache per copy.
 
 Powertools is imported when a function asks for it, not with this module, so the
 registry can be used (by the sandbox, by tests) without loading it.
