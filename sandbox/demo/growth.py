@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from dynashard import names
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from dynashard.throttling import KEY_RANGE_MARKER
 
 if TYPE_CHECKING:
     from dynashard import Dynashard
@@ -40,22 +39,6 @@ if TYPE_CHECKING:
     from sandbox.clock import AcceleratedClock
     from sandbox.emulator import EmulatorServer
     from sandbox.logs import LocalInsightRule, LogTap
-
-
-def is_key_range(reason: str) -> bool:
-    """Tell whether a ``ThrottlingReason.reason`` is key-range throttling.
-
-    Parameters
-    ----------
-    reason : str
-        E.g. ``TableWriteKeyRangeThroughputExceeded``.
-
-    Returns
-    -------
-    bool
-        True for the four ``...KeyRangeThroughputExceeded`` reasons.
-    """
-    return reason.endswith(KEY_RANGE_MARKER)
 
 
 @dataclass(frozen=True)

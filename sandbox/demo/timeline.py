@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.demo.growth import is_key_range
+from dynashard.throttling import is_key_range_reason
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def rate_row(before: Sample, after: Sample) -> dict[str, Any]:
         "written_per_s": round((after.written - before.written) / span, 1),
         "throttles_per_s": throttles,
         "key_range_throttles_per_s": round(
-            sum(v for r, v in throttles.items() if is_key_range(r)), 1
+            sum(v for r, v in throttles.items() if is_key_range_reason(r)), 1
         ),
         "shards": dict(after.shards),
         "keys": keys,
@@ -269,7 +269,7 @@ def timeline_report(rows: Sequence[dict[str, Any]], totals: Mapping[str, int]) -
         cut = first + recover
         throttled_rows = [r for r in rows if first <= r["t_s"] <= cut]
         recovered_rows = [r for r in rows if r["t_s"] > cut]
-    key_range = sum(n for r, n in totals.items() if is_key_range(r))
+    key_range = sum(n for r, n in totals.items() if is_key_range_reason(r))
     return {
         "throttle_events": {
             **dict(sorted(totals.items())),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynashard import names
-from sandbox.demo.growth import GrowthSettings, is_key_range
+from sandbox.demo.growth import GrowthSettings
 
 
 def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
@@ -18,8 +18,3 @@ def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
     assert env[names.ENV_IN_BAND_GROWTH] == "false"
     with pytest.raises(ValueError, match="scale and speed"):
         GrowthSettings(speed=0)
-
-
-def test_only_key_range_reasons_count_as_hot_keys() -> None:
-    assert is_key_range("IndexWriteKeyRangeThroughputExceeded")
-    assert not is_key_range("TableWriteProvisionedThroughputExceeded")
