@@ -36,7 +36,8 @@ Modules, one concern each:
 - :mod:`~sandbox.demo.acts`: the first and second acts;
 - :mod:`~sandbox.demo.hot_act`: the second act's offered load, open-loop run and verdict;
 - :mod:`~sandbox.demo.openloop`: the open-loop schedule and replay;
-- :mod:`~sandbox.demo.growth`: the second act's growth loop, timeline and chart;
+- :mod:`~sandbox.demo.growth`: the second act's growth loop and shard history;
+- :mod:`~sandbox.demo.timeline`: the second act's timeline, its report and chart;
 - :mod:`~sandbox.demo.cli`: the command line (``__main__`` runs it).
 
 Usage::

@@ -8,7 +8,8 @@ and checked.
 Second act (:func:`second_act`): through the partition emulator, every key from one
 shard; each origin key offered a known multiple of its partition's write limit on an
 open-loop schedule (:mod:`sandbox.demo.hot_act`), throttled, alarmed and grown by the
-real scaler (:mod:`sandbox.demo.growth`), then read back and checked.
+real scaler (:mod:`sandbox.demo.growth`), then read back and checked; its timeline and
+chart are :mod:`sandbox.demo.timeline`.
 """
 
 from __future__ import annotations
@@ -243,14 +244,9 @@ def second_act(
         ``chart`` and ``machine`` (how late the schedule ran), with the act's checks.
     """
     from dynashard import Dynashard, DynashardConfig
-    from sandbox.demo.growth import (
-        GrowthLoop,
-        GrowthSettings,
-        shard_history,
-        timeline_report,
-        write_chart,
-    )
+    from sandbox.demo.growth import GrowthLoop, GrowthSettings, shard_history
     from sandbox.demo.openloop import OfferSchedule
+    from sandbox.demo.timeline import timeline_report, write_chart
     from sandbox.dynamodb_local import local_client
     from sandbox.environment import patched_environ, reset_function_caches
     from sandbox.tables import create_tables, data_and_metadata

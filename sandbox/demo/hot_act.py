@@ -213,8 +213,8 @@ def run_open_loop(
         Per-key counts and the schedule's lateness; the once-a-second timeline of
         offered (first deliveries) and written events, throttles and shard counts.
     """
-    from sandbox.demo.growth import Timeline
     from sandbox.demo.openloop import OpenLoopReplay
+    from sandbox.demo.timeline import Timeline
 
     speed = loop.settings.speed
     deliveries, increments = plan_open_loop(handlers, departures, schedule, speed, stats)

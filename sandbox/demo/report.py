@@ -3,7 +3,7 @@
 :func:`build_report` assembles an act's figures and checks; :func:`print_summary`
 prints an act's table; :func:`replay_live`, :func:`status_progress` and
 :func:`live_status` are the progress lines shown while an act runs (each fits 80
-columns). The second act's chart is :func:`sandbox.demo.growth.write_chart`.
+columns). The second act's chart is :func:`sandbox.demo.timeline.write_chart`.
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ def live_status(row: dict[str, Any]) -> str:
     Parameters
     ----------
     row : dict
-        A timeline row (:func:`sandbox.demo.growth.rate_row`).
+        A timeline row (:func:`sandbox.demo.timeline.rate_row`).
 
     Returns
     -------

@@ -68,7 +68,6 @@ def test_the_stack_alarms_use_the_librarys_words() -> None:
 
 def test_the_emulator_speaks_the_same_words() -> None:
     # The emulator keeps its own per-cause tables; they must agree with the library's.
-    from sandbox.demo.growth import is_key_range
     from sandbox.emulator.limits import LimitType, Operation
     from sandbox.emulator.metrics import THROTTLE_EVENT_METRICS
 
@@ -83,4 +82,3 @@ def test_the_emulator_speaks_the_same_words() -> None:
         m for (_, limit), m in THROTTLE_EVENT_METRICS.items() if limit is LimitType.KEY_RANGE
     }
     assert key_range_metrics == set(t.KEY_RANGE_METRICS)
-    assert all(is_key_range(r) for r in t.KEY_RANGE_REASONS)
