@@ -309,7 +309,7 @@ def write_chart(
     title : str
         Figure title.
     growths : sequence of dict
-        :meth:`GrowthLoop.alarm_history` entries (``at_s``) to mark.
+        :meth:`sandbox.demo.growth.GrowthLoop.alarm_history` entries (``at_s``) to mark.
     targets : mapping of str to int, optional
         ``N*`` per key, drawn as dotted lines on the shard panel.
 
