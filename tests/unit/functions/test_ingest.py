@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dynashard.errors import MetadataError, ValidationError
+from dynashard.errors import InvalidInputError, MetadataError
 from dynashard.lambda_kit import reset_all
 from functions.ingest import app as ingest
 
@@ -215,7 +215,7 @@ def test_bad_counter_body_is_422(context: LambdaContext, body: Any, field: str) 
 
 
 def test_library_validation_error_is_400_with_field(context: LambdaContext) -> None:
-    service = FakeService(raises=ValidationError("name", "longer than 2,048 bytes"))
+    service = FakeService(raises=InvalidInputError("name", "longer than 2,048 bytes"))
     response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
     assert response["statusCode"] == 400
     assert _body(response) == {"message": "name: longer than 2,048 bytes", "field": "name"}

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, counter_key
-from dynashard.errors import ValidationError
+from dynashard.errors import InvalidInputError
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 from .fakes import FlakyClient
@@ -53,7 +53,7 @@ def test_unprocessed_keys_are_retried(ddb_client: Any) -> None:
 
 @pytest.mark.parametrize("by", [0, True, 1.5, "3"])
 def test_bad_increment_is_refused(service: Dynashard, by: Any) -> None:
-    with pytest.raises(ValidationError, match=r"^by: "):
+    with pytest.raises(InvalidInputError, match=r"^by: "):
         service.increment_counter("UA", by)
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dynashard.errors import KeyLimitExceededError, ValidationError
+from dynashard.errors import InvalidInputError, KeyLimitExceededError
 from dynashard.keys import (
     MAX_ITEM_BYTES,
     format_ts,
@@ -31,7 +31,7 @@ def test_physical_key_round_trip() -> None:
 @pytest.mark.parametrize("value", ["DEPARTURES#JFK", "DEPARTURES#JFK#\u00b2", "#3", "K#-1"])
 def test_split_rejects_keys_without_shard(value: str) -> None:
     # "\u00b2" (superscript two) passes str.isdigit but not int()
-    with pytest.raises(ValidationError, match="not a physical key"):
+    with pytest.raises(InvalidInputError, match="not a physical key"):
         split_physical_key(value)
 
 
@@ -60,7 +60,7 @@ def test_parse_ts_accepts_iso_and_epoch_millis() -> None:
 
 @pytest.mark.parametrize("bad", ["yesterday", "", None, True, [1], "2013-13-01T00:00:00Z"])
 def test_parse_ts_names_the_field(bad: object) -> None:
-    with pytest.raises(ValidationError, match=r"^ts: must be ISO-8601"):
+    with pytest.raises(InvalidInputError, match=r"^ts: must be ISO-8601"):
         parse_ts(bad)
 
 
@@ -130,5 +130,5 @@ def test_gsi1_partition_key_round_trip(
     ],
 )
 def test_split_gsi1_partition_key_names_what_is_wrong(value: str) -> None:
-    with pytest.raises(ValidationError, match=r"GSI1PK: .*\{logical\}#\{bucket\}#\{shard\}"):
+    with pytest.raises(InvalidInputError, match=r"GSI1PK: .*\{logical\}#\{bucket\}#\{shard\}"):
         split_gsi1_partition_key(value)

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from dynashard.errors import MetadataError, ValidationError
+from dynashard.errors import InvalidInputError, MetadataError
 from dynashard.metadata import DynamoDBMetadataStore, ShardInfo, ShardMetadata, parse_history
 from infra.table_specs import METADATA_TABLE
 
@@ -172,11 +172,11 @@ def test_persistent_race_losses_raise() -> None:
 
 
 def test_invalid_settings_and_targets() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         ShardMetadata(MemoryStore(), default_shards=0)
-    with pytest.raises(ValidationError, match="target"):
+    with pytest.raises(InvalidInputError, match="target"):
         ShardMetadata(MemoryStore()).grow("K", 0)
-    with pytest.raises(ValidationError, match="count"):
+    with pytest.raises(InvalidInputError, match="count"):
         ShardMetadata(MemoryStore(), max_shards=10).set_count("K", 11)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event
-from dynashard.errors import CursorError, ShardQueryError, ValidationError
+from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
 from dynashard.reader import shard_page_limit
 from dynashard.retry import Backoff
 from dynashard.writer import ShardedWriter
@@ -206,9 +206,9 @@ def test_cursor_misuse_is_refused(service: Dynashard) -> None:
 
 
 def test_bad_read_arguments(service: Dynashard) -> None:
-    with pytest.raises(ValidationError, match="limit"):
+    with pytest.raises(InvalidInputError, match="limit"):
         service.query_events("K", limit=0)
-    with pytest.raises(ValidationError, match="from"):
+    with pytest.raises(InvalidInputError, match="from"):
         service.query_events("K", start=T0, end=T0)
 
 

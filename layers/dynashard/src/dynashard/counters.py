@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import CounterError, ValidationError
+from dynashard.errors import CounterError, InvalidInputError
 from dynashard.keys import physical_key, validate_logical_key
 from dynashard.metadata import ShardMetadata
 from dynashard.retry import Backoff
@@ -61,7 +61,7 @@ def counter_key(name: str) -> str:
     """
     logical = f"{COUNTER_PREFIX}{name}"
     if not name:
-        raise ValidationError("name", "must not be empty")
+        raise InvalidInputError("name", "must not be empty")
     validate_logical_key(logical, field="name")
     return logical
 
@@ -136,13 +136,13 @@ class ShardedCounter:
 
         Raises
         ------
-        ValidationError
+        InvalidInputError
             If ``by`` is 0 or not an int, or the name is invalid.
         CounterError
             If DynamoDB fails the update.
         """
         if isinstance(by, bool) or not isinstance(by, int) or by == 0:
-            raise ValidationError("by", f"must be a non-zero integer, got {by!r}")
+            raise InvalidInputError("by", f"must be a non-zero integer, got {by!r}")
         logical = counter_key(name)
         count = self.metadata.for_writer(logical).number_of_shards
         shard = shard_for(idempotency_key, count) if idempotency_key else random.randrange(count)

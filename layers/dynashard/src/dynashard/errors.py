@@ -23,7 +23,7 @@ class DynashardError(Exception):
         return str(self.args[0])
 
 
-class ValidationError(DynashardError, ValueError):
+class InvalidInputError(DynashardError, ValueError):
     """Input broke a rule of dynashard or of DynamoDB.
 
     Parameters
@@ -38,7 +38,7 @@ class ValidationError(DynashardError, ValueError):
     It is a ``ValueError`` too, so callers that only know the standard library still
     catch it:
 
-    >>> error = ValidationError("events[3].ts", "must be ISO-8601")
+    >>> error = InvalidInputError("events[3].ts", "must be ISO-8601")
     >>> error.message, error.field, isinstance(error, ValueError)
     ('events[3].ts: must be ISO-8601', 'events[3].ts', True)
     """
@@ -50,7 +50,7 @@ class ValidationError(DynashardError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
-class KeyLimitExceededError(ValidationError):
+class KeyLimitExceededError(InvalidInputError):
     """A key or item is over a DynamoDB size limit or is empty.
 
     Limits (DynamoDB Developer Guide, "Quotas in Amazon DynamoDB", attributes and
@@ -59,7 +59,7 @@ class KeyLimitExceededError(ValidationError):
     """
 
 
-class CursorError(ValidationError):
+class CursorError(InvalidInputError):
     """A pagination cursor is malformed or belongs to another query."""
 
     def __init__(self, message: str) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from dynashard.errors import DynashardError, ShardQueryError, ValidationError
+from dynashard.errors import DynashardError, InvalidInputError, ShardQueryError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -85,7 +85,7 @@ def register_error_handlers(
 ) -> None:
     """Map request-validation and dynashard errors to JSON responses on ``app``.
 
-    ``RequestValidationError`` -> 422 with every error; ``ValidationError`` (and
+    ``RequestValidationError`` -> 422 with every error; ``InvalidInputError`` (and
     ``CursorError``) -> 400; ``ShardQueryError`` -> 503 naming the failed shards; any
     other ``DynashardError`` -> 500. Registered most specific first, as Powertools
     looks handlers up along the exception's MRO.
@@ -118,7 +118,7 @@ def register_error_handlers(
             errors=errors,
         )
 
-    def dynashard_invalid(exc: ValidationError) -> Response[Any]:
+    def dynashard_invalid(exc: InvalidInputError) -> Response[Any]:
         return error_response(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
 
     def shard_failed(exc: ShardQueryError) -> Response[Any]:
@@ -130,6 +130,6 @@ def register_error_handlers(
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
 
     app.exception_handler(RequestValidationError)(request_invalid)
-    app.exception_handler(ValidationError)(dynashard_invalid)
+    app.exception_handler(InvalidInputError)(dynashard_invalid)
     app.exception_handler(ShardQueryError)(shard_failed)
     app.exception_handler(DynashardError)(dynashard_failed)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import ValidationError as PydanticValidationError
+from pydantic import ValidationError
 
 from dynashard.errors import DynashardError
 from dynashard.load import (
@@ -141,7 +141,7 @@ def describe_error(exc: Exception) -> str:
         ``"ts: must be ISO-8601 ..."`` (fields joined by ``.``; several errors joined by
         ``; ``) for a validation error, else ``"{type}: {message}"``.
     """
-    if isinstance(exc, PydanticValidationError):
+    if isinstance(exc, ValidationError):
         return "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'body'}: "
             f"{e['msg'].removeprefix('Value error, ')}"

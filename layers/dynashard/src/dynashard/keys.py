@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from dynashard import names
-from dynashard.errors import KeyLimitExceededError, ValidationError
+from dynashard.errors import InvalidInputError, KeyLimitExceededError
 from dynashard.strategies import TimeBucket, time_bucket
 
 #: Maximum partition key value, bytes of UTF-8 (DynamoDB quota).
@@ -108,7 +108,7 @@ def physical_key(logical: str, shard: int) -> str:
 
     Raises
     ------
-    ValidationError
+    InvalidInputError
         If ``shard`` is negative.
 
     Examples
@@ -117,7 +117,7 @@ def physical_key(logical: str, shard: int) -> str:
     'DEPARTURES#JFK#3'
     """
     if shard < 0:
-        raise ValidationError("shard", f"must be >= 0, got {shard}")
+        raise InvalidInputError("shard", f"must be >= 0, got {shard}")
     return f"{logical}{SEPARATOR}{shard}"
 
 
@@ -136,7 +136,7 @@ def split_physical_key(pk: str) -> tuple[str, int]:
 
     Raises
     ------
-    ValidationError
+    InvalidInputError
         If ``pk`` has no numeric shard suffix.
 
     Examples
@@ -148,12 +148,12 @@ def split_physical_key(pk: str) -> tuple[str, int]:
     >>> split_physical_key("DEPARTURES#JFK")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    dynashard.errors.ValidationError: PK: 'DEPARTURES#JFK' is not a physical key of ...
+    dynashard.errors.InvalidInputError: PK: 'DEPARTURES#JFK' is not a physical key of ...
     """
     logical, sep, shard = pk.rpartition(SEPARATOR)
     # isascii: str.isdigit also accepts digits such as "²" that int() refuses.
     if not sep or not logical or not (shard.isascii() and shard.isdigit()):
-        raise ValidationError(
+        raise InvalidInputError(
             "PK", f"{pk!r} is not a physical key of the form {{logical}}#{{shard}}"
         )
     return logical, int(shard)
@@ -177,7 +177,7 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
 
     Raises
     ------
-    ValidationError
+    InvalidInputError
         If the value is neither, or is out of the range 0001..9999.
 
     Examples
@@ -209,7 +209,7 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
         else:
             raise TypeError(type(value).__name__)
     except (ValueError, TypeError, OverflowError, OSError) as exc:
-        raise ValidationError(
+        raise InvalidInputError(
             field,
             f"must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, got {value!r}",
         ) from exc
@@ -443,7 +443,7 @@ def split_gsi1_partition_key(gsi1_pk: str) -> tuple[str, str, int]:
 
     Raises
     ------
-    ValidationError
+    InvalidInputError
         If the value does not end in ``#{bucket}#{shard}`` with an ``hour``, ``day``
         or ``month`` label (:func:`~dynashard.strategies.time_bucket`).
 
@@ -454,15 +454,15 @@ def split_gsi1_partition_key(gsi1_pk: str) -> tuple[str, str, int]:
     >>> split_gsi1_partition_key("DEPARTURES#JFK#3")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    dynashard.errors.ValidationError: GSI1PK: 'DEPARTURES#JFK#3' is not a GSI1 partition key ...
+    dynashard.errors.InvalidInputError: GSI1PK: 'DEPARTURES#JFK#3' is not a GSI1 partition key ...
     """
-    error = ValidationError(
+    error = InvalidInputError(
         names.ATTR_GSI1PK,
         f"{gsi1_pk!r} is not a GSI1 partition key of the form {{logical}}#{{bucket}}#{{shard}}",
     )
     try:
         rest, shard = split_physical_key(gsi1_pk)
-    except ValidationError:
+    except InvalidInputError:
         raise error from None
     logical, sep, bucket = rest.rpartition(SEPARATOR)
     if not sep or not logical or not _BUCKET_LABEL.match(bucket):

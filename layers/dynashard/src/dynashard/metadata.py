@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import MetadataError, ValidationError
+from dynashard.errors import InvalidInputError, MetadataError
 from dynashard.keys import MAX_SHARD_COUNT
 
 if TYPE_CHECKING:
@@ -400,7 +400,7 @@ class ShardMetadata:
 
     def __post_init__(self) -> None:
         if not 1 <= self.default_shards <= self.max_shards <= MAX_SHARD_COUNT:
-            raise ValidationError(
+            raise InvalidInputError(
                 "shard counts",
                 f"need 1 <= default_shards ({self.default_shards}) <= max_shards "
                 f"({self.max_shards}) <= {MAX_SHARD_COUNT}",
@@ -500,13 +500,13 @@ class ShardMetadata:
 
         Raises
         ------
-        ValidationError
+        InvalidInputError
             If ``target < 1``.
         MetadataError
             If the metadata table fails, or every attempt lost its race.
         """
         if target < 1:
-            raise ValidationError("target", f"must be >= 1, got {target}")
+            raise InvalidInputError("target", f"must be >= 1, got {target}")
         return self._change(
             key, min(target, self.max_shards), grow_only=True, max_attempts=max_attempts
         )
@@ -569,13 +569,13 @@ class ShardMetadata:
 
         Raises
         ------
-        ValidationError
+        InvalidInputError
             If ``count`` is out of range.
         MetadataError
             If the metadata table fails, or every attempt lost its race.
         """
         if not 1 <= count <= self.max_shards:
-            raise ValidationError("count", f"must be within 1..{self.max_shards}, got {count}")
+            raise InvalidInputError("count", f"must be within 1..{self.max_shards}, got {count}")
         return self._change(key, count, grow_only=False, max_attempts=max_attempts)
 
     def _change(self, key: str, target: int, *, grow_only: bool, max_attempts: int) -> GrowthResult:

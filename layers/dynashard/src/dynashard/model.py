@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from dynashard.errors import ValidationError
+from dynashard.errors import InvalidInputError
 from dynashard.keys import format_ts, parse_ts, sort_key, validate_logical_key
 
 #: Largest number of events one ``POST /events`` request may carry.
@@ -24,7 +24,7 @@ MAX_EVENTS_PER_REQUEST = 100
 def _parse_ts(value: object) -> datetime:
     try:
         return parse_ts(value)
-    except ValidationError as exc:
+    except InvalidInputError as exc:
         # pydantic reports ValueError with the field's location; keep our wording.
         raise ValueError(exc.message.removeprefix("ts: ")) from exc
 
@@ -69,7 +69,7 @@ class Event(BaseModel):
     def _key_fits(cls, value: str) -> str:
         try:
             validate_logical_key(value)
-        except ValidationError as exc:
+        except InvalidInputError as exc:
             raise ValueError(exc.message.removeprefix("key: ")) from exc
         return value
 

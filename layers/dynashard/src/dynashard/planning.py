@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 from dynashard import names
-from dynashard.errors import ValidationError
+from dynashard.errors import InvalidInputError
 from dynashard.keys import (
     MAX_SHARD_COUNT,
     SEPARATOR,
@@ -66,7 +66,7 @@ def plan_shard_count(
 
     Raises
     ------
-    ValidationError
+    InvalidInputError
         If an argument is out of range.
 
     Examples
@@ -81,15 +81,17 @@ def plan_shard_count(
     (8, 64)
     """
     if current < 1:
-        raise ValidationError("current", f"must be >= 1, got {current}")
+        raise InvalidInputError("current", f"must be >= 1, got {current}")
     if observed_units_per_s < 0 or not math.isfinite(observed_units_per_s):
-        raise ValidationError(
+        raise InvalidInputError(
             "observed_units_per_s", f"must be finite and >= 0, got {observed_units_per_s}"
         )
     if partition_limit <= 0:
-        raise ValidationError("partition_limit", f"must be > 0, got {partition_limit}")
+        raise InvalidInputError("partition_limit", f"must be > 0, got {partition_limit}")
     if not 0 < target_utilization <= 1:
-        raise ValidationError("target_utilization", f"must be in (0, 1], got {target_utilization}")
+        raise InvalidInputError(
+            "target_utilization", f"must be in (0, 1], got {target_utilization}"
+        )
     needed = math.ceil(observed_units_per_s / (partition_limit * target_utilization))
     return max(1, min(max_shards, max(current, needed)))
 
@@ -305,7 +307,7 @@ def loads_by_logical_key(
             else:
                 logical, shard = split_physical_key(item.key)
                 group = logical
-        except ValidationError:
+        except InvalidInputError:
             unmapped.append(item.key)
             continue
         load = groups.setdefault(group, KeyLoad(logical, group))

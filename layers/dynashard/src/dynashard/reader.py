@@ -25,7 +25,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import ShardQueryError, ValidationError
+from dynashard.errors import InvalidInputError, ShardQueryError
 from dynashard.keys import format_ts, physical_key
 from dynashard.merge import Cursor, merge_page, query_fingerprint
 from dynashard.metadata import ShardMetadata
@@ -178,7 +178,7 @@ class ShardedReader:
 
         Raises
         ------
-        ValidationError
+        InvalidInputError
             If ``limit`` is out of range or ``start >= end``.
         CursorError
             If ``cursor`` is malformed or belongs to another query.
@@ -188,11 +188,11 @@ class ShardedReader:
             If the shard metadata cannot be read.
         """
         if not 1 <= limit <= MAX_PAGE_LIMIT:
-            raise ValidationError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
+            raise InvalidInputError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
         lo = format_ts(start) if start is not None else _SK_FLOOR
         hi = format_ts(end) if end is not None else _SK_CEILING
         if start is not None and end is not None and lo >= hi:
-            raise ValidationError("from", f"must be earlier than to ({lo} >= {hi})")
+            raise InvalidInputError("from", f"must be earlier than to ({lo} >= {hi})")
         fingerprint = query_fingerprint(key, lo, hi, descending)
         position = Cursor.decode(cursor, fingerprint) if cursor else None
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
-from dynashard.errors import ValidationError
+from dynashard.errors import InvalidInputError
 from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
 from dynashard.model import Event
@@ -88,7 +88,7 @@ class DynashardConfig:
 
     def __post_init__(self) -> None:
         if self.max_workers < 1:
-            raise ValidationError("max_workers", f"must be >= 1, got {self.max_workers}")
+            raise InvalidInputError("max_workers", f"must be >= 1, got {self.max_workers}")
 
 
 def make_client(

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final
 
-from dynashard.errors import ValidationError
+from dynashard.errors import InvalidInputError
 
 _JUMP_MULTIPLIER: Final = 2862933555777941757
 _MASK64: Final = (1 << 64) - 1
@@ -80,7 +80,7 @@ def jump_hash(key: int, buckets: int) -> int:
 
     Raises
     ------
-    ValidationError
+    InvalidInputError
         If ``buckets < 1``.
 
     Notes
@@ -96,10 +96,10 @@ def jump_hash(key: int, buckets: int) -> int:
     >>> jump_hash(1, 0)
     Traceback (most recent call last):
     ...
-    dynashard.errors.ValidationError: shard count: must be >= 1, got 0
+    dynashard.errors.InvalidInputError: shard count: must be >= 1, got 0
     """
     if buckets < 1:
-        raise ValidationError("shard count", f"must be >= 1, got {buckets}")
+        raise InvalidInputError("shard count", f"must be >= 1, got {buckets}")
     key &= _MASK64
     b, j = -1, 0
     while j < buckets:
@@ -163,7 +163,7 @@ def random_shard(shard_count: int, event_id: str | None = None) -> int:
     if event_id is not None:
         return shard_for(event_id, shard_count)
     if shard_count < 1:
-        raise ValidationError("shard count", f"must be >= 1, got {shard_count}")
+        raise InvalidInputError("shard count", f"must be >= 1, got {shard_count}")
     return _random.randrange(shard_count)
 
 
@@ -215,7 +215,7 @@ def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
 
     Raises
     ------
-    ValidationError
+    InvalidInputError
         If ``bucket`` is not one of the three.
 
     Examples
@@ -226,12 +226,14 @@ def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
     >>> time_bucket(ts, "week")
     Traceback (most recent call last):
     ...
-    dynashard.errors.ValidationError: time bucket: must be hour, day or month, got 'week'
+    dynashard.errors.InvalidInputError: time bucket: must be hour, day or month, got 'week'
     """
     try:
         unit = TimeBucket(bucket)
     except ValueError as exc:
-        raise ValidationError("time bucket", f"must be hour, day or month, got {bucket!r}") from exc
+        raise InvalidInputError(
+            "time bucket", f"must be hour, day or month, got {bucket!r}"
+        ) from exc
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     ts = ts.astimezone(UTC)
