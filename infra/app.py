@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk import App
 
-from infra.config import StackConfig
+from infra.config import StackParameters
 from infra.stack import DynashardStack
 
 
@@ -34,7 +34,7 @@ def build_app(
         When a context parameter is invalid.
     """
     app = App(context=dict(context) if context else None, outdir=outdir)
-    config = StackConfig.from_context(app.node)
+    config = StackParameters.from_context(app.node)
     stack = DynashardStack(
         app,
         f"dynashard-{config.stage}",

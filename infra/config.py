@@ -1,6 +1,6 @@
 """Typed parameters of the stack, read from CDK context.
 
-Every field of :class:`StackConfig` is a CDK context key of the same name, set on the
+Every field of :class:`StackParameters` is a CDK context key of the same name, set on the
 command line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``
 / ``cdk.context.json``. Values given on the command line arrive as strings and are
 validated and converted by pydantic once, when the app starts; a bad value stops the
@@ -50,7 +50,7 @@ RETENTION_DAYS: dict[int, str] = {
 }
 
 
-class StackConfig(BaseModel):
+class StackParameters(BaseModel):
     """Parameters of the dynashard stack (each one a CDK context key of the same name).
 
     Parameters
@@ -173,7 +173,7 @@ class StackConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> StackConfig:
+    def _consistent(self) -> StackParameters:
         """Check the parameters against each other."""
         if self.default_shards > self.max_shards:
             raise ValueError("default_shards must not exceed max_shards")
@@ -190,7 +190,7 @@ class StackConfig(BaseModel):
         return RETENTION_DAYS[self.log_retention_days]
 
     @classmethod
-    def from_context(cls, node: Node) -> StackConfig:
+    def from_context(cls, node: Node) -> StackParameters:
         """Build the config from the CDK context of a construct node.
 
         Parameters
@@ -200,7 +200,7 @@ class StackConfig(BaseModel):
 
         Returns
         -------
-        StackConfig
+        StackParameters
             Validated parameters; fields without a context value keep their default.
 
         Raises

@@ -8,7 +8,7 @@ from aws_cdk import Aspects, CfnOutput, Stack, Tags
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from infra.config import StackConfig
+from infra.config import StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.ingest import Ingest
 from infra.constructs.layer import DynashardLayer
@@ -28,7 +28,7 @@ class DynashardStack(Stack):
         The CDK app.
     construct_id : str
         Stack name, ``dynashard-<stage>`` by convention.
-    config : StackConfig
+    config : StackParameters
         The validated context parameters.
     **kwargs
         Passed to :class:`aws_cdk.Stack` (``env``, ``description``, ...).
@@ -40,7 +40,7 @@ class DynashardStack(Stack):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: StackConfig, **kwargs: Any
+        self, scope: Construct, construct_id: str, *, config: StackParameters, **kwargs: Any
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.config = config

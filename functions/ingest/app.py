@@ -29,14 +29,14 @@ from dynashard.http import register_error_handlers
 from dynashard.ingest import IngestService, parse_event, write_batch, write_events
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
 from dynashard.model import dumps
-from dynashard.settings import DynashardSettings
+from dynashard.settings import FunctionSettings
 from dynashard.strategies import TimeBucket
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-Settings = DynashardSettings
+Settings = FunctionSettings
 """The function's settings: the library's model (``dynashard.settings``)."""
 
 kit = lambda_kit.function_kit(__name__, Settings)

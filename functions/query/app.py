@@ -36,14 +36,14 @@ from dynashard.http import register_error_handlers
 from dynashard.keys import parse_ts
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
 from dynashard.model import dumps
-from dynashard.settings import DynashardSettings
+from dynashard.settings import FunctionSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from dynashard import CounterValue, Page, ShardInfo
 
-Settings = DynashardSettings
+Settings = FunctionSettings
 """The function's settings: the library's model (``dynashard.settings``)."""
 
 kit = lambda_kit.function_kit(__name__, Settings)

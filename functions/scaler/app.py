@@ -22,14 +22,14 @@ from pydantic import Field
 
 from dynashard import lambda_kit, names, scaling
 from dynashard.errors import DynashardError
-from dynashard.settings import DynashardSettings
+from dynashard.settings import FunctionSettings
 from dynashard.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME, DYNAMODB_NAMESPACE
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
-class Settings(DynashardSettings):
+class Settings(FunctionSettings):
     """The function's settings: the library's model plus the scaler's alarms.
 
     Attributes

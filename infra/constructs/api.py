@@ -18,10 +18,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.config import StackConfig
+from infra.config import StackParameters
 
 
-def _build_access_logs(scope: Construct, config: StackConfig) -> logs.LogGroup:
+def _build_access_logs(scope: Construct, config: StackParameters) -> logs.LogGroup:
     """Return the API's access log group (retention from the config)."""
     return logs.LogGroup(
         scope,
@@ -31,7 +31,7 @@ def _build_access_logs(scope: Construct, config: StackConfig) -> logs.LogGroup:
     )
 
 
-def _build_rest_api(scope: Construct, config: StackConfig) -> apigw.RestApi:
+def _build_rest_api(scope: Construct, config: StackParameters) -> apigw.RestApi:
     """Return the regional REST API with its stage: access logs, tracing, throttling."""
     access_logs = _build_access_logs(scope, config)
     return apigw.RestApi(
@@ -93,7 +93,7 @@ class EventsApi(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackConfig
+    config : StackParameters
         Stage name, authorization mode, throttling and log retention.
 
     Attributes
@@ -104,7 +104,7 @@ class EventsApi(Construct):
         The API key when ``api_auth == "api_key"``.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackParameters) -> None:
         super().__init__(scope, construct_id)
         self._config = config
         self.api = _build_rest_api(self, config)

@@ -18,7 +18,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from dynashard import names
-from infra.config import StackConfig
+from infra.config import StackParameters
 
 #: Repository root (``infra/constructs/functions.py`` -> ``.``).
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ class DynashardFunction(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackConfig
+    config : StackParameters
         Stack parameters (memory, timeout, log retention, stage).
     code_dir : str
         Folder name under ``functions/`` holding the entry module (the code asset).
@@ -71,7 +71,7 @@ class DynashardFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackConfig,
+        config: StackParameters,
         code_dir: str,
         handler: str,
         layer: lambda_.ILayerVersion,
@@ -131,13 +131,13 @@ class DynashardFunction(Construct):
 
 
 def shared_environment(
-    config: StackConfig, data_table_name: str, metadata_table_name: str, service: str
+    config: StackParameters, data_table_name: str, metadata_table_name: str, service: str
 ) -> dict[str, str]:
     """Return the environment every function gets (names from :mod:`dynashard.names`).
 
     Parameters
     ----------
-    config : StackConfig
+    config : StackParameters
         Stack parameters.
     data_table_name, metadata_table_name : str
         Physical table names (CDK tokens).

@@ -26,7 +26,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dynashard.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
-from infra.config import StackConfig
+from infra.config import StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import DynashardFunction, shared_environment
 from infra.constructs.tables import Tables
@@ -104,7 +104,7 @@ def _build_write_statements(tables: Tables) -> list[iam.PolicyStatement]:
     ]
 
 
-def _build_queues(scope: Construct, config: StackConfig) -> tuple[sqs.Queue, sqs.Queue]:
+def _build_queues(scope: Construct, config: StackParameters) -> tuple[sqs.Queue, sqs.Queue]:
     """Return the ingest queue and its dead-letter queue.
 
     The visibility timeout is six times the function timeout, as the Lambda
@@ -159,7 +159,7 @@ class Ingest(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackConfig
+    config : StackParameters
         Batch sizes, retries, max receive count and the functions' defaults.
     tables : Tables
         The data and metadata tables.
@@ -192,7 +192,7 @@ class Ingest(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackConfig,
+        config: StackParameters,
         tables: Tables,
         layer: lambda_.ILayerVersion,
         api: EventsApi,
@@ -237,7 +237,7 @@ class Ingest(Construct):
         api.add_route("POST", "/events", self.api_function.function, json_body=True)
         api.add_route("POST", "/counters/{name}", self.api_function.function, json_body=True)
 
-    def _build_event_sources(self, config: StackConfig) -> None:
+    def _build_event_sources(self, config: StackParameters) -> None:
         """Wire the queue and the stream to their functions with partial batch responses."""
         self.queue_function.function.add_event_source(
             sources.SqsEventSource(

@@ -17,7 +17,7 @@ from constructs import Construct
 
 from dynashard import names
 from infra.alarm_specs import DYNAMODB_NAMESPACE, AlarmSpec
-from infra.config import StackConfig
+from infra.config import StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.ingest import Ingest
 from infra.constructs.query import Query
@@ -132,7 +132,7 @@ class Monitoring(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackConfig
+    config : StackParameters
         Stage (dashboard name).
     tables, api, ingest, query, scaler
         The constructs whose metrics are shown.
@@ -150,7 +150,7 @@ class Monitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackConfig,
+        config: StackParameters,
         tables: Tables,
         api: EventsApi,
         ingest: Ingest,

@@ -7,7 +7,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from dynashard import names
-from infra.config import StackConfig
+from infra.config import StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import DynashardFunction, shared_environment
 from infra.constructs.tables import Tables
@@ -50,7 +50,7 @@ class Query(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackConfig
+    config : StackParameters
         The functions' defaults.
     tables : Tables
         The data and metadata tables.
@@ -70,7 +70,7 @@ class Query(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackConfig,
+        config: StackParameters,
         tables: Tables,
         layer: lambda_.ILayerVersion,
         api: EventsApi,

@@ -29,7 +29,7 @@ from constructs import Construct
 
 from dynashard import names
 from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES, AlarmSpec
-from infra.config import StackConfig
+from infra.config import StackParameters
 from infra.constructs.functions import DynashardFunction, shared_environment
 from infra.constructs.tables import Tables
 
@@ -172,7 +172,7 @@ class Scaler(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackConfig
+    config : StackParameters
         The functions' defaults and the planning parameters (environment).
     tables : Tables
         The data table (alarm dimensions) and the metadata table (shard counts).
@@ -199,7 +199,7 @@ class Scaler(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackConfig,
+        config: StackParameters,
         tables: Tables,
         layer: lambda_.ILayerVersion,
         write_load_rule_name: str,

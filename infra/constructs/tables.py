@@ -10,7 +10,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra.config import StackConfig
+from infra.config import StackParameters
 from infra.table_specs import DATA_TABLE, METADATA_TABLE, TableSpec
 
 
@@ -32,7 +32,7 @@ def _build_indexes(spec: TableSpec) -> list[dynamodb.GlobalSecondaryIndexPropsV2
     ]
 
 
-def _build_data_billing(config: StackConfig) -> dynamodb.Billing:
+def _build_data_billing(config: StackParameters) -> dynamodb.Billing:
     """Return on-demand billing, capped by the optional maximum throughput."""
     return dynamodb.Billing.on_demand(
         max_read_request_units=config.max_read_request_units,
@@ -40,7 +40,7 @@ def _build_data_billing(config: StackConfig) -> dynamodb.Billing:
     )
 
 
-def _build_warm_throughput(config: StackConfig) -> dynamodb.WarmThroughput | None:
+def _build_warm_throughput(config: StackParameters) -> dynamodb.WarmThroughput | None:
     """Return the data table's warm throughput, or None when not configured."""
     if config.warm_read_units_per_second is None and config.warm_write_units_per_second is None:
         return None
@@ -53,7 +53,7 @@ def _build_warm_throughput(config: StackConfig) -> dynamodb.WarmThroughput | Non
 def _build_table(
     scope: Construct,
     spec: TableSpec,
-    config: StackConfig,
+    config: StackParameters,
     *,
     billing: dynamodb.Billing,
     warm_throughput: dynamodb.WarmThroughput | None = None,
@@ -93,7 +93,7 @@ class Tables(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackConfig
+    config : StackParameters
         Throughput caps, warm throughput, Contributor Insights mode and stage.
 
     Attributes
@@ -105,7 +105,7 @@ class Tables(Construct):
         Partition key ``key``, on-demand.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackParameters) -> None:
         super().__init__(scope, construct_id)
         self.data_table = _build_table(
             self,

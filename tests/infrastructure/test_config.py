@@ -5,20 +5,20 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from infra.config import StackConfig
+from infra.config import StackParameters
 
 pytestmark = pytest.mark.infra
 
 
 def test_defaults() -> None:
-    config = StackConfig()
+    config = StackParameters()
     assert config.stage == "dev" and config.is_dev
     assert config.api_auth == "iam"
     assert config.max_read_request_units is None
 
 
 def test_command_line_strings_are_converted() -> None:
-    config = StackConfig.model_validate(
+    config = StackParameters.model_validate(
         {"stage": "prod", "max_shards": "64", "cooldown_s": "12.5", "max_read_request_units": ""}
     )
     assert config.max_shards == 64
@@ -43,4 +43,4 @@ def test_command_line_strings_are_converted() -> None:
 )
 def test_invalid_parameters_are_rejected(bad: dict[str, object]) -> None:
     with pytest.raises(pydantic.ValidationError):
-        StackConfig.model_validate(bad)
+        StackParameters.model_validate(bad)

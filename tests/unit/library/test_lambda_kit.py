@@ -30,11 +30,11 @@ from dynashard.lambda_kit import (
     registered_caches,
     reset_all,
 )
-from dynashard.settings import DynashardSettings
+from dynashard.settings import FunctionSettings
 from tests.unit.functions.support import LambdaContext
 
 
-class ScalerLikeSettings(DynashardSettings):
+class ScalerLikeSettings(FunctionSettings):
     """A function's settings with a field of its own."""
 
     extra_field: str = "default"
@@ -42,7 +42,7 @@ class ScalerLikeSettings(DynashardSettings):
 
 # Kits are made at collection, as a function module makes its own at import: Powertools'
 # Tracer may open its UDP socket when created, and the tests run with sockets off.
-KIT = function_kit("tests.fake_function", DynashardSettings)
+KIT = function_kit("tests.fake_function", FunctionSettings)
 SCALER_LIKE_KIT = function_kit("tests.scaler_like", ScalerLikeSettings)
 
 

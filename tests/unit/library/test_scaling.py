@@ -24,7 +24,7 @@ from dynashard.scaling import (
     alarm_kind,
     handle_alarm,
 )
-from dynashard.settings import DynashardSettings
+from dynashard.settings import FunctionSettings
 from dynashard.throttling import READ_KEY_RANGE_METRIC, WRITE_KEY_RANGE_METRIC
 
 ALARM_TIME = datetime(2024, 2, 17, 11, 53, 8, 431000, tzinfo=UTC)
@@ -402,7 +402,7 @@ def test_keys_dynashard_does_not_write_are_reported_as_skipped() -> None:
 
 
 def test_the_library_settings_model_is_a_scaling_settings() -> None:
-    settings = DynashardSettings(
+    settings = FunctionSettings(
         **{names.ENV_DATA_TABLE: TABLE, names.ENV_METADATA_TABLE: "dynashard-metadata"}
     )
     shards = FakeShards({"DEPARTURES#JFK": 2})

@@ -49,10 +49,10 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from dynashard.service import Dynashard
-    from dynashard.settings import DynashardSettings
+    from dynashard.settings import FunctionSettings
 
 T = TypeVar("T")
-S = TypeVar("S", bound="DynashardSettings")
+S = TypeVar("S", bound="FunctionSettings")
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Correlation id of a REST API (v1) proxy event, for :meth:`FunctionKit.entry_point`.
@@ -320,7 +320,7 @@ def function_kit(
         The function module's ``__name__``; the getters register as
         ``{module}.get_settings`` and ``{module}.get_service``.
     settings_model : type
-        :class:`~dynashard.settings.DynashardSettings` or a subclass (a function with
+        :class:`~dynashard.settings.FunctionSettings` or a subclass (a function with
         settings of its own adds fields); instantiated with no arguments, so its values
         come from the environment.
     namespace : str
@@ -333,7 +333,7 @@ def function_kit(
 
     Examples
     --------
-    >>> kit = function_kit(__name__, DynashardSettings)  # doctest: +SKIP
+    >>> kit = function_kit(__name__, FunctionSettings)  # doctest: +SKIP
     >>> logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics  # doctest: +SKIP
     """
 

@@ -266,7 +266,7 @@ class ScalerService(Protocol):
 
 
 class ScalingSettings(Protocol):
-    """The settings the policy plans with (:class:`~dynashard.settings.DynashardSettings` is one).
+    """The settings the policy plans with (:class:`~dynashard.settings.FunctionSettings` is one).
 
     Attributes
     ----------

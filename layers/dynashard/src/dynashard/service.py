@@ -33,7 +33,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DynashardConfig:
-    """Settings of a :class:`Dynashard`.
+    """Configuration of a :class:`Dynashard`, built in code.
+
+    A Lambda function builds it from its environment through
+    :meth:`~dynashard.settings.FunctionSettings.to_config`.
 
     Attributes
     ----------
@@ -144,7 +147,7 @@ class Dynashard:
         throttled and unprocessed items itself (``config.write_backoff``), reading the
         ``ThrottlingReasons`` of every attempt, so its budget is the whole budget and
         the scaler can tell retries from demand
-        (:attr:`DynashardSettings.write_max_attempts`). botocore would otherwise retry
+        (:attr:`FunctionSettings.write_max_attempts`). botocore would otherwise retry
         a wholly throttled batch up to 4 times unseen, per writer attempt.
 
     Examples

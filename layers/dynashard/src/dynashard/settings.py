@@ -20,8 +20,12 @@ if TYPE_CHECKING:
     from dynashard.service import DynashardConfig
 
 
-class DynashardSettings(BaseSettings):
-    """Configuration of a dynashard function, read from the environment once per container.
+class FunctionSettings(BaseSettings):
+    """Settings of a dynashard function, read from the environment once per container.
+
+    Settings are read from the environment; the library's configuration
+    (:class:`~dynashard.DynashardConfig`) is built in code, here by :meth:`to_config`;
+    the stack's CDK context values are its parameters (``infra.config.StackParameters``).
 
     Attributes
     ----------
