@@ -101,7 +101,7 @@ def make_client(endpoint: str) -> Any:
     )
 
 
-def make_service(
+def make_facade(
     endpoint: str, tables: tuple[str, str], clock: AcceleratedClock, *, in_band: bool = False
 ) -> Dynashard:
     config = DynashardConfig(
@@ -145,9 +145,9 @@ def run_one(
     per_tick = offered_per_s * TICK_WALL_S * SPEED
     with EmulatorServer(ddb.endpoint_url, EmulatorConfig(scale=SCALE, clock=clock)) as server:
         emulator = server.emulator
-        writer = make_service(server.endpoint_url, tables, clock)
-        grower = make_service(server.endpoint_url, tables, clock)
-        reader = make_service(ddb.endpoint_url, tables, clock)
+        writer = make_facade(server.endpoint_url, tables, clock)
+        grower = make_facade(server.endpoint_url, tables, clock)
+        reader = make_facade(ddb.endpoint_url, tables, clock)
         if mode == "fixed":
             reader.set_shard_count(key, shards_needed(load_factor))
         alarm = LocalAlarm(

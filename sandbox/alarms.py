@@ -47,7 +47,7 @@ from sandbox.emulator.metrics import ContributorInsightsMode
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext as PowertoolsContext
 
-    from dynashard.scaling import OfferedLoadSource, ScalerService
+    from dynashard.scaling import OfferedLoadSource, ScalerPort
     from sandbox.emulator.server import PartitionEmulator
 
 _log = logging.getLogger(__name__)
@@ -663,7 +663,7 @@ class LocalSchedule:
 
 def scaler_action(
     emulator: PartitionEmulator,
-    service: ScalerService | None = None,
+    facade: ScalerPort | None = None,
     *,
     mode: ContributorInsightsMode = "ACCESSED_AND_THROTTLED_KEYS",
     alarm_states: LocalAlarmStates | None = None,
@@ -680,7 +680,7 @@ def scaler_action(
     emulator : PartitionEmulator
         Source of the Contributor-Insights-like figures
         (:class:`sandbox.emulator.insights.EmulatorHotKeySource`).
-    service : ScalerService, optional
+    facade : ScalerPort, optional
         A ``Dynashard``-like object; default the function's own (from the environment).
     mode : {"ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"}
         Contributor Insights mode emulated.
@@ -717,7 +717,7 @@ def scaler_action(
         return handler(
             event,
             context,
-            service=service,
+            facade=facade,
             hot_keys=hot_keys,
             alarm_states=states,
             offered_load=offered_load,

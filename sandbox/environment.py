@@ -96,7 +96,7 @@ def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
 def reset_function_caches() -> list[str]:
     """Drop the per-container caches of the functions loaded in this process.
 
-    The functions validate their settings and build their service once per container.
+    The functions validate their settings and build their facade once per container.
     The sandbox runs every "container" in one process (and each execution environment
     as a module copy, :mod:`sandbox.lambda_runtime`), so after pointing the environment at
     other tables it must start them cold again, as a new Lambda container would.

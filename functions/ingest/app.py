@@ -26,7 +26,7 @@ from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import api, lambda_kit
 from dynashard.http import register_error_handlers
-from dynashard.ingest import IngestService, parse_event, write_batch, write_events
+from dynashard.ingest import IngestPort, parse_event, write_batch, write_events
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
 from dynashard.model import dumps
 from dynashard.settings import FunctionSettings
@@ -41,14 +41,14 @@ Settings = FunctionSettings
 
 kit = lambda_kit.function_kit(__name__, Settings)
 logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics
-get_settings, get_service = kit.get_settings, kit.get_service
+get_settings, get_facade = kit.get_settings, kit.get_facade
 app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
 
 #: Seconds a client should wait before sending the failed events of a 503 again.
 RETRY_AFTER_S = 1
 
-#: The service of this invocation: the injected one, else the container's.
-service_of: Dependency[IngestService] = Dependency("service", get_service)
+#: The facade of this invocation: the injected one, else the container's.
+facade_of: Dependency[IngestPort] = Dependency("facade", get_facade)
 
 
 def _time_bucket() -> TimeBucket:
@@ -87,7 +87,7 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
         200 if every event is durable, else 503 with the failed events listed.
     """
     events = body.events if isinstance(body, api.EventBatch) else [body]
-    outcomes = write_events(events, service_of(), logger=logger, bucket=_time_bucket())
+    outcomes = write_events(events, facade_of(), logger=logger, bucket=_time_bucket())
     payload = api.PostEventsResponse.from_outcomes(outcomes)
     _count(payload.written, len(payload.failed))
     if not payload.failed:
@@ -143,7 +143,7 @@ def post_counter(
         ``{"name", "by", "applied"}``.
     """
     counter = lambda_kit.path_value(name)
-    applied = service_of().increment_counter(counter, by=body.by, idempotency_key=idempotency_key)
+    applied = facade_of().increment_counter(counter, by=body.by, idempotency_key=idempotency_key)
     return api.CounterResponse(name=counter, by=body.by, applied=applied)
 
 
@@ -152,7 +152,7 @@ register_error_handlers(app, logger, fallback_field="body")
 
 @kit.entry_point(correlation_id_path=lambda_kit.API_GATEWAY_REST_REQUEST_ID)
 def api_handler(
-    event: dict[str, Any], context: LambdaContext, service: IngestService | None = None
+    event: dict[str, Any], context: LambdaContext, facade: IngestPort | None = None
 ) -> dict[str, Any]:
     """Handle a REST API proxy event (``POST /events``, ``POST /counters/{name}``).
 
@@ -162,7 +162,7 @@ def api_handler(
         API Gateway REST API (v1) proxy event.
     context : LambdaContext
         Lambda context.
-    service : IngestService, optional
+    facade : IngestPort, optional
         A ``Dynashard``-like object; default: the container's, built from the settings.
 
     Returns
@@ -170,7 +170,7 @@ def api_handler(
     dict
         The API Gateway proxy response.
     """
-    with service_of.injected(service):
+    with facade_of.injected(facade):
         return app.resolve(event, context)
 
 
@@ -179,10 +179,10 @@ def _process(
     event: dict[str, Any],
     context: LambdaContext,
     event_type: EventType,
-    service: IngestService | None,
+    facade: IngestPort | None,
 ) -> PartialItemFailureResponse:
     items, redelivered = lambda_kit.batch_payloads(event, event_type)
-    writer = service or get_service()
+    writer = facade or get_facade()
     result = write_batch(items, writer, logger=logger, bucket=_time_bucket, redelivered=redelivered)
     _count(result.written, result.failed)
     return lambda_kit.partial_batch_response(event, context, event_type, result.fates, logger)
@@ -190,7 +190,7 @@ def _process(
 
 @kit.entry_point()
 def sqs_handler(
-    event: dict[str, Any], context: LambdaContext, service: IngestService | None = None
+    event: dict[str, Any], context: LambdaContext, facade: IngestPort | None = None
 ) -> PartialItemFailureResponse:
     """Handle an SQS batch: each message body is one event as JSON.
 
@@ -200,7 +200,7 @@ def sqs_handler(
         SQS event (``Records`` of messages).
     context : LambdaContext
         Lambda context.
-    service : IngestService, optional
+    facade : IngestPort, optional
         A ``Dynashard``-like object; default: the container's.
 
     Returns
@@ -208,12 +208,12 @@ def sqs_handler(
     dict
         ``{"batchItemFailures": [{"itemIdentifier": messageId}, ...]}``.
     """
-    return _process(event, context, EventType.SQS, service)
+    return _process(event, context, EventType.SQS, facade)
 
 
 @kit.entry_point()
 def kinesis_handler(
-    event: dict[str, Any], context: LambdaContext, service: IngestService | None = None
+    event: dict[str, Any], context: LambdaContext, facade: IngestPort | None = None
 ) -> PartialItemFailureResponse:
     """Handle a Kinesis batch: each record's data is one event as base64 JSON.
 
@@ -223,7 +223,7 @@ def kinesis_handler(
         Kinesis Data Streams event (``Records``).
     context : LambdaContext
         Lambda context.
-    service : IngestService, optional
+    facade : IngestPort, optional
         A ``Dynashard``-like object; default: the container's.
 
     Returns
@@ -232,15 +232,15 @@ def kinesis_handler(
         ``{"batchItemFailures": [{"itemIdentifier": sequenceNumber}, ...]}``; Lambda
         restarts the shard from the lowest one reported.
     """
-    return _process(event, context, EventType.KinesisDataStreams, service)
+    return _process(event, context, EventType.KinesisDataStreams, facade)
 
 
 __all__ = [
-    "IngestService",
+    "IngestPort",
     "Settings",
     "api_handler",
     "app",
-    "get_service",
+    "get_facade",
     "get_settings",
     "kinesis_handler",
     "parse_event",

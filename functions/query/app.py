@@ -48,14 +48,14 @@ Settings = FunctionSettings
 
 kit = lambda_kit.function_kit(__name__, Settings)
 logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics
-get_settings, get_service = kit.get_settings, kit.get_service
+get_settings, get_facade = kit.get_settings, kit.get_facade
 app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
 
 #: Largest page ``GET /events`` serves (the library's limit).
 MAX_LIMIT = 1000
 
 
-class QueryService(Protocol):
+class QueryPort(Protocol):
     """The read-only part of :class:`~dynashard.Dynashard` this function uses."""
 
     def query_events(
@@ -81,8 +81,8 @@ class QueryService(Protocol):
         ...
 
 
-#: The service of the current invocation: the injected one, else the container's.
-service_of: Dependency[QueryService] = Dependency("service", get_service)
+#: The facade of the current invocation: the injected one, else the container's.
+facade_of: Dependency[QueryPort] = Dependency("facade", get_facade)
 
 
 # --- routes ------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def get_events(
         when ``partial`` is true.
     """
     started = time.perf_counter()
-    page = service_of().query_events(
+    page = facade_of().query_events(
         key,
         start=_time(start, "from"),
         end=_time(end, "to"),
@@ -185,7 +185,7 @@ def get_counter(name: Annotated[str, Path(min_length=1)]) -> CounterBody:
     CounterBody
         ``{"name", "value", "shards"}``.
     """
-    value = service_of().get_counter(lambda_kit.path_value(name))
+    value = facade_of().get_counter(lambda_kit.path_value(name))
     return CounterBody(name=value.name, value=value.value, shards=value.shards)
 
 
@@ -203,7 +203,7 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
     ShardsBody
         ``{"key", "number_of_shards", "last_updated", "history": [{"since", "count"}]}``.
     """
-    return ShardsBody.model_validate(service_of().shard_info(lambda_kit.path_value(key)).to_json())
+    return ShardsBody.model_validate(facade_of().shard_info(lambda_kit.path_value(key)).to_json())
 
 
 # --- errors, in one place ------------------------------------------------------------------
@@ -212,7 +212,7 @@ register_error_handlers(app, logger, fallback_field="request")
 
 @kit.entry_point(correlation_id_path=lambda_kit.API_GATEWAY_REST_REQUEST_ID)
 def handler(
-    event: dict[str, Any], context: LambdaContext, service: QueryService | None = None
+    event: dict[str, Any], context: LambdaContext, facade: QueryPort | None = None
 ) -> dict[str, Any]:
     """Handle a REST API proxy event for the read routes.
 
@@ -222,7 +222,7 @@ def handler(
         API Gateway REST API (v1) proxy event.
     context : LambdaContext
         Lambda context.
-    service : QueryService, optional
+    facade : QueryPort, optional
         A ``Dynashard``-like object; default: the container's, built from the settings.
 
     Returns
@@ -230,5 +230,5 @@ def handler(
     dict
         The API Gateway proxy response.
     """
-    with service_of.injected(service):
+    with facade_of.injected(facade):
         return app.resolve(event, context)

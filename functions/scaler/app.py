@@ -55,7 +55,7 @@ class Settings(FunctionSettings):
 
 kit = lambda_kit.function_kit(__name__, Settings)
 logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics
-get_settings, get_service = kit.get_settings, kit.get_service
+get_settings, get_facade = kit.get_settings, kit.get_facade
 
 
 @lambda_kit.container_cache
@@ -172,7 +172,7 @@ def _emit_metrics(outcomes: list[scaling.AlarmOutcome]) -> None:
 def handler(
     event: dict[str, Any],
     context: LambdaContext,
-    service: scaling.ScalerService | None = None,
+    facade: scaling.ScalerPort | None = None,
     hot_keys: scaling.HotKeySource | None = None,
     alarm_states: scaling.AlarmStateSource | None = None,
     offered_load: scaling.OfferedLoadSource | None = None,
@@ -190,7 +190,7 @@ def handler(
         ``Scheduled Event``.
     context : LambdaContext
         Lambda context.
-    service, hot_keys, alarm_states, offered_load : optional
+    facade, hot_keys, alarm_states, offered_load : optional
         Ports of :mod:`dynashard.scaling`; default: the container's ``Dynashard``,
         Contributor Insights, ``DescribeAlarms``, the stack's offered-load rule (or none).
 
@@ -210,7 +210,7 @@ def handler(
     """
     alarm = None if is_scheduled_event(event) else parse_alarm(event)  # fails before set-up
     settings = get_settings()
-    service = service or get_service()
+    facade = facade or get_facade()
     source = hot_keys or get_hot_key_source()
     offered = offered_load or get_offered_load_source()
     if alarm is None:
@@ -220,7 +220,7 @@ def handler(
     else:
         logger.append_keys(alarm=alarm.name)
         due = [alarm]
-    outcomes = [scaling.handle_alarm(a, service, source, settings, offered, logger) for a in due]
+    outcomes = [scaling.handle_alarm(a, facade, source, settings, offered, logger) for a in due]
     reports = [o.to_dict() for o in outcomes]
     result = reports[0] if alarm is not None else {"sweep": now.isoformat(), "alarms": reports}
     _emit_metrics(outcomes)

@@ -376,12 +376,12 @@ class GrowthLoop:
         return sorted(fired, key=lambda f: f["at_s"])
 
 
-def shard_history(service: Dynashard, keys: Sequence[str], loop: GrowthLoop) -> dict[str, Any]:
+def shard_history(facade: Dynashard, keys: Sequence[str], loop: GrowthLoop) -> dict[str, Any]:
     """Read each key's shard history from the metadata table.
 
     Parameters
     ----------
-    service : Dynashard
+    facade : Dynashard
         A facade over the act's tables.
     keys : sequence of str
         Logical keys.
@@ -396,7 +396,7 @@ def shard_history(service: Dynashard, keys: Sequence[str], loop: GrowthLoop) -> 
     """
     out: dict[str, Any] = {}
     for key in keys:
-        info = service.shard_info(key)
+        info = facade.shard_info(key)
         history = list(info.history) or [(info.last_updated, info.number_of_shards)]
         out[key] = [
             {"count": count, "since_s": max(0.0, round(loop.emulated_to_wall_s(since), 1))}

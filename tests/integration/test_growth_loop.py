@@ -78,7 +78,7 @@ def emulator(dynamodb_local: DynamoDBLocal, clock: AcceleratedClock) -> Iterator
         yield s
 
 
-def service(
+def facade(
     endpoint: str, tables: tuple[str, str], clock: AcceleratedClock, *, alarm_driven: bool = False
 ) -> Dynashard:
     """A facade on the accelerated clock.
@@ -139,9 +139,9 @@ def test_alarm_and_scaler_grow_a_hot_key_and_nothing_acknowledged_is_lost(
             names.ENV_WRITE_MAX_ATTEMPTS: str(MAX_ATTEMPTS),
         },
     )
-    writer = service(emulator.endpoint_url, tables, clock, alarm_driven=True)
-    grower = service(emulator.endpoint_url, tables, clock)
-    reader = service(dynamodb_local.endpoint_url, tables, clock)
+    writer = facade(emulator.endpoint_url, tables, clock, alarm_driven=True)
+    grower = facade(emulator.endpoint_url, tables, clock)
+    reader = facade(dynamodb_local.endpoint_url, tables, clock)
     alarm = LocalAlarm(
         WRITE_KEY_RANGE,
         tables[0],

@@ -31,7 +31,7 @@ def tables(dynamodb_local: Any) -> Iterator[tuple[str, str]]:
     delete_tables(client, created.values())
 
 
-def service(dynamodb_local: Any, tables: tuple[str, str], **overrides: Any) -> Dynashard:
+def facade(dynamodb_local: Any, tables: tuple[str, str], **overrides: Any) -> Dynashard:
     data, meta = tables
     config = DynashardConfig(data, meta, endpoint_url=dynamodb_local.endpoint_url, **overrides)
     return Dynashard(config, client=dynamodb_local.client(max_pool_connections=32))
@@ -63,7 +63,7 @@ def ordered_ids(evs: list[Event], descending: bool = False) -> list[str]:
 
 @pytest.mark.parametrize("descending", [False, True])
 def test_round_trip(dynamodb_local: Any, tables: tuple[str, str], descending: bool) -> None:
-    ds = service(dynamodb_local, tables)
+    ds = facade(dynamodb_local, tables)
     ds.set_shard_count("STREAM", 8)
     written = events("a", 3000)
     assert all(o.ok for o in ds.put_events(written))
@@ -77,9 +77,9 @@ def test_resize_while_writing_and_reading_misses_nothing(
 ) -> None:
     """Invariant 3: every write acknowledged before a read began is in that read, while
     writers with stale caches and a grower change the shard count under it."""
-    grower = service(dynamodb_local, tables, cooldown_s=0)
+    grower = facade(dynamodb_local, tables, cooldown_s=0)
     grower.set_shard_count("STREAM", 2)
-    writers = [service(dynamodb_local, tables, metadata_cache_ttl_s=3600) for _ in range(3)]
+    writers = [facade(dynamodb_local, tables, metadata_cache_ttl_s=3600) for _ in range(3)]
     acknowledged = events("pre", 1500)
     assert all(o.ok for o in writers[0].put_events(acknowledged))
     for w in writers:
@@ -98,7 +98,7 @@ def test_resize_while_writing_and_reading_misses_nothing(
             if batch == 5:
                 w.metadata.invalidate("STREAM")  # ... and one of them refreshes mid-way
 
-    reader = service(dynamodb_local, tables)
+    reader = facade(dynamodb_local, tables)
     with ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(keep_writing, i, w) for i, w in enumerate(writers)]
         seen: list[dict[str, Any]] = []
@@ -128,7 +128,7 @@ def test_resize_while_writing_and_reading_misses_nothing(
 
 
 def test_counters_under_concurrency(dynamodb_local: Any, tables: tuple[str, str]) -> None:
-    ds = service(dynamodb_local, tables)
+    ds = facade(dynamodb_local, tables)
     ds.set_shard_count(counter_key("UA"), 6)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda by: ds.increment_counter("UA", by), range(1, 201)))
@@ -156,5 +156,5 @@ def test_sqs_partial_batch_failure_reports_only_the_bad_record(
         reset_function_caches()
     bad_id = event["Records"][10]["messageId"]
     assert response == {"batchItemFailures": [{"itemIdentifier": bad_id}]}
-    ds = service(dynamodb_local, tables)
+    ds = facade(dynamodb_local, tables)
     assert [i["id"] for i in read_all(ds, key="QUEUE")] == [e["id"] for e in good]

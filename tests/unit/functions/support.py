@@ -1,4 +1,4 @@
-"""Helpers of the Lambda function tests: sample events, a Lambda context, fakes of the service."""
+"""Helpers of the Lambda function tests: sample events, a Lambda context, fakes of the facade."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ class FakeGrowth:
     reason: str
 
 
-class FakeService:
+class FakeFacade:
     """Records calls; fails the event ids in ``fail_ids``; raises ``raises`` from reads."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Ingest function: REST routes, SQS and Kinesis batches, against a fake service."""
+"""Ingest function: REST routes, SQS and Kinesis batches, against a fake facade."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dynashard.errors import InvalidInputError, MetadataError
 from dynashard.lambda_kit import reset_all
 from functions.ingest import app as ingest
 
-from .support import FakeService, LambdaContext, load_event
+from .support import FakeFacade, LambdaContext, load_event
 
 
 def _body(response: dict[str, Any]) -> dict[str, Any]:
@@ -43,9 +43,9 @@ def _emf(captured: str) -> dict[str, list[float]]:
 # --- POST /events -------------------------------------------------------------------------
 def test_post_one_event_writes_it_and_answers_200(context: LambdaContext) -> None:
     # Given the sample request with one event
-    service = FakeService()
+    facade = FakeFacade()
     # When it is handled
-    response = ingest.api_handler(load_event("api_post_events"), context, service=service)
+    response = ingest.api_handler(load_event("api_post_events"), context, facade=facade)
     # Then the event is written once and acknowledged
     assert response["statusCode"] == 200
     body = _body(response)
@@ -53,25 +53,25 @@ def test_post_one_event_writes_it_and_answers_200(context: LambdaContext) -> Non
     assert body["results"] == [
         {"id": "2013-01-01-B6-725", "key": "DEPARTURES#JFK", "ok": True, "error": None}
     ]
-    [[event]] = service.put_calls
+    [[event]] = facade.put_calls
     assert event.ts == datetime(2013, 1, 1, 5, 40, tzinfo=UTC)
     assert event.data["flight"] == 725
 
 
 def test_post_batch_is_one_bulk_write_and_accepts_epoch_millis(context: LambdaContext) -> None:
     # Given the sample batch of 3 events, one with an epoch-milliseconds ts
-    service = FakeService()
+    facade = FakeFacade()
     # When it is handled
-    response = ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    response = ingest.api_handler(load_event("api_post_events_batch"), context, facade=facade)
     # Then all three go to the library in one call, in order
     assert response["statusCode"] == 200
-    assert len(service.put_calls) == 1
-    assert [e.id for e in service.put_calls[0]] == [
+    assert len(facade.put_calls) == 1
+    assert [e.id for e in facade.put_calls[0]] == [
         "2013-01-01-B6-725",
         "2013-01-01-UA-1696",
         "2013-01-01-UA-1545",
     ]
-    assert service.put_calls[0][1].ts == datetime(2013, 1, 1, 5, 58, tzinfo=UTC)
+    assert facade.put_calls[0][1].ts == datetime(2013, 1, 1, 5, 58, tzinfo=UTC)
     assert _body(response)["written"] == 3
 
 
@@ -79,9 +79,9 @@ def test_post_events_emits_written_and_failed_counts(
     context: LambdaContext, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a batch where one event cannot be written
-    service = FakeService(fail_ids=["2013-01-01-UA-1696"])
+    facade = FakeFacade(fail_ids=["2013-01-01-UA-1696"])
     # When it is handled
-    ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    ingest.api_handler(load_event("api_post_events_batch"), context, facade=facade)
     # Then the EMF output carries both counts
     metrics = _emf(capsys.readouterr().out)
     assert metrics["EventsWritten"] == [2.0]
@@ -92,9 +92,9 @@ def test_partial_write_failure_answers_503_naming_only_the_failed_event(
     context: LambdaContext,
 ) -> None:
     # Given a batch where the library could not write one event
-    service = FakeService(fail_ids=["2013-01-01-UA-1696"])
+    facade = FakeFacade(fail_ids=["2013-01-01-UA-1696"])
     # When it is handled
-    response = ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    response = ingest.api_handler(load_event("api_post_events_batch"), context, facade=facade)
     # Then the client is told to retry exactly that one, after a pause
     assert response["statusCode"] == 503
     assert response["multiValueHeaders"]["Retry-After"] == ["1"]
@@ -112,8 +112,8 @@ def test_partial_write_failure_answers_503_naming_only_the_failed_event(
 
 def test_all_events_failing_is_503_listing_each(context: LambdaContext) -> None:
     ids = ["2013-01-01-B6-725", "2013-01-01-UA-1696", "2013-01-01-UA-1545"]
-    service = FakeService(fail_ids=ids)
-    response = ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    facade = FakeFacade(fail_ids=ids)
+    response = ingest.api_handler(load_event("api_post_events_batch"), context, facade=facade)
     assert response["statusCode"] == 503
     assert [f["id"] for f in _body(response)["failed"]] == ids
     assert _body(response)["written"] == 0
@@ -138,32 +138,32 @@ def test_bad_post_events_body_is_422_naming_the_field_and_writes_nothing(
     context: LambdaContext, body: Any, field: str
 ) -> None:
     # Given a request body that breaks the event contract
-    service = FakeService()
+    facade = FakeFacade()
     # When it is handled
-    response = ingest.api_handler(_with_body("api_post_events", body), context, service=service)
+    response = ingest.api_handler(_with_body("api_post_events", body), context, facade=facade)
     # Then nothing is written and the JSON answer names the field
     assert response["statusCode"] == 422
     answer = _body(response)
     assert answer["field"] == field
     assert answer["message"].startswith(f"{field}: ")
     assert any(e["field"] == field for e in answer["errors"])
-    assert service.put_calls == []
+    assert facade.put_calls == []
 
 
 def test_batch_of_exactly_100_events_is_accepted(context: LambdaContext) -> None:
     events = [{"key": "K", "id": str(i), "ts": 1_357_000_000_000 + i} for i in range(100)]
-    service = FakeService()
+    facade = FakeFacade()
     response = ingest.api_handler(
-        _with_body("api_post_events", {"events": events}), context, service=service
+        _with_body("api_post_events", {"events": events}), context, facade=facade
     )
     assert response["statusCode"] == 200
-    assert len(service.put_calls[0]) == 100
+    assert len(facade.put_calls[0]) == 100
 
 
 def test_unknown_route_is_404(context: LambdaContext) -> None:
     event = load_event("api_post_events")
     event["path"] = "/nothing-here"
-    response = ingest.api_handler(event, context, service=FakeService())
+    response = ingest.api_handler(event, context, facade=FakeFacade())
     assert response["statusCode"] == 404
 
 
@@ -172,21 +172,21 @@ def test_post_counter_decodes_the_name_and_passes_the_idempotency_key(
     context: LambdaContext,
 ) -> None:
     # Given the sample increment of CARRIER#UA (sent as CARRIER%23UA) with a key
-    service = FakeService()
+    facade = FakeFacade()
     # When it is handled
-    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    response = ingest.api_handler(load_event("api_post_counter"), context, facade=facade)
     # Then the library increments the decoded name once
     assert response["statusCode"] == 200
     assert _body(response) == {"name": "CARRIER#UA", "by": 5, "applied": True}
-    assert service.increments == [("CARRIER#UA", 5, "sqs-059f36b4-87a3-44ab-83d2-661975830a7d")]
+    assert facade.increments == [("CARRIER#UA", 5, "sqs-059f36b4-87a3-44ab-83d2-661975830a7d")]
 
 
 def test_post_counter_retry_with_the_same_key_says_not_applied(context: LambdaContext) -> None:
     # Given an increment already applied under its Idempotency-Key
-    service = FakeService()
-    ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    facade = FakeFacade()
+    ingest.api_handler(load_event("api_post_counter"), context, facade=facade)
     # When the client retries it
-    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    response = ingest.api_handler(load_event("api_post_counter"), context, facade=facade)
     # Then the answer is still 200, and says this request added nothing
     assert response["statusCode"] == 200
     assert _body(response) == {"name": "CARRIER#UA", "by": 5, "applied": False}
@@ -196,10 +196,10 @@ def test_post_counter_without_idempotency_key(context: LambdaContext) -> None:
     event = load_event("api_post_counter")
     del event["headers"]["Idempotency-Key"]
     del event["multiValueHeaders"]["Idempotency-Key"]
-    service = FakeService()
-    response = ingest.api_handler(event, context, service=service)
+    facade = FakeFacade()
+    response = ingest.api_handler(event, context, facade=facade)
     assert response["statusCode"] == 200
-    assert service.increments == [("CARRIER#UA", 5, None)]
+    assert facade.increments == [("CARRIER#UA", 5, None)]
 
 
 @pytest.mark.parametrize(
@@ -207,23 +207,23 @@ def test_post_counter_without_idempotency_key(context: LambdaContext) -> None:
     [({"by": 0}, "by"), ({"by": "5"}, "by"), ({"by": 1.5}, "by"), ({"by": True}, "by"), ({}, "by")],
 )
 def test_bad_counter_body_is_422(context: LambdaContext, body: Any, field: str) -> None:
-    service = FakeService()
-    response = ingest.api_handler(_with_body("api_post_counter", body), context, service=service)
+    facade = FakeFacade()
+    response = ingest.api_handler(_with_body("api_post_counter", body), context, facade=facade)
     assert response["statusCode"] == 422
     assert _body(response)["field"] == field
-    assert service.increments == []
+    assert facade.increments == []
 
 
 def test_library_validation_error_is_400_with_field(context: LambdaContext) -> None:
-    service = FakeService(raises=InvalidInputError("name", "longer than 2,048 bytes"))
-    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    facade = FakeFacade(raises=InvalidInputError("name", "longer than 2,048 bytes"))
+    response = ingest.api_handler(load_event("api_post_counter"), context, facade=facade)
     assert response["statusCode"] == 400
     assert _body(response) == {"message": "name: longer than 2,048 bytes", "field": "name"}
 
 
 def test_other_library_error_is_500_with_message(context: LambdaContext) -> None:
-    service = FakeService(raises=MetadataError())
-    response = ingest.api_handler(load_event("api_post_counter"), context, service=service)
+    facade = FakeFacade(raises=MetadataError())
+    response = ingest.api_handler(load_event("api_post_counter"), context, facade=facade)
     assert response["statusCode"] == 500
     assert _body(response)["message"] == "shard metadata unavailable"
 
@@ -236,13 +236,13 @@ def test_sqs_invalid_record_is_the_only_failure_and_valid_ones_are_one_write(
     context: LambdaContext,
 ) -> None:
     # Given the sample batch: 4 messages, the third with an unparseable ts
-    service = FakeService()
+    facade = FakeFacade()
     # When it is handled
-    result = ingest.sqs_handler(load_event("sqs_batch"), context, service=service)
+    result = ingest.sqs_handler(load_event("sqs_batch"), context, facade=facade)
     # Then exactly that message is reported, and the 3 others were written in one call
     assert result == {"batchItemFailures": [{"itemIdentifier": SQS_INVALID_ID}]}
-    assert len(service.put_calls) == 1
-    assert [e.id for e in service.put_calls[0]] == [
+    assert len(facade.put_calls) == 1
+    assert [e.id for e in facade.put_calls[0]] == [
         "2013-01-01-B6-725",
         "2013-01-01-UA-1696",
         "2013-01-01-UA-1545",
@@ -252,7 +252,7 @@ def test_sqs_invalid_record_is_the_only_failure_and_valid_ones_are_one_write(
 def test_sqs_invalid_record_reason_is_logged(
     context: LambdaContext, caplog: pytest.LogCaptureFixture
 ) -> None:
-    ingest.sqs_handler(load_event("sqs_batch"), context, service=FakeService())
+    ingest.sqs_handler(load_event("sqs_batch"), context, facade=FakeFacade())
     rejected = [r for r in caplog.records if r.getMessage() == "record rejected"]
     assert [getattr(r, "item_id", None) for r in rejected] == [SQS_INVALID_ID]
     assert getattr(rejected[0], "reason", "").startswith("invalid event: ts: must be ISO-8601")
@@ -260,9 +260,9 @@ def test_sqs_invalid_record_reason_is_logged(
 
 def test_sqs_write_failure_of_one_event_reports_its_message(context: LambdaContext) -> None:
     # Given the library fails the event of the last message
-    service = FakeService(fail_ids=["2013-01-01-UA-1545"])
+    facade = FakeFacade(fail_ids=["2013-01-01-UA-1545"])
     # When the batch is handled
-    result = ingest.sqs_handler(load_event("sqs_batch"), context, service=service)
+    result = ingest.sqs_handler(load_event("sqs_batch"), context, facade=facade)
     # Then that message and the invalid one are reported, in batch order
     assert result == {
         "batchItemFailures": [
@@ -276,10 +276,10 @@ def test_sqs_all_failed_is_still_a_partial_response_listing_every_message(
     context: LambdaContext,
 ) -> None:
     # Given a library whose bulk write fails as a whole
-    service = FakeService(raises=MetadataError())
+    facade = FakeFacade(raises=MetadataError())
     event = load_event("sqs_batch")
     # When the batch is handled
-    result = ingest.sqs_handler(event, context, service=service)
+    result = ingest.sqs_handler(event, context, facade=facade)
     # Then no exception escapes and every message goes back to the queue
     assert result == {
         "batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]
@@ -290,25 +290,25 @@ def test_sqs_batch_of_only_invalid_records_writes_nothing(context: LambdaContext
     event = load_event("sqs_batch")
     for record in event["Records"]:
         record["body"] = "not json"
-    service = FakeService()
-    result = ingest.sqs_handler(event, context, service=service)
+    facade = FakeFacade()
+    result = ingest.sqs_handler(event, context, facade=facade)
     assert len(result["batchItemFailures"]) == 4
-    assert service.put_calls == []
+    assert facade.put_calls == []
 
 
 def test_sqs_clean_batch_reports_nothing(context: LambdaContext) -> None:
     event = load_event("sqs_batch")
     del event["Records"][2]
-    assert ingest.sqs_handler(event, context, service=FakeService()) == {"batchItemFailures": []}
+    assert ingest.sqs_handler(event, context, facade=FakeFacade()) == {"batchItemFailures": []}
 
 
 # --- Kinesis --------------------------------------------------------------------------------
 def test_kinesis_batch_is_written_in_one_call(context: LambdaContext) -> None:
-    service = FakeService()
-    result = ingest.kinesis_handler(load_event("kinesis_batch"), context, service=service)
+    facade = FakeFacade()
+    result = ingest.kinesis_handler(load_event("kinesis_batch"), context, facade=facade)
     assert result == {"batchItemFailures": []}
-    assert len(service.put_calls) == 1
-    assert [e.key for e in service.put_calls[0]] == [
+    assert len(facade.put_calls) == 1
+    assert [e.key for e in facade.put_calls[0]] == [
         "DEPARTURES#JFK",
         "DEPARTURES#JFK",
         "DEPARTURES#EWR",
@@ -319,9 +319,9 @@ def test_kinesis_failures_are_reported_by_sequence_number(context: LambdaContext
     # Given one record whose data is not base64 JSON and one event the library fails
     event = load_event("kinesis_batch")
     event["Records"][0]["kinesis"]["data"] = base64.b64encode(b"{oops").decode()
-    service = FakeService(fail_ids=["2013-01-01-UA-1545"])
+    facade = FakeFacade(fail_ids=["2013-01-01-UA-1545"])
     # When the batch is handled
-    result = ingest.kinesis_handler(event, context, service=service)
+    result = ingest.kinesis_handler(event, context, facade=facade)
     # Then both are reported by their sequence numbers
     assert result == {
         "batchItemFailures": [
@@ -329,13 +329,13 @@ def test_kinesis_failures_are_reported_by_sequence_number(context: LambdaContext
             {"itemIdentifier": "49590338271490256608559692541807423115452743591278227490"},
         ]
     }
-    assert len(service.put_calls[0]) == 2
+    assert len(facade.put_calls[0]) == 2
 
 
 def test_kinesis_data_that_is_not_base64_is_a_failure(context: LambdaContext) -> None:
     event = load_event("kinesis_batch")
     event["Records"][1]["kinesis"]["data"] = "%%% not base64 %%%"
-    result = ingest.kinesis_handler(event, context, service=FakeService())
+    result = ingest.kinesis_handler(event, context, facade=FakeFacade())
     assert result == {
         "batchItemFailures": [
             {"itemIdentifier": "49590338271490256608559692540925702759324208523137515618"}
@@ -392,9 +392,9 @@ def test_sqs_write_load_lines_go_through_the_functions_logger(
     # event refused by the library (the figures are dynashard.ingest's, tested there)
     event = load_event("sqs_batch")
     event["Records"][1]["attributes"]["ApproximateReceiveCount"] = "3"
-    service = FakeService(fail_ids=["2013-01-01-UA-1545"])
+    facade = FakeFacade(fail_ids=["2013-01-01-UA-1545"])
     # When it is handled
-    ingest.sqs_handler(event, context, service=service)
+    ingest.sqs_handler(event, context, facade=facade)
     # Then the function's own logger carries the write-load lines, the redelivery apart
     loads = {r.logical_key: r for r in caplog.records if r.getMessage() == "write load"}
     assert {r.name for r in caplog.records if r.getMessage() == "write load"} == {
@@ -409,7 +409,7 @@ def test_sqs_write_load_lines_go_through_the_functions_logger(
 def test_post_events_logs_the_write_load_of_the_request(
     context: LambdaContext, caplog: pytest.LogCaptureFixture
 ) -> None:
-    ingest.api_handler(load_event("api_post_events"), context, service=FakeService())
+    ingest.api_handler(load_event("api_post_events"), context, facade=FakeFacade())
     lines = [r for r in caplog.records if r.getMessage() == "write load"]
     assert lines and all(r.offered_wcu == r.events for r in lines)
     assert not [r for r in caplog.records if r.getMessage() == "write refused"]

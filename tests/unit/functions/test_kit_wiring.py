@@ -11,40 +11,40 @@ from functions.query import app as query
 from functions.scaler import app as scaler
 from sandbox.environment import reset_function_caches
 
-from .support import FakeService, LambdaContext, load_event
+from .support import FakeFacade, LambdaContext, load_event
 
 
 def test_the_functions_getters_are_registered_under_their_module() -> None:
     registered = {cache.name for cache in registered_caches()}
     assert {
         "functions.ingest.app.get_settings",
-        "functions.ingest.app.get_service",
+        "functions.ingest.app.get_facade",
         "functions.query.app.get_settings",
-        "functions.query.app.get_service",
+        "functions.query.app.get_facade",
         "functions.scaler.app.get_settings",
-        "functions.scaler.app.get_service",
+        "functions.scaler.app.get_facade",
         "functions.scaler.app.get_alarm_states",
         "functions.scaler.app.get_hot_key_source",
         "functions.scaler.app.get_offered_load_source",
     } <= registered
 
 
-def test_settings_and_service_are_built_once_per_container_and_reset_together(
+def test_settings_and_facade_are_built_once_per_container_and_reset_together(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a warm query function
-    service = query.get_service()
-    assert query.get_service() is service
-    assert service.config.data_table == names.DEFAULT_DATA_TABLE
+    facade = query.get_facade()
+    assert query.get_facade() is facade
+    assert facade.config.data_table == names.DEFAULT_DATA_TABLE
     # When the environment points elsewhere and the sandbox starts the functions cold
     monkeypatch.setenv(names.ENV_DATA_TABLE, "other-data")
     cleared = reset_function_caches()
     # Then both getters were reset, and the next container sees the new table
-    assert {"functions.query.app.get_settings", "functions.query.app.get_service"} <= set(cleared)
-    assert query.get_service() is not service
-    assert query.get_service().config.data_table == "other-data"
-    service.close()
-    query.get_service().close()
+    assert {"functions.query.app.get_settings", "functions.query.app.get_facade"} <= set(cleared)
+    assert query.get_facade() is not facade
+    assert query.get_facade().config.data_table == "other-data"
+    facade.close()
+    query.get_facade().close()
 
 
 def test_reset_function_caches_starts_the_scaler_cold_with_its_own_settings(
@@ -69,8 +69,8 @@ def test_reset_function_caches_starts_the_scaler_cold_with_its_own_settings(
     assert scaler.get_offered_load_source() is not None
 
 
-def test_reset_all_leaves_an_injected_service_alone(context: LambdaContext) -> None:
-    # An injected service is the invocation's, never cached: the container's stays cold
-    ingest.api_handler(load_event("api_post_events"), context, service=FakeService())
-    assert not ingest.get_service.cached
-    assert "functions.ingest.app.get_service" not in reset_all()
+def test_reset_all_leaves_an_injected_facade_alone(context: LambdaContext) -> None:
+    # An injected facade is the invocation's, never cached: the container's stays cold
+    ingest.api_handler(load_event("api_post_events"), context, facade=FakeFacade())
+    assert not ingest.get_facade.cached
+    assert "functions.ingest.app.get_facade" not in reset_all()

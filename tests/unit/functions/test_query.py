@@ -12,7 +12,7 @@ from dynashard.errors import CursorError, MetadataError, ShardQueryError
 from functions import openapi
 from functions.query import app as query
 
-from .support import FakeService, LambdaContext, load_event
+from .support import FakeFacade, LambdaContext, load_event
 
 
 def _body(response: dict[str, Any]) -> dict[str, Any]:
@@ -37,12 +37,12 @@ def test_get_events_passes_the_parsed_window_and_answers_items_and_cursor(
     context: LambdaContext,
 ) -> None:
     # Given the sample request: from ISO-8601, to epoch millis, limit 50, asc
-    service = FakeService()
+    facade = FakeFacade()
     # When it is handled
-    response = query.handler(load_event("api_get_events"), context, service=service)
+    response = query.handler(load_event("api_get_events"), context, facade=facade)
     # Then the library gets UTC datetimes and the answer is {"items", "cursor"} only
     assert response["statusCode"] == 200
-    assert service.query_calls == [
+    assert facade.query_calls == [
         (
             "DEPARTURES#JFK",
             {
@@ -62,11 +62,11 @@ def test_get_events_passes_the_parsed_window_and_answers_items_and_cursor(
 
 
 def test_get_events_defaults(context: LambdaContext) -> None:
-    service = FakeService()
+    facade = FakeFacade()
     event = _get_events(**{"from": None, "to": None, "limit": None, "order": None})
-    response = query.handler(event, context, service=service)
+    response = query.handler(event, context, facade=facade)
     assert response["statusCode"] == 200
-    [(_key, kwargs)] = service.query_calls
+    [(_key, kwargs)] = facade.query_calls
     assert kwargs["limit"] == 100
     assert kwargs["descending"] is False
     assert kwargs["start"] is None and kwargs["end"] is None
@@ -74,25 +74,25 @@ def test_get_events_defaults(context: LambdaContext) -> None:
 
 
 def test_get_events_desc_and_cursor_are_passed_through(context: LambdaContext) -> None:
-    service = FakeService()
-    query.handler(_get_events(order="desc", cursor="abc"), context, service=service)
-    [(_key, kwargs)] = service.query_calls
+    facade = FakeFacade()
+    query.handler(_get_events(order="desc", cursor="abc"), context, facade=facade)
+    [(_key, kwargs)] = facade.query_calls
     assert kwargs["descending"] is True
     assert kwargs["cursor"] == "abc"
 
 
 def test_partial_results_name_the_missing_shards(context: LambdaContext) -> None:
-    service = FakeService()
-    response = query.handler(_get_events(partial="true"), context, service=service)
+    facade = FakeFacade()
+    response = query.handler(_get_events(partial="true"), context, facade=facade)
     assert response["statusCode"] == 200
-    assert service.query_calls[0][1]["allow_partial"] is True
+    assert facade.query_calls[0][1]["allow_partial"] is True
     assert _body(response)["missing_shards"] == ["DEPARTURES#JFK#3"]
 
 
 def test_get_events_emits_latency_and_shards_queried(
     context: LambdaContext, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    query.handler(load_event("api_get_events"), context, service=FakeService())
+    query.handler(load_event("api_get_events"), context, facade=FakeFacade())
     blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     names = {m["Name"] for b in blobs for m in b["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert {"ReadLatency", "ShardsQueried"} <= names
@@ -114,29 +114,29 @@ def test_get_events_emits_latency_and_shards_queried(
 def test_bad_parameter_is_422_naming_it(
     context: LambdaContext, params: dict[str, str | None], field: str
 ) -> None:
-    service = FakeService()
-    response = query.handler(_get_events(**params), context, service=service)
+    facade = FakeFacade()
+    response = query.handler(_get_events(**params), context, facade=facade)
     assert response["statusCode"] == 422
     body = _body(response)
     assert body["field"] == field
     assert body["message"].startswith(f"{field}: ")
-    assert service.query_calls == []
+    assert facade.query_calls == []
 
 
 @pytest.mark.parametrize("field", ["from", "to"])
 def test_unparseable_time_is_400_naming_the_parameter(context: LambdaContext, field: str) -> None:
-    service = FakeService()
-    response = query.handler(_get_events(**{field: "yesterday"}), context, service=service)
+    facade = FakeFacade()
+    response = query.handler(_get_events(**{field: "yesterday"}), context, facade=facade)
     assert response["statusCode"] == 400
     body = _body(response)
     assert body["field"] == field
     assert "ISO-8601" in body["message"]
-    assert service.query_calls == []
+    assert facade.query_calls == []
 
 
 def test_bad_cursor_is_400(context: LambdaContext) -> None:
     response = query.handler(
-        _get_events(cursor="zzz"), context, service=FakeService(raises=CursorError("not ours"))
+        _get_events(cursor="zzz"), context, facade=FakeFacade(raises=CursorError("not ours"))
     )
     assert response["statusCode"] == 400
     assert _body(response) == {"message": "cursor: not ours", "field": "cursor"}
@@ -145,7 +145,7 @@ def test_bad_cursor_is_400(context: LambdaContext) -> None:
 def test_failed_shard_is_503_naming_it_never_an_empty_page(context: LambdaContext) -> None:
     failure = ShardQueryError({"DEPARTURES#JFK#2": "ProvisionedThroughputExceededException"})
     response = query.handler(
-        load_event("api_get_events"), context, service=FakeService(raises=failure)
+        load_event("api_get_events"), context, facade=FakeFacade(raises=failure)
     )
     assert response["statusCode"] == 503
     body = _body(response)
@@ -155,7 +155,7 @@ def test_failed_shard_is_503_naming_it_never_an_empty_page(context: LambdaContex
 
 def test_other_library_error_is_500(context: LambdaContext) -> None:
     response = query.handler(
-        load_event("api_get_events"), context, service=FakeService(raises=MetadataError())
+        load_event("api_get_events"), context, facade=FakeFacade(raises=MetadataError())
     )
     assert response["statusCode"] == 500
     assert _body(response)["message"] == "shard metadata unavailable"
@@ -163,14 +163,14 @@ def test_other_library_error_is_500(context: LambdaContext) -> None:
 
 # --- GET /counters/{name}, GET /shards/{key} ---------------------------------------------------
 def test_get_counter_decodes_the_name(context: LambdaContext) -> None:
-    response = query.handler(load_event("api_get_counter"), context, service=FakeService())
+    response = query.handler(load_event("api_get_counter"), context, facade=FakeFacade())
     assert response["statusCode"] == 200
     assert _body(response) == {"name": "CARRIER#UA", "value": 42, "shards": 3}
 
 
 def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
-    service = FakeService(shards={"DEPARTURES#JFK": 4})
-    response = query.handler(load_event("api_get_shards"), context, service=service)
+    facade = FakeFacade(shards={"DEPARTURES#JFK": 4})
+    response = query.handler(load_event("api_get_shards"), context, facade=facade)
     assert response["statusCode"] == 200
     assert _body(response) == {
         "key": "DEPARTURES#JFK",
@@ -181,10 +181,10 @@ def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
 
 
 def test_query_function_does_not_serve_writes(context: LambdaContext) -> None:
-    service = FakeService()
-    response = query.handler(load_event("api_post_events"), context, service=service)
+    facade = FakeFacade()
+    response = query.handler(load_event("api_post_events"), context, facade=facade)
     assert response["statusCode"] in (404, 405)
-    assert service.put_calls == []
+    assert facade.put_calls == []
 
 
 # --- OpenAPI ----------------------------------------------------------------------------------

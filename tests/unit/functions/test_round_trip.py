@@ -20,7 +20,7 @@ from .support import LambdaContext, load_event
 
 
 @pytest.fixture
-def service() -> Iterator[Dynashard]:
+def facade() -> Iterator[Dynashard]:
     """A real Dynashard over moto tables created from the infra specs."""
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
@@ -49,13 +49,13 @@ def _get(
 
 
 def test_events_written_by_api_sqs_and_kinesis_read_back_in_order(
-    service: Dynashard, context: LambdaContext
+    facade: Dynashard, context: LambdaContext
 ) -> None:
     # Given events arriving through the API, SQS and Kinesis (with duplicates across them)
-    ok = ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+    ok = ingest.api_handler(load_event("api_post_events_batch"), context, facade=facade)
     assert ok["statusCode"] == 200
-    sqs = ingest.sqs_handler(load_event("sqs_batch"), context, service=service)
-    kinesis = ingest.kinesis_handler(load_event("kinesis_batch"), context, service=service)
+    sqs = ingest.sqs_handler(load_event("sqs_batch"), context, facade=facade)
+    kinesis = ingest.kinesis_handler(load_event("kinesis_batch"), context, facade=facade)
     assert sqs == {
         "batchItemFailures": [{"itemIdentifier": "9d6e3b8a-1c2f-4e5d-8a7b-3f0e1d2c4b5a"}]
     }
@@ -64,7 +64,7 @@ def test_events_written_by_api_sqs_and_kinesis_read_back_in_order(
     seen: list[dict[str, Any]] = []
     params = {"key": "DEPARTURES#JFK", "from": "2013-01-01", "to": "2013-01-02", "limit": "1"}
     for _ in range(5):
-        response = query.handler(_get("api_get_events", params=params), context, service=service)
+        response = query.handler(_get("api_get_events", params=params), context, facade=facade)
         assert response["statusCode"] == 200
         body = json.loads(response["body"])
         seen.extend(body["items"])
@@ -80,34 +80,34 @@ def test_events_written_by_api_sqs_and_kinesis_read_back_in_order(
     assert seen[0]["data"]["flight"] == 725
 
 
-def test_descending_read_and_empty_window(service: Dynashard, context: LambdaContext) -> None:
-    ingest.api_handler(load_event("api_post_events_batch"), context, service=service)
+def test_descending_read_and_empty_window(facade: Dynashard, context: LambdaContext) -> None:
+    ingest.api_handler(load_event("api_post_events_batch"), context, facade=facade)
     params = {"key": "DEPARTURES#JFK", "order": "desc"}
     body = json.loads(
-        query.handler(_get("api_get_events", params=params), context, service=service)["body"]
+        query.handler(_get("api_get_events", params=params), context, facade=facade)["body"]
     )
     assert [e["id"] for e in body["items"]] == ["2013-01-01-UA-1696", "2013-01-01-B6-725"]
     params = {"key": "DEPARTURES#JFK", "from": "2014-01-01T00:00:00Z"}
     body = json.loads(
-        query.handler(_get("api_get_events", params=params), context, service=service)["body"]
+        query.handler(_get("api_get_events", params=params), context, facade=facade)["body"]
     )
     assert body == {"items": [], "cursor": None}
 
 
 def test_counter_increments_read_back_and_idempotency_key_counts_once(
-    service: Dynashard, context: LambdaContext
+    facade: Dynashard, context: LambdaContext
 ) -> None:
     # Given the same keyed increment twice and an unkeyed one
     post = load_event("api_post_counter")
-    assert ingest.api_handler(post, context, service=service)["statusCode"] == 200
-    assert ingest.api_handler(post, context, service=service)["statusCode"] == 200
+    assert ingest.api_handler(post, context, facade=facade)["statusCode"] == 200
+    assert ingest.api_handler(post, context, facade=facade)["statusCode"] == 200
     unkeyed = load_event("api_post_counter")
     del unkeyed["headers"]["Idempotency-Key"]
     del unkeyed["multiValueHeaders"]["Idempotency-Key"]
     unkeyed["body"] = json.dumps({"by": -2})
-    ingest.api_handler(unkeyed, context, service=service)
+    ingest.api_handler(unkeyed, context, facade=facade)
     # When the counter is read through the query handler
-    response = query.handler(load_event("api_get_counter"), context, service=service)
+    response = query.handler(load_event("api_get_counter"), context, facade=facade)
     # Then the keyed one counted once: 5 - 2
     assert response["statusCode"] == 200
     body = json.loads(response["body"])
@@ -116,28 +116,22 @@ def test_counter_increments_read_back_and_idempotency_key_counts_once(
     assert body["shards"] >= 1
 
 
-def test_shard_info_of_a_written_and_a_grown_key(
-    service: Dynashard, context: LambdaContext
-) -> None:
-    ingest.api_handler(load_event("api_post_events"), context, service=service)
-    growth = service.grow("DEPARTURES#JFK", 4)
+def test_shard_info_of_a_written_and_a_grown_key(facade: Dynashard, context: LambdaContext) -> None:
+    ingest.api_handler(load_event("api_post_events"), context, facade=facade)
+    growth = facade.grow("DEPARTURES#JFK", 4)
     assert growth.changed, growth.reason
-    response = query.handler(load_event("api_get_shards"), context, service=service)
+    response = query.handler(load_event("api_get_shards"), context, facade=facade)
     assert response["statusCode"] == 200
     body = json.loads(response["body"])
     assert body["key"] == "DEPARTURES#JFK"
     assert body["number_of_shards"] == 4
     assert body["history"][-1]["count"] == 4
     never = _get("api_get_shards", path="/shards/" + quote("NEVER#SEEN", safe=""))
-    assert (
-        json.loads(query.handler(never, context, service=service)["body"])["number_of_shards"] == 1
-    )
+    assert json.loads(query.handler(never, context, facade=facade)["body"])["number_of_shards"] == 1
 
 
-def test_bad_cursor_from_the_real_library_is_400(
-    service: Dynashard, context: LambdaContext
-) -> None:
+def test_bad_cursor_from_the_real_library_is_400(facade: Dynashard, context: LambdaContext) -> None:
     params = {"key": "DEPARTURES#JFK", "cursor": "not-a-cursor"}
-    response = query.handler(_get("api_get_events", params=params), context, service=service)
+    response = query.handler(_get("api_get_events", params=params), context, facade=facade)
     assert response["statusCode"] == 400
     assert json.loads(response["body"])["field"] == "cursor"

@@ -20,7 +20,7 @@ from dynashard.lambda_kit import reset_all
 from dynashard.scaling import Alarm, HotKey
 from functions.scaler import app as scaler
 
-from .support import FakeService, LambdaContext, load_event
+from .support import FakeFacade, LambdaContext, load_event
 
 ALARM_TIME = datetime(2024, 2, 17, 11, 53, 8, 431000, tzinfo=UTC)
 
@@ -128,23 +128,23 @@ def test_a_lambda_action_without_a_state_time_takes_the_events_time() -> None:
 )
 def test_not_an_alarm_raises(event: dict[str, Any], context: LambdaContext) -> None:
     with pytest.raises(ValueError, match="alarm"):
-        scaler.handler(event, context, service=FakeService(), hot_keys=FakeHotKeys([]))
+        scaler.handler(event, context, facade=FakeFacade(), hot_keys=FakeHotKeys([]))
 
 
 # --- growth -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("sample", ["cloudwatch_alarm_lambda_action", "cloudwatch_alarm_sns"])
 def test_alarm_grows_the_hot_key_to_the_planned_count(sample: str, context: LambdaContext) -> None:
     # Given JFK on 2 shards, both throttled (~2,003 WCU/s wanted), and EWR cool on 1
-    service = FakeService(shards={"DEPARTURES#JFK": 2})
+    facade = FakeFacade(shards={"DEPARTURES#JFK": 2})
     hot = _jfk_hot()
     # When the alarm arrives
-    summary = scaler.handler(load_event(sample), context, service=service, hot_keys=hot)
+    summary = scaler.handler(load_event(sample), context, facade=facade, hot_keys=hot)
     # Then the source was asked about the alarm's table and window
     assert hot.calls == [("dynashard-data", None, ALARM_TIME - timedelta(seconds=60), ALARM_TIME)]
     # and JFK grows to ceil(2000.5 / (1000 x 0.8)) = 3 (2 shards at the limit, and 200
     # throttled requests / 8 attempts turned away for 1,850 x 60 units consumed), EWR
     # is left alone
-    assert service.grow_calls == [("DEPARTURES#JFK", 3)]
+    assert facade.grow_calls == [("DEPARTURES#JFK", 3)]
     assert summary["alarm"] == "dynashard-data-write-key-range-throttles"
     assert summary["state"] == "ALARM"
     assert summary["grown"] == [
@@ -165,14 +165,14 @@ def test_growth_respects_the_configured_limit_and_headroom(
     # Given the sandbox's scaled-down partition limit of 50 WCU/s
     monkeypatch.setenv("DYNASHARD_PARTITION_WCU", "50")
     monkeypatch.setenv("DYNASHARD_TARGET_UTILIZATION", "0.5")
-    service = FakeService()
+    facade = FakeFacade()
     hot = FakeHotKeys([HotKey("HOT#0", 50.0, 60)])
     # When the alarm arrives
     scaler.handler(
-        load_event("cloudwatch_alarm_lambda_action"), context, service=service, hot_keys=hot
+        load_event("cloudwatch_alarm_lambda_action"), context, facade=facade, hot_keys=hot
     )
     # Then the count is planned from 50.1 units/s against 25 per shard
-    assert service.grow_calls == [("HOT", 3)]
+    assert facade.grow_calls == [("HOT", 3)]
 
 
 def test_growth_plans_from_the_offered_load_with_the_writers_retry_budget(
@@ -182,14 +182,14 @@ def test_growth_plans_from_the_offered_load_with_the_writers_retry_budget(
     # alarm's minute: 150 writes/s turned away, each throttled 4 times
     monkeypatch.setenv("DYNASHARD_PARTITION_WCU", "50")
     monkeypatch.setenv("DYNASHARD_WRITE_MAX_ATTEMPTS", "4")
-    service = FakeService()
+    facade = FakeFacade()
     hot = FakeHotKeys([HotKey("HOT#0", 50.0, 150 * 60 * 4)])
     # When the alarm arrives
     summary = scaler.handler(
-        load_event("cloudwatch_alarm_lambda_action"), context, service=service, hot_keys=hot
+        load_event("cloudwatch_alarm_lambda_action"), context, facade=facade, hot_keys=hot
     )
     # Then the key grows in one step to what 200 units/s need at 40 per shard: 5
-    assert service.grow_calls == [("HOT", 5)]
+    assert facade.grow_calls == [("HOT", 5)]
     assert summary["grown"][0]["units_per_s"] == pytest.approx(200.0)
 
 
@@ -210,14 +210,14 @@ def test_writes_are_planned_from_the_offered_load_the_writers_reported(
     # and writers that report 12,000 WCU offered in the alarm's minute (200 WCU/s)
     monkeypatch.setenv("DYNASHARD_PARTITION_WCU", "50")
     monkeypatch.setenv("DYNASHARD_TARGET_UTILIZATION", "0.5")
-    service = FakeService()
+    facade = FakeFacade()
     hot = FakeHotKeys([HotKey("HOT#0", 50.0, 60), HotKey("COUNTER#C#0", 50.0, 600)])
     offered = FakeOfferedLoad({"HOT": 12_000.0, "COLD": 60.0})
     # When the alarm arrives
     summary = scaler.handler(
         load_event("cloudwatch_alarm_lambda_action"),
         context,
-        service=service,
+        facade=facade,
         hot_keys=hot,
         offered_load=offered,
     )
@@ -245,21 +245,21 @@ def test_the_default_offered_load_source_is_the_stacks_rule(
 def test_index_alarm_grows_the_logical_key_behind_the_gsi1_keys(context: LambdaContext) -> None:
     # Given a GSI1 key-range alarm and the index's hot keys
     hot = FakeHotKeys([HotKey("DEPARTURES#JFK#2013-01-01#0", 0.0, 48_000)])
-    service = FakeService()
+    facade = FakeFacade()
     # When the alarm arrives
-    scaler.handler(_gsi1_alarm(), context, service=service, hot_keys=hot)
+    scaler.handler(_gsi1_alarm(), context, facade=facade, hot_keys=hot)
     # Then the index was asked, and the logical key (not "{logical}#{bucket}") grows
     # (one GSI1 key at its limit plus 48,000 / 60 s / 8 attempts = 1,100 units/s)
     assert hot.calls[0][1] == "GSI1"
-    assert service.grow_calls == [("DEPARTURES#JFK", 2)]
+    assert facade.grow_calls == [("DEPARTURES#JFK", 2)]
 
 
 def test_growth_metrics_keep_the_key_out_of_the_dimensions(
     context: LambdaContext, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    service = FakeService(shards={"DEPARTURES#JFK": 2})
+    facade = FakeFacade(shards={"DEPARTURES#JFK": 2})
     scaler.handler(
-        load_event("cloudwatch_alarm_lambda_action"), context, service=service, hot_keys=_jfk_hot()
+        load_event("cloudwatch_alarm_lambda_action"), context, facade=facade, hot_keys=_jfk_hot()
     )
     blobs = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
     shard_count = [b for b in blobs if "ShardCount" in b]
@@ -274,44 +274,44 @@ def test_growth_metrics_keep_the_key_out_of_the_dimensions(
 def test_ok_state_is_ignored(context: LambdaContext) -> None:
     event = load_event("cloudwatch_alarm_lambda_action")
     event["alarmData"]["state"]["value"] = "OK"
-    service, hot = FakeService(), _jfk_hot()
-    summary = scaler.handler(event, context, service=service, hot_keys=hot)
+    facade, hot = FakeFacade(), _jfk_hot()
+    summary = scaler.handler(event, context, facade=facade, hot_keys=hot)
     assert summary["state"] == "OK"
     assert summary["grown"] == [] and "ignored" in summary
-    assert hot.calls == [] and service.grow_calls == []
+    assert hot.calls == [] and facade.grow_calls == []
 
 
 def test_ok_state_in_sns_is_ignored(context: LambdaContext) -> None:
     event = load_event("cloudwatch_alarm_sns")
     message = _sns_message(event)
     message["NewStateValue"] = "OK"
-    service, hot = FakeService(), _jfk_hot()
+    facade, hot = FakeFacade(), _jfk_hot()
     summary = scaler.handler(
-        _with_sns_message(event, message), context, service=service, hot_keys=hot
+        _with_sns_message(event, message), context, facade=facade, hot_keys=hot
     )
     assert summary["state"] == "OK"
-    assert hot.calls == [] and service.grow_calls == []
+    assert hot.calls == [] and facade.grow_calls == []
 
 
 def test_failure_on_one_key_still_grows_the_others_then_raises(context: LambdaContext) -> None:
     # Given two hot keys, the first of which cannot be grown
     hot = FakeHotKeys([HotKey("A#0", 0.0, 6000), HotKey("B#0", 0.0, 60)])
-    service = FakeService(grow_raises={"A": MetadataError()})
+    facade = FakeFacade(grow_raises={"A": MetadataError()})
     # When the alarm arrives
     with pytest.raises(DynashardError, match="growing 1 key"):
-        scaler.handler(load_event("cloudwatch_alarm_sns"), context, service=service, hot_keys=hot)
+        scaler.handler(load_event("cloudwatch_alarm_sns"), context, facade=facade, hot_keys=hot)
     # Then B was still grown before the invocation failed (so it is retried)
-    assert ("B", 2) in service.grow_calls
-    assert service.shards["B"] == 2
+    assert ("B", 2) in facade.grow_calls
+    assert facade.shards["B"] == 2
 
 
 def test_a_failed_growth_is_logged_by_the_functions_logger(
     context: LambdaContext, caplog: pytest.LogCaptureFixture
 ) -> None:
     hot = FakeHotKeys([HotKey("A#0", 0.0, 6000)])
-    service = FakeService(grow_raises={"A": MetadataError()})
+    facade = FakeFacade(grow_raises={"A": MetadataError()})
     with pytest.raises(DynashardError):
-        scaler.handler(load_event("cloudwatch_alarm_sns"), context, service=service, hot_keys=hot)
+        scaler.handler(load_event("cloudwatch_alarm_sns"), context, facade=facade, hot_keys=hot)
     failed = [r for r in caplog.records if r.getMessage() == "growth failed"]
     assert len(failed) == 1
     # through Powertools' Logger (its service name), with the key and the exception
@@ -362,12 +362,12 @@ def test_a_sweep_grows_the_keys_of_an_alarm_that_stayed_in_alarm(
         "dynashard-dev-TableWriteKeyRange, dynashard-dev-Gsi1WriteKeyRange",
     )
     states = FakeAlarmStates([_still_in_alarm()])
-    service, hot = FakeService(shards={"DEPARTURES#JFK": 2}), _jfk_hot()
+    facade, hot = FakeFacade(shards={"DEPARTURES#JFK": 2}), _jfk_hot()
     # When the schedule invokes the scaler
     result = scaler.handler(
         load_event("eventbridge_scheduled_sweep"),
         context,
-        service=service,
+        facade=facade,
         hot_keys=hot,
         alarm_states=states,
     )
@@ -377,7 +377,7 @@ def test_a_sweep_grows_the_keys_of_an_alarm_that_stayed_in_alarm(
     ]
     # and the alarm in ALARM was handled as if it had fired: its last minute, JFK grown
     assert hot.calls == [("dynashard-data", None, SWEEP_TIME - timedelta(seconds=60), SWEEP_TIME)]
-    assert service.grow_calls == [("DEPARTURES#JFK", 3)]
+    assert facade.grow_calls == [("DEPARTURES#JFK", 3)]
     assert result["sweep"] == SWEEP_TIME.isoformat()
     assert [a["alarm"] for a in result["alarms"]] == ["dynashard-dev-TableWriteKeyRange"]
 
@@ -387,14 +387,14 @@ def test_a_sweep_without_alarms_in_alarm_does_nothing(
 ) -> None:
     # Given the scaler's alarm, asked about by the sweep but not in ALARM
     monkeypatch.setenv("DYNASHARD_SCALER_ALARM_NAMES", "dynashard-dev-TableWriteKeyRange")
-    states, service, hot = FakeAlarmStates([]), FakeService(), _jfk_hot()
+    states, facade, hot = FakeAlarmStates([]), FakeFacade(), _jfk_hot()
     result = scaler.handler(
         load_event("eventbridge_scheduled_sweep"),
         context,
-        service=service,
+        facade=facade,
         hot_keys=hot,
         alarm_states=states,
     )
     # Then CloudWatch was asked, and nothing else happened
     assert states.calls == [(["dynashard-dev-TableWriteKeyRange"], SWEEP_TIME)]
-    assert result["alarms"] == [] and hot.calls == [] and service.grow_calls == []
+    assert result["alarms"] == [] and hot.calls == [] and facade.grow_calls == []

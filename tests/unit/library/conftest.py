@@ -21,7 +21,7 @@ def ddb_client() -> Iterator[object]:
 
 
 @pytest.fixture
-def service(ddb_client: object) -> Iterator[Dynashard]:
+def facade(ddb_client: object) -> Iterator[Dynashard]:
     ds = Dynashard(
         DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, max_workers=4),
         client=ddb_client,  # type: ignore[arg-type]

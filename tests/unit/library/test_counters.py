@@ -11,32 +11,32 @@ from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from .fakes import FlakyClient
 
 
-def test_increments_spread_over_shards_and_sum(service: Dynashard) -> None:
-    service.set_shard_count(counter_key("UA"), 4)
+def test_increments_spread_over_shards_and_sum(facade: Dynashard) -> None:
+    facade.set_shard_count(counter_key("UA"), 4)
     for by in range(1, 41):
-        service.increment_counter("UA", by)
-    service.increment_counter("UA", -20)
-    value = service.get_counter("UA")
+        facade.increment_counter("UA", by)
+    facade.increment_counter("UA", -20)
+    value = facade.get_counter("UA")
     assert (value.value, value.shards) == (sum(range(1, 41)) - 20, 4)
 
 
-def test_counter_never_incremented_is_zero(service: Dynashard) -> None:
-    assert service.get_counter("NONE").value == 0
+def test_counter_never_incremented_is_zero(facade: Dynashard) -> None:
+    assert facade.get_counter("NONE").value == 0
 
 
-def test_idempotent_increment_applies_once(service: Dynashard) -> None:
-    assert service.increment_counter("UA", 5, idempotency_key="msg-1") is True
-    assert service.increment_counter("UA", 5, idempotency_key="msg-1") is False
-    assert service.increment_counter("UA", 2, idempotency_key="msg-2") is True
-    assert service.get_counter("UA").value == 7
+def test_idempotent_increment_applies_once(facade: Dynashard) -> None:
+    assert facade.increment_counter("UA", 5, idempotency_key="msg-1") is True
+    assert facade.increment_counter("UA", 5, idempotency_key="msg-1") is False
+    assert facade.increment_counter("UA", 2, idempotency_key="msg-2") is True
+    assert facade.get_counter("UA").value == 7
 
 
-def test_counter_read_after_shrink_still_sums_every_shard(service: Dynashard) -> None:
-    service.set_shard_count(counter_key("DL"), 8)
+def test_counter_read_after_shrink_still_sums_every_shard(facade: Dynashard) -> None:
+    facade.set_shard_count(counter_key("DL"), 8)
     for _ in range(64):
-        service.increment_counter("DL", 1)
-    service.set_shard_count(counter_key("DL"), 2)
-    assert service.get_counter("DL").value == 64
+        facade.increment_counter("DL", 1)
+    facade.set_shard_count(counter_key("DL"), 2)
+    assert facade.get_counter("DL").value == 64
 
 
 def test_unprocessed_keys_are_retried(ddb_client: Any) -> None:
@@ -52,11 +52,11 @@ def test_unprocessed_keys_are_retried(ddb_client: Any) -> None:
 
 
 @pytest.mark.parametrize("by", [0, True, 1.5, "3"])
-def test_bad_increment_is_refused(service: Dynashard, by: Any) -> None:
+def test_bad_increment_is_refused(facade: Dynashard, by: Any) -> None:
     with pytest.raises(InvalidInputError, match=r"^by: "):
-        service.increment_counter("UA", by)
+        facade.increment_counter("UA", by)
 
 
-def test_counters_do_not_show_up_in_event_reads(service: Dynashard) -> None:
-    service.increment_counter("X", 1)
-    assert service.query_events(counter_key("X")).items == []
+def test_counters_do_not_show_up_in_event_reads(facade: Dynashard) -> None:
+    facade.increment_counter("X", 1)
+    assert facade.query_events(counter_key("X")).items == []

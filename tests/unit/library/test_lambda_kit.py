@@ -145,7 +145,7 @@ def test_concurrent_first_calls_build_once() -> None:
 
 
 # --- function_kit -------------------------------------------------------------------------------
-def test_function_kit_registers_settings_and_service_under_the_module_name(
+def test_function_kit_registers_settings_and_facade_under_the_module_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a function module's kit and its environment
@@ -154,23 +154,23 @@ def test_function_kit_registers_settings_and_service_under_the_module_name(
     kit = KIT
     # When its getters are called
     settings = kit.get_settings()
-    service = kit.get_service()
+    facade = kit.get_facade()
     # Then they are built once, from the environment, and registered under the module
-    assert kit.get_settings() is settings and kit.get_service() is service
-    assert service.config.metadata_table == settings.metadata_table == "meta-a"
-    assert service.config.data_table == "data-a"
+    assert kit.get_settings() is settings and kit.get_facade() is facade
+    assert facade.config.metadata_table == settings.metadata_table == "meta-a"
+    assert facade.config.data_table == "data-a"
     assert kit.get_settings.name == "tests.fake_function.get_settings"
-    assert kit.get_service.name == "tests.fake_function.get_service"
+    assert kit.get_facade.name == "tests.fake_function.get_facade"
     # When the environment changes and every cache is reset (a new container)
     monkeypatch.setenv(names.ENV_DATA_TABLE, "data-b")
     cleared = reset_all()
     # Then both start cold and see the new environment
-    assert {"tests.fake_function.get_settings", "tests.fake_function.get_service"} <= set(cleared)
-    assert kit.get_service().config.data_table == "data-b"
+    assert {"tests.fake_function.get_settings", "tests.fake_function.get_facade"} <= set(cleared)
+    assert kit.get_facade().config.data_table == "data-b"
     assert kit.logger.service == "dynashard-test"
     assert kit.metrics.namespace == names.METRICS_NAMESPACE
-    service.close()
-    kit.get_service().close()
+    facade.close()
+    kit.get_facade().close()
 
 
 def test_a_settings_subclass_keeps_its_own_fields(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -200,12 +200,12 @@ def test_entry_point_passes_injected_arguments_through() -> None:
     seen: dict[str, Any] = {}
 
     @kit.entry_point()
-    def handler(event: dict[str, Any], context: Any, service: Any = None) -> str:
-        seen["service"] = service
+    def handler(event: dict[str, Any], context: Any, facade: Any = None) -> str:
+        seen["facade"] = facade
         return "done"
 
-    assert handler({}, LambdaContext(), service="fake") == "done"
-    assert seen == {"service": "fake"}
+    assert handler({}, LambdaContext(), facade="fake") == "done"
+    assert seen == {"facade": "fake"}
     assert handler.__name__ == "handler"
 
 

@@ -70,7 +70,7 @@ class FakeOfferedLoad:
 
 
 class FakeShards:
-    """A ScalerService over a dict of counts; ``grow_raises`` fails chosen keys."""
+    """A ScalerPort over a dict of counts; ``grow_raises`` fails chosen keys."""
 
     def __init__(
         self,

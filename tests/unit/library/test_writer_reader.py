@@ -47,7 +47,7 @@ def expected_ids(events: list[Event], descending: bool = False) -> list[str]:
     return [e.id for e in sorted(events, key=lambda e: e.sort_key, reverse=descending)]
 
 
-def flaky_service(ddb_client: Any) -> tuple[Dynashard, FlakyClient]:
+def flaky_facade(ddb_client: Any) -> tuple[Dynashard, FlakyClient]:
     flaky = FlakyClient(ddb_client)
     ds = Dynashard(
         DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, max_workers=4),
@@ -57,52 +57,52 @@ def flaky_service(ddb_client: Any) -> tuple[Dynashard, FlakyClient]:
 
 
 @pytest.mark.parametrize("descending", [False, True])
-def test_round_trip_in_exact_order_across_shards(service: Dynashard, descending: bool) -> None:
-    service.set_shard_count("K", 6)
+def test_round_trip_in_exact_order_across_shards(facade: Dynashard, descending: bool) -> None:
+    facade.set_shard_count("K", 6)
     events = make_events(400)
-    outcomes = service.put_events(events)
+    outcomes = facade.put_events(events)
     assert all(o.ok for o in outcomes)
     assert {o.physical_key for o in outcomes} == {f"K#{s}" for s in range(6)}
-    items = read_all(service, limit=33, descending=descending)
+    items = read_all(facade, limit=33, descending=descending)
     assert [i["id"] for i in items] == expected_ids(events, descending)
     assert items[0]["data"] == {"i": int(items[0]["id"][1:])}
 
 
-def test_time_range_is_start_inclusive_end_exclusive(service: Dynashard) -> None:
-    service.set_shard_count("K", 3)
+def test_time_range_is_start_inclusive_end_exclusive(facade: Dynashard) -> None:
+    facade.set_shard_count("K", 3)
     events = make_events(300)
-    service.put_events(events)
+    facade.put_events(events)
     start, end = T0 + timedelta(days=1), T0 + timedelta(days=2)
-    items = read_all(service, start=start, end=end, limit=50)
+    items = read_all(facade, start=start, end=end, limit=50)
     assert [i["id"] for i in items] == expected_ids([e for e in events if start <= e.ts < end])
     edge = Event(key="K", id="edge", ts=end)
-    service.put_events([edge])
-    assert "edge" not in {i["id"] for i in read_all(service, start=start, end=end, limit=50)}
+    facade.put_events([edge])
+    assert "edge" not in {i["id"] for i in read_all(facade, start=start, end=end, limit=50)}
 
 
-def test_retried_event_is_stored_once(service: Dynashard) -> None:
-    service.set_shard_count("K", 4)
+def test_retried_event_is_stored_once(facade: Dynashard) -> None:
+    facade.set_shard_count("K", 4)
     events = make_events(50)
-    service.put_events(events)
-    outcomes = service.put_events(events[:10] + events[:10])
+    facade.put_events(events)
+    outcomes = facade.put_events(events[:10] + events[:10])
     assert len(outcomes) == 20 and all(o.ok for o in outcomes)
-    assert len(read_all(service)) == 50
+    assert len(read_all(facade)) == 50
 
 
-def test_event_duplicated_by_a_resize_is_read_once(service: Dynashard) -> None:
+def test_event_duplicated_by_a_resize_is_read_once(facade: Dynashard) -> None:
     # The same event written under two shard counts lands in two shards; the merge
     # collapses the identical sort keys (invariant 2).
-    service.set_shard_count("K", 2)
+    facade.set_shard_count("K", 2)
     events = make_events(200)
-    service.put_events(events)
-    service.set_shard_count("K", 9)
-    service.metadata.invalidate("K")
-    service.put_events(events)
-    assert [i["id"] for i in read_all(service, limit=17)] == expected_ids(events)
+    facade.put_events(events)
+    facade.set_shard_count("K", 9)
+    facade.metadata.invalidate("K")
+    facade.put_events(events)
+    assert [i["id"] for i in read_all(facade, limit=17)] == expected_ids(events)
 
 
 def test_unprocessed_items_are_retried_until_durable(ddb_client: Any) -> None:
-    ds, flaky = flaky_service(ddb_client)
+    ds, flaky = flaky_facade(ddb_client)
     flaky.unprocessed_rounds = 3
     events = make_events(25)
     outcomes = ds.put_events(events)
@@ -151,15 +151,15 @@ def test_one_bad_item_does_not_fail_its_batch(ddb_client: Any) -> None:
     assert "ValidationException" in (outcomes[3].error or "")
 
 
-def test_oversized_event_fails_alone(service: Dynashard) -> None:
+def test_oversized_event_fails_alone(facade: Dynashard) -> None:
     events = [*make_events(3), Event(key="K", id="big", ts=T0, data={"blob": "x" * 410_000})]
-    outcomes = service.put_events(events)
+    outcomes = facade.put_events(events)
     assert [o.ok for o in outcomes] == [True, True, True, False]
     assert "400 KB" in (outcomes[3].error or "")
 
 
 def test_failed_shard_fails_the_read_naming_it(ddb_client: Any) -> None:
-    ds, flaky = flaky_service(ddb_client)
+    ds, flaky = flaky_facade(ddb_client)
     ds.set_shard_count("K", 4)
     ds.put_events(make_events(40))
     flaky.failing_pks = {"K#2"}
@@ -169,7 +169,7 @@ def test_failed_shard_fails_the_read_naming_it(ddb_client: Any) -> None:
 
 
 def test_partial_results_name_the_missing_shards(ddb_client: Any) -> None:
-    ds, flaky = flaky_service(ddb_client)
+    ds, flaky = flaky_facade(ddb_client)
     ds.set_shard_count("K", 4)
     events = make_events(80)
     outcomes = ds.put_events(events)
@@ -181,7 +181,7 @@ def test_partial_results_name_the_missing_shards(ddb_client: Any) -> None:
 
 
 def test_failure_on_a_later_shard_page_fails_the_read(ddb_client: Any) -> None:
-    ds, flaky = flaky_service(ddb_client)
+    ds, flaky = flaky_facade(ddb_client)
     ds.set_shard_count("K", 2)
     events = make_events(60)
     ds.put_events(events)
@@ -195,38 +195,38 @@ def test_failure_on_a_later_shard_page_fails_the_read(ddb_client: Any) -> None:
     assert page.missing_shards == ["K#0"]
 
 
-def test_cursor_misuse_is_refused(service: Dynashard) -> None:
-    service.put_events(make_events(20))
-    page = service.query_events("K", limit=5)
+def test_cursor_misuse_is_refused(facade: Dynashard) -> None:
+    facade.put_events(make_events(20))
+    page = facade.query_events("K", limit=5)
     assert page.cursor is not None
     with pytest.raises(CursorError):
-        service.query_events("K", limit=5, cursor=page.cursor, descending=True)
+        facade.query_events("K", limit=5, cursor=page.cursor, descending=True)
     with pytest.raises(CursorError):
-        service.query_events("OTHER", limit=5, cursor=page.cursor)
+        facade.query_events("OTHER", limit=5, cursor=page.cursor)
 
 
-def test_bad_read_arguments(service: Dynashard) -> None:
+def test_bad_read_arguments(facade: Dynashard) -> None:
     with pytest.raises(InvalidInputError, match="limit"):
-        service.query_events("K", limit=0)
+        facade.query_events("K", limit=0)
     with pytest.raises(InvalidInputError, match="from"):
-        service.query_events("K", start=T0, end=T0)
+        facade.query_events("K", start=T0, end=T0)
 
 
-def test_empty_key_reads_empty_without_cursor(service: Dynashard) -> None:
-    page = service.query_events("NOTHING")
+def test_empty_key_reads_empty_without_cursor(facade: Dynashard) -> None:
+    page = facade.query_events("NOTHING")
     assert (page.items, page.cursor) == ([], None)
 
 
-def test_growth_between_pages_misses_nothing(service: Dynashard) -> None:
-    service.set_shard_count("K", 2)
+def test_growth_between_pages_misses_nothing(facade: Dynashard) -> None:
+    facade.set_shard_count("K", 2)
     first = make_events(100, seed=1)
-    service.put_events(first)
-    page = service.query_events("K", limit=10)
-    service.set_shard_count("K", 7)
-    service.metadata.invalidate("K")
+    facade.put_events(first)
+    page = facade.query_events("K", limit=10)
+    facade.set_shard_count("K", 7)
+    facade.metadata.invalidate("K")
     late = [Event(key="K", id=f"late{i}", ts=T0 + timedelta(days=5, seconds=i)) for i in range(30)]
-    service.put_events(late)
-    items = page.items + read_all_from(service, page.cursor)
+    facade.put_events(late)
+    items = page.items + read_all_from(facade, page.cursor)
     assert [i["id"] for i in items] == expected_ids(first + late)
 
 
@@ -239,9 +239,9 @@ def read_all_from(ds: Dynashard, cursor: str | None) -> list[dict[str, Any]]:
     return items
 
 
-def test_gsi1_key_is_sharded_with_the_item(service: Dynashard, ddb_client: Any) -> None:
-    service.set_shard_count("K", 4)
-    outcomes = service.put_events(make_events(40))
+def test_gsi1_key_is_sharded_with_the_item(facade: Dynashard, ddb_client: Any) -> None:
+    facade.set_shard_count("K", 4)
+    outcomes = facade.put_events(make_events(40))
     items = ddb_client.scan(TableName=DATA_TABLE.default_name)["Items"]
     by_pk = {i["PK"]["S"]: i for i in items if i["PK"]["S"].startswith("K#")}
     assert len({o.physical_key for o in outcomes}) == 4
@@ -257,7 +257,7 @@ def test_shard_page_limit() -> None:
 
 
 def test_scatter_gather_reads_about_the_page_not_n_pages(ddb_client: Any) -> None:
-    ds, flaky = flaky_service(ddb_client)
+    ds, flaky = flaky_facade(ddb_client)
     ds.set_shard_count("K", 8)
     events = make_events(800)
     ds.put_events(events)

@@ -241,7 +241,7 @@ def test_iso_time_is_cloudwatch_format() -> None:
 
 
 # --- the real scaler, with hot keys from the emulator's figures -------------------------------
-class FakeService:
+class FakeFacade:
     """The part of Dynashard the scaler uses, recording growth."""
 
     def __init__(self, shards: int = 1) -> None:
@@ -303,15 +303,15 @@ def test_scaler_action_grows_the_hot_key_from_the_emulator_figures(
             emulator.metrics.record_key(Operation.WRITE, table, "HOT#0", ts, throttled=True)
     emulator.metrics.add(WRITE_KEY_RANGE.metric_name, table, 9000.0, T0)
     scaler_environment(None)
-    service = FakeService()
+    facade = FakeFacade()
     alarm = LocalAlarm(
-        WRITE_KEY_RANGE, TABLE, emulator.metrics, scaler_action(emulator, service), clock=lambda: T0
+        WRITE_KEY_RANGE, TABLE, emulator.metrics, scaler_action(emulator, facade), clock=lambda: T0
     )
     # When the alarm is evaluated after the minute
     result = alarm.evaluate(T0 + 61)
     # Then the scaler grew the key to what 200 WCU/s needs at 80 % of 50 WCU/s: 5 shards
     assert result.error is None
-    assert service.grown == [("HOT", 5)]
+    assert facade.grown == [("HOT", 5)]
     assert result.action_result["grown"][0]["current"] == 5
 
 
@@ -339,13 +339,13 @@ def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
     alarm_name = f"{TABLE}-{WRITE_KEY_RANGE.id}"
     scaler_environment({names.ENV_COOLDOWN_S: "0", names.ENV_SCALER_ALARM_NAMES: alarm_name})
     now = [T0 + 61]
-    service, states = FakeService(), LocalAlarmStates()
-    action = scaler_action(emulator, service, alarm_states=states)
+    facade, states = FakeFacade(), LocalAlarmStates()
+    action = scaler_action(emulator, facade, alarm_states=states)
     alarm = LocalAlarm(WRITE_KEY_RANGE, TABLE, emulator.metrics, action, clock=lambda: now[0])
     states.alarms.append(alarm)
     sweep = LocalSchedule(action, rate_s=60.0, clock=lambda: now[0])
     load(0, 1, 50)
-    assert alarm.evaluate().fired and service.grown == [("HOT", 3)]
+    assert alarm.evaluate().fired and facade.grown == [("HOT", 3)]
     # When the next minute ends with the alarm still in ALARM (no new action)
     load(60, 3, 150)
     now[0] = T0 + 121
@@ -355,7 +355,7 @@ def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
     # was offered: ceil(300 / (0.8 x 50)) = 8 shards
     assert run is not None and run.error is None
     assert [a["alarm"] for a in run.result["alarms"]] == [alarm_name]
-    assert service.grown == [("HOT", 3), ("HOT", 8)]
+    assert facade.grown == [("HOT", 3), ("HOT", 8)]
 
 
 def test_local_alarm_states_lists_only_named_alarms_in_alarm() -> None:

@@ -26,11 +26,11 @@ if TYPE_CHECKING:
         ShardQueryError,
         WriteFailedError,
     )
+    from dynashard.facade import Dynashard, DynashardConfig
     from dynashard.metadata import GrowthResult, ShardInfo
     from dynashard.model import MAX_EVENTS_PER_REQUEST, Event
     from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT, plan_shard_count
     from dynashard.reader import MAX_PAGE_LIMIT, Page
-    from dynashard.service import Dynashard, DynashardConfig
     from dynashard.strategies import Strategy, TimeBucket
     from dynashard.writer import WriteOutcome
 
@@ -57,7 +57,7 @@ _EXPORTS: dict[str, str] = {
         ("PARTITION_RCU_LIMIT", "PARTITION_WCU_LIMIT", "plan_shard_count"), "dynashard.planning"
     ),
     **dict.fromkeys(("MAX_PAGE_LIMIT", "Page"), "dynashard.reader"),
-    **dict.fromkeys(("Dynashard", "DynashardConfig"), "dynashard.service"),
+    **dict.fromkeys(("Dynashard", "DynashardConfig"), "dynashard.facade"),
     **dict.fromkeys(("Strategy", "TimeBucket"), "dynashard.strategies"),
     "WriteOutcome": "dynashard.writer",
 }

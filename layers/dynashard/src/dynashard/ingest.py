@@ -94,7 +94,7 @@ class EventWriter(Protocol):
         ...
 
 
-class IngestService(EventWriter, Protocol):
+class IngestPort(EventWriter, Protocol):
     """What the ingest function uses of :class:`~dynashard.Dynashard` (a port for tests)."""
 
     def increment_counter(self, name: str, by: int, idempotency_key: str | None = None) -> bool:
@@ -330,7 +330,7 @@ __all__ = [
     "BatchItem",
     "BatchResult",
     "EventWriter",
-    "IngestService",
+    "IngestPort",
     "LogSink",
     "OutcomeLike",
     "describe_error",

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from dynashard.service import Dynashard
+    from dynashard.facade import Dynashard
     from dynashard.settings import FunctionSettings
 
 T = TypeVar("T")
@@ -162,7 +162,7 @@ def container_cache(build: Callable[[], T], *, name: str | None = None) -> Conta
     Parameters
     ----------
     build : callable
-        Builds the value (settings, a service, an adapter with its boto3 client).
+        Builds the value (settings, a facade, an adapter with its boto3 client).
     name : str, optional
         Name reported by :func:`reset_all`; default ``{module}.{qualname}`` of ``build``.
 
@@ -265,7 +265,7 @@ class FunctionKit(Generic[S]):
     get_settings : ContainerCache of settings
         The function's settings, validated on first use (not at import) and cached;
         raises ``pydantic.ValidationError`` if a variable is missing or invalid.
-    get_service : ContainerCache of Dynashard
+    get_facade : ContainerCache of Dynashard
         The facade over the configured tables (its boto3 client is created lazily).
     """
 
@@ -273,7 +273,7 @@ class FunctionKit(Generic[S]):
     tracer: Tracer
     metrics: Metrics
     get_settings: ContainerCache[S]
-    get_service: ContainerCache[Dynashard]
+    get_facade: ContainerCache[Dynashard]
 
     def entry_point(self, *, correlation_id_path: str | None = None) -> Callable[[F], F]:
         """Decorate a handler with Powertools' logger context, tracing and metrics flush.
@@ -310,7 +310,7 @@ def function_kit(
     *,
     namespace: str = names.METRICS_NAMESPACE,
 ) -> FunctionKit[S]:
-    """Build a function's kit: Powertools singletons, settings and service getters.
+    """Build a function's kit: Powertools singletons, settings and facade getters.
 
     Call it once, at the top of the function's module, with the module's ``__name__``.
 
@@ -318,7 +318,7 @@ def function_kit(
     ----------
     module : str
         The function module's ``__name__``; the getters register as
-        ``{module}.get_settings`` and ``{module}.get_service``.
+        ``{module}.get_settings`` and ``{module}.get_facade``.
     settings_model : type
         :class:`~dynashard.settings.FunctionSettings` or a subclass (a function with
         settings of its own adds fields); instantiated with no arguments, so its values
@@ -342,14 +342,14 @@ def function_kit(
 
     settings = container_cache(build_settings, name=f"{module}.get_settings")
 
-    def build_service() -> Dynashard:
-        from dynashard.service import Dynashard
+    def build_facade() -> Dynashard:
+        from dynashard.facade import Dynashard
 
         return Dynashard(settings().to_config())
 
-    service = container_cache(build_service, name=f"{module}.get_service")
+    facade = container_cache(build_facade, name=f"{module}.get_facade")
     tools = powertools(namespace)
-    return FunctionKit(tools.logger, tools.tracer, tools.metrics, settings, service)
+    return FunctionKit(tools.logger, tools.tracer, tools.metrics, settings, facade)
 
 
 # --- injected dependencies ----------------------------------------------------------------
@@ -363,7 +363,7 @@ class Dependency(Generic[T]):
     Parameters
     ----------
     name : str
-        What it is, e.g. ``service`` (for messages only).
+        What it is, e.g. ``facade`` (for messages only).
     default : callable
         Returns the execution environment's own, e.g. a :func:`container_cache` getter.
 

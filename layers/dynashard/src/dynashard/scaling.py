@@ -13,7 +13,7 @@ fires; the scaler function turns its event into an :class:`Alarm` and calls
    (:class:`OfferedLoadSource`) where they reported it, otherwise DynamoDB's hot-key
    figures (:meth:`dynashard.planning.KeyLoad.demand_units_per_s`);
 4. computes the count that load needs (:func:`dynashard.planning.plan_shard_count`)
-   and applies it through a :class:`ScalerService` (the library's conditional update,
+   and applies it through a :class:`ScalerPort` (the library's conditional update,
    which honours the cooldown);
 
 and returns an :class:`AlarmOutcome`. The ports are :class:`typing.Protocol` classes;
@@ -253,7 +253,7 @@ class AlarmStateSource(Protocol):
         ...
 
 
-class ScalerService(Protocol):
+class ScalerPort(Protocol):
     """The part of :class:`~dynashard.Dynashard` the policy uses: read and grow N."""
 
     def shard_info(self, key: str) -> ShardInfo:
@@ -490,7 +490,7 @@ def plan_demands(
 
 def grow_keys(
     demands: Mapping[str, tuple[float, Basis]],
-    service: ScalerService,
+    facade: ScalerPort,
     settings: ScalingSettings,
     partition_limit: float,
     log: ErrorLog | None = None,
@@ -501,7 +501,7 @@ def grow_keys(
     ----------
     demands : mapping of str to (float, str)
         From :func:`plan_demands`.
-    service : ScalerService
+    facade : ScalerPort
         Shard metadata: read and grow.
     settings : ScalingSettings
         Headroom and the cap on N.
@@ -524,14 +524,14 @@ def grow_keys(
     for key in sorted(demands, key=lambda k: (-demands[k][0], k)):
         demand, basis = demands[key]
         try:
-            current = service.shard_info(key).number_of_shards
+            current = facade.shard_info(key).number_of_shards
             target = plan_shard_count(
                 current, demand, partition_limit, settings.target_utilization, settings.max_shards
             )
             if target <= current:
                 skipped.append(KeySkip(key, f"{demand:.0f} units/s fits {current} shard(s)"))
                 continue
-            result = service.grow(key, target)
+            result = facade.grow(key, target)
         except CooldownActiveError as exc:
             skipped.append(KeySkip(key, exc.message))
             continue
@@ -549,7 +549,7 @@ def grow_keys(
 
 def handle_alarm(
     alarm: Alarm,
-    service: ScalerService,
+    facade: ScalerPort,
     hot_keys: HotKeySource,
     settings: ScalingSettings,
     offered_load: OfferedLoadSource | None = None,
@@ -561,7 +561,7 @@ def handle_alarm(
     ----------
     alarm : Alarm
         The alarm, from its event or from a sweep.
-    service : ScalerService
+    facade : ScalerPort
         Shard metadata: read and grow.
     hot_keys : HotKeySource
         Where the hot keys of the alarm's window come from.
@@ -608,6 +608,6 @@ def handle_alarm(
         else {}
     )
     demands = plan_demands(alarm, loads, kind, settings, offered)
-    grown, skipped, errors = grow_keys(demands, service, settings, partition_limit, log)
+    grown, skipped, errors = grow_keys(demands, facade, settings, partition_limit, log)
     skipped.extend(KeySkip(key, UNMAPPED_REASON) for key in unmapped)
     return AlarmOutcome(alarm.name, alarm.state, tuple(grown), tuple(skipped), tuple(errors))

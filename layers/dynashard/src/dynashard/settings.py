@@ -17,7 +17,7 @@ from dynashard import names
 from dynashard.retry import Backoff
 
 if TYPE_CHECKING:
-    from dynashard.service import DynashardConfig
+    from dynashard.facade import DynashardConfig
 
 
 class FunctionSettings(BaseSettings):

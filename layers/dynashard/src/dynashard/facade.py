@@ -1,6 +1,6 @@
 """The facade: one object that wires the metadata store, writer, reader and counters.
 
-Handlers and other services build one :class:`Dynashard` per container (or process)
+Handlers and other Python services build one :class:`Dynashard` per container (or process)
 and reuse it: it owns its boto3 clients (one for reads, counters and metadata, one
 without botocore retries for the writer, which retries on its own), whose connection
 pools cover the worker threads, and one thread pool shared by writes and
