@@ -201,7 +201,7 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
     Returns
     -------
     ShardsBody
-        ``{"key", "number_of_shards", "last_updated", "history": [{"since", "count"}]}``.
+        ``{"key", "number_of_shards", "last_updated", "shard_history": [{"since", "count"}]}``.
     """
     return ShardsBody.model_validate(facade_of().shard_info(lambda_kit.path_value(key)).to_json())
 

@@ -74,7 +74,7 @@ class FakeShardInfo:
             "key": self.key,
             "number_of_shards": self.number_of_shards,
             "last_updated": self.last_updated,
-            "history": [{"since": s, "count": c} for s, c in self.history],
+            "shard_history": [{"since": s, "count": c} for s, c in self.history],
         }
 
 

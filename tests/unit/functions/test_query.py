@@ -176,7 +176,7 @@ def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
         "key": "DEPARTURES#JFK",
         "number_of_shards": 4,
         "last_updated": 1_700_000_000,
-        "history": [{"since": 1_700_000_000, "count": 1}],
+        "shard_history": [{"since": 1_700_000_000, "count": 1}],
     }
 
 

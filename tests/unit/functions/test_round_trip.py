@@ -125,7 +125,7 @@ def test_shard_info_of_a_written_and_a_grown_key(facade: Dynashard, context: Lam
     body = json.loads(response["body"])
     assert body["key"] == "DEPARTURES#JFK"
     assert body["number_of_shards"] == 4
-    assert body["history"][-1]["count"] == 4
+    assert body["shard_history"][-1]["count"] == 4
     never = _get("api_get_shards", path="/shards/" + quote("NEVER#SEEN", safe=""))
     assert json.loads(query.handler(never, context, facade=facade)["body"])["number_of_shards"] == 1
 

@@ -177,7 +177,9 @@ class ShardsBody(BaseModel):
     key: str
     number_of_shards: int
     last_updated: int = Field(description="Epoch seconds of the last change")
-    history: list[ShardHistoryEntry]
+    shard_history: list[ShardHistoryEntry] = Field(
+        description="Every shard count in force, oldest first (the table's shard_history)"
+    )
 
 
 __all__ = [

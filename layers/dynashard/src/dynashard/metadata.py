@@ -79,18 +79,19 @@ class ShardInfo:
         return max(self.counts)
 
     def to_json(self) -> dict[str, Any]:
-        """Return ``{"key", "number_of_shards", "last_updated", "history"}`` for JSON.
+        """Return ``{"key", "number_of_shards", "last_updated", "shard_history"}`` for JSON.
 
         Returns
         -------
         dict
-            ``history`` is a list of ``{"since": epoch_s, "count": n}``, oldest first.
+            ``shard_history`` (the metadata table's attribute name) is a list of
+            ``{"since": epoch_s, "count": n}``, oldest first.
         """
         return {
             "key": self.key,
             "number_of_shards": self.number_of_shards,
             "last_updated": self.last_updated,
-            "history": [{"since": since, "count": count} for since, count in self.history],
+            "shard_history": [{"since": since, "count": count} for since, count in self.history],
         }
 
 
