@@ -25,7 +25,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import api, lambda_kit
-from dynashard.http import register_error_handlers
 from dynashard.ingest import IngestPort, parse_event, write_batch, write_events
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
 from dynashard.model import dumps
@@ -147,92 +146,54 @@ def post_counter(
     return api.CounterResponse(name=counter, by=body.by, applied=applied)
 
 
-register_error_handlers(app, logger, fallback_field="body")
-
-
-@kit.entry_point(correlation_id_path=lambda_kit.API_GATEWAY_REST_REQUEST_ID)
-def api_handler(
-    event: dict[str, Any], context: LambdaContext, facade: IngestPort | None = None
-) -> dict[str, Any]:
-    """Handle a REST API proxy event (``POST /events``, ``POST /counters/{name}``).
-
-    Parameters
-    ----------
-    event : dict
-        API Gateway REST API (v1) proxy event.
-    context : LambdaContext
-        Lambda context.
-    facade : IngestPort, optional
-        A ``Dynashard``-like object; default: the container's, built from the settings.
-
-    Returns
-    -------
-    dict
-        The API Gateway proxy response.
-    """
-    with facade_of.injected(facade):
-        return app.resolve(event, context)
+api_handler = kit.rest_api_handler(app, facade_of, name="api_handler", fallback_field="body")
+"""Entry point of ``POST /events`` and ``POST /counters/{name}`` (REST API proxy events)."""
 
 
 # --- SQS and Kinesis -------------------------------------------------------------------------
 def _process(
-    event: dict[str, Any],
-    context: LambdaContext,
-    event_type: EventType,
-    facade: IngestPort | None,
+    event: dict[str, Any], context: LambdaContext, event_type: EventType
 ) -> PartialItemFailureResponse:
     items, redelivered = lambda_kit.batch_payloads(event, event_type)
-    writer = facade or get_facade()
-    result = write_batch(items, writer, logger=logger, bucket=_time_bucket, redelivered=redelivered)
+    result = write_batch(
+        items, facade_of(), logger=logger, bucket=_time_bucket, redelivered=redelivered
+    )
     _count(result.written, result.failed)
     return lambda_kit.partial_batch_response(event, context, event_type, result.fates, logger)
 
 
-@kit.entry_point()
-def sqs_handler(
-    event: dict[str, Any], context: LambdaContext, facade: IngestPort | None = None
-) -> PartialItemFailureResponse:
+@kit.handler(facade_of)
+def sqs_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     """Handle an SQS batch: each message body is one event as JSON.
 
     Parameters
     ----------
-    event : dict
-        SQS event (``Records`` of messages).
-    context : LambdaContext
-        Lambda context.
-    facade : IngestPort, optional
-        A ``Dynashard``-like object; default: the container's.
+    event, context : dict, LambdaContext
+        The SQS event (``Records`` of messages) and the Lambda context; tests also pass
+        ``facade=`` (an ``IngestPort``), else the container's serves.
 
     Returns
     -------
     dict
         ``{"batchItemFailures": [{"itemIdentifier": messageId}, ...]}``.
     """
-    return _process(event, context, EventType.SQS, facade)
+    return _process(event, context, EventType.SQS)
 
 
-@kit.entry_point()
-def kinesis_handler(
-    event: dict[str, Any], context: LambdaContext, facade: IngestPort | None = None
-) -> PartialItemFailureResponse:
+@kit.handler(facade_of)
+def kinesis_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     """Handle a Kinesis batch: each record's data is one event as base64 JSON.
 
-    Parameters
-    ----------
-    event : dict
-        Kinesis Data Streams event (``Records``).
-    context : LambdaContext
-        Lambda context.
-    facade : IngestPort, optional
-        A ``Dynashard``-like object; default: the container's.
+    Lambda restarts the shard from the lowest sequence number reported. ``event`` is a
+    Kinesis Data Streams event (``Records``); ``context`` and ``facade=`` are as for
+    :func:`sqs_handler`.
 
     Returns
     -------
     dict
-        ``{"batchItemFailures": [{"itemIdentifier": sequenceNumber}, ...]}``; Lambda
-        restarts the shard from the lowest one reported.
+        ``{"batchItemFailures": [{"itemIdentifier": sequenceNumber}, ...]}``.
     """
-    return _process(event, context, EventType.KinesisDataStreams, facade)
+    return _process(event, context, EventType.KinesisDataStreams)
 
 
 __all__ = [

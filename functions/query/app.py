@@ -32,15 +32,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from dynashard import lambda_kit
 from dynashard.api import CounterBody, EventsPage, ShardsBody
-from dynashard.http import register_error_handlers
 from dynashard.keys import parse_ts
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
 from dynashard.model import dumps
 from dynashard.settings import FunctionSettings
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.typing import LambdaContext
-
     from dynashard import CounterValue, Page, ShardInfo
 
 Settings = FunctionSettings
@@ -206,29 +203,6 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
     return ShardsBody.model_validate(facade_of().shard_info(lambda_kit.path_value(key)).to_json())
 
 
-# --- errors, in one place ------------------------------------------------------------------
-register_error_handlers(app, logger, fallback_field="request")
-
-
-@kit.entry_point(correlation_id_path=lambda_kit.API_GATEWAY_REST_REQUEST_ID)
-def handler(
-    event: dict[str, Any], context: LambdaContext, facade: QueryPort | None = None
-) -> dict[str, Any]:
-    """Handle a REST API proxy event for the read routes.
-
-    Parameters
-    ----------
-    event : dict
-        API Gateway REST API (v1) proxy event.
-    context : LambdaContext
-        Lambda context.
-    facade : QueryPort, optional
-        A ``Dynashard``-like object; default: the container's, built from the settings.
-
-    Returns
-    -------
-    dict
-        The API Gateway proxy response.
-    """
-    with facade_of.injected(facade):
-        return app.resolve(event, context)
+# --- errors, in one place; the entry point ------------------------------------------------
+handler = kit.rest_api_handler(app, facade_of, fallback_field="request")
+"""Entry point of the read routes (REST API proxy events); tests pass ``facade=``."""

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 from urllib.parse import unquote
 
 from pydantic import BaseModel, Field
@@ -44,6 +44,7 @@ from dynashard import names
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics, Tracer
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
     from aws_lambda_powertools.utilities.batch import EventType
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -54,6 +55,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 S = TypeVar("S", bound="FunctionSettings")
 F = TypeVar("F", bound=Callable[..., Any])
+P_contra = TypeVar("P_contra", contravariant=True)
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 #: Correlation id of a REST API (v1) proxy event, for :meth:`FunctionKit.entry_point`.
 API_GATEWAY_REST_REQUEST_ID = "requestContext.requestId"
@@ -267,6 +271,8 @@ class FunctionKit(Generic[S]):
         raises ``pydantic.ValidationError`` if a variable is missing or invalid.
     get_facade : ContainerCache of Dynashard
         The facade over the configured tables (its boto3 client is created lazily).
+    module : str
+        The function module's ``__name__``: the module of the handlers the kit makes.
     """
 
     logger: Logger
@@ -274,6 +280,7 @@ class FunctionKit(Generic[S]):
     metrics: Metrics
     get_settings: ContainerCache[S]
     get_facade: ContainerCache[Dynashard]
+    module: str = __name__
 
     def entry_point(self, *, correlation_id_path: str | None = None) -> Callable[[F], F]:
         """Decorate a handler with Powertools' logger context, tracing and metrics flush.
@@ -302,6 +309,102 @@ class FunctionKit(Generic[S]):
             )
 
         return decorate
+
+    def handler(
+        self, facade_of: Dependency[P_contra], *, correlation_id_path: str | None = None
+    ) -> Callable[[Callable[[dict[str, Any], LambdaContext], R]], Handler[P_contra, R]]:
+        """Make ``fn(event, context)`` an entry point that takes an injected facade.
+
+        The decorated handler is ``handler(event, context, facade=None)``: it binds
+        ``facade`` to ``facade_of`` for the invocation (None: the container's) and calls
+        ``fn``, under :meth:`entry_point`'s logger context, tracing and metrics flush.
+        ``fn`` reaches the facade by calling ``facade_of()``.
+
+        Parameters
+        ----------
+        facade_of : Dependency
+            The function's facade dependency, e.g. ``Dependency("facade", get_facade)``.
+        correlation_id_path : str, optional
+            As for :meth:`entry_point`.
+
+        Returns
+        -------
+        callable
+            The decorator; the handler keeps ``fn``'s name, module and docstring.
+
+        Examples
+        --------
+        >>> facade_of = Dependency("facade", kit.get_facade)  # doctest: +SKIP
+        >>> @kit.handler(facade_of)  # doctest: +SKIP
+        ... def handler(event, context):
+        ...     return app.resolve(event, context)
+        """
+
+        def decorate(fn: Callable[[dict[str, Any], LambdaContext], R]) -> Handler[P_contra, R]:
+            @functools.wraps(fn)
+            def handler(
+                event: dict[str, Any], context: LambdaContext, facade: P_contra | None = None
+            ) -> R:
+                with facade_of.injected(facade):
+                    return fn(event, context)
+
+            return self.entry_point(correlation_id_path=correlation_id_path)(handler)
+
+        return decorate
+
+    def rest_api_handler(
+        self,
+        app: APIGatewayRestResolver,
+        facade_of: Dependency[P_contra],
+        *,
+        name: str = "handler",
+        fallback_field: str = "body",
+    ) -> Handler[P_contra, dict[str, Any]]:
+        """Map the dynashard errors on ``app`` and make the function's REST API entry point.
+
+        The errors are mapped by :func:`dynashard.http.register_error_handlers`; the entry
+        point is ``handler(event, context, facade=None)`` (see :meth:`handler`), with the
+        REST API request id as correlation id, and answers with ``app.resolve``.
+
+        Parameters
+        ----------
+        app : APIGatewayRestResolver
+            The function's resolver, its routes declared.
+        facade_of : Dependency
+            The facade dependency the routes call.
+        name : str
+            The handler's name in the function's module (what the deployed handler
+            string names), e.g. ``api_handler``.
+        fallback_field : str
+            Field named when a validation error has no location.
+
+        Returns
+        -------
+        Handler
+            Takes an API Gateway REST API (v1) proxy event and the Lambda context (tests
+            also pass ``facade=``), returns the API Gateway proxy response.
+        """
+        from dynashard.http import register_error_handlers
+
+        register_error_handlers(app, self.logger, fallback_field)
+
+        def resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+            return app.resolve(event, context)
+
+        resolve.__name__ = resolve.__qualname__ = name
+        resolve.__module__ = self.module
+        resolve.__doc__ = f"Handle a REST API proxy event with ``{self.module}.app``."
+        return self.handler(facade_of, correlation_id_path=API_GATEWAY_REST_REQUEST_ID)(resolve)
+
+
+class Handler(Protocol[P_contra, R_co]):
+    """A Lambda entry point made by :meth:`FunctionKit.handler`."""
+
+    def __call__(
+        self, event: dict[str, Any], context: LambdaContext, facade: P_contra | None = None
+    ) -> R_co:
+        """Handle ``event``, with ``facade`` (tests) or the container's own."""
+        ...
 
 
 def function_kit(
@@ -349,7 +452,7 @@ def function_kit(
 
     facade = container_cache(build_facade, name=f"{module}.get_facade")
     tools = powertools(namespace)
-    return FunctionKit(tools.logger, tools.tracer, tools.metrics, settings, facade)
+    return FunctionKit(tools.logger, tools.tracer, tools.metrics, settings, facade, module)
 
 
 # --- injected dependencies ----------------------------------------------------------------
@@ -590,6 +693,7 @@ __all__ = [
     "Dependency",
     "ErrorResponse",
     "FunctionKit",
+    "Handler",
     "Powertools",
     "RecordRejectedError",
     "batch_payloads",
