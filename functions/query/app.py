@@ -38,7 +38,10 @@ from dynashard.model import dumps
 from dynashard.settings import FunctionSettings
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from dynashard import CounterValue, Page, ShardInfo
+    from dynashard.reader import QueryOptions
 
 Settings = FunctionSettings
 """The function's settings: the library's model (``dynashard.settings``)."""
@@ -55,17 +58,7 @@ MAX_LIMIT = 1000
 class QueryPort(Protocol):
     """The read-only part of :class:`~dynashard.Dynashard` this function uses."""
 
-    def query_events(
-        self,
-        key: str,
-        *,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        limit: int = 100,
-        descending: bool = False,
-        cursor: str | None = None,
-        allow_partial: bool = False,
-    ) -> Page:
+    def query_events(self, key: str, **options: Unpack[QueryOptions]) -> Page:
         """Read one page of a key's events, merged over its shards."""
         ...
 

@@ -13,7 +13,6 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
@@ -22,12 +21,14 @@ from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
 from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from dynashard.reader import Page, ShardedReader
+from dynashard.reader import Page, QueryOptions, ShardedReader
 from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.strategies import TimeBucket
 from dynashard.writer import ShardedWriter, WriteOutcome
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
@@ -218,33 +219,16 @@ class Dynashard:
             return []
         return self._writer().write(events)
 
-    def query_events(
-        self,
-        key: str,
-        *,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        limit: int = 100,
-        descending: bool = False,
-        cursor: str | None = None,
-        allow_partial: bool = False,
-    ) -> Page:
+    def query_events(self, key: str, **options: Unpack[QueryOptions]) -> Page:
         """Read one page of a logical key's events; see :meth:`ShardedReader.query`.
 
         Parameters
         ----------
         key : str
             Logical key.
-        start, end : datetime, optional
-            Event-time range, start inclusive, end exclusive (UTC).
-        limit : int
-            Page size, 1..1000.
-        descending : bool
-            Newest first when True.
-        cursor : str, optional
-            The previous page's cursor.
-        allow_partial : bool
-            Serve what healthy shards hold, naming the missing ones.
+        **options : QueryOptions
+            ``start``, ``end``, ``limit``, ``descending``, ``cursor``, ``allow_partial``,
+            as :meth:`ShardedReader.query` takes them.
 
         Returns
         -------
@@ -252,15 +236,7 @@ class Dynashard:
             Items in exact sort-key order, the next cursor, missing shards.
         """
         reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
-        return reader.query(
-            key,
-            start=start,
-            end=end,
-            limit=limit,
-            descending=descending,
-            cursor=cursor,
-            allow_partial=allow_partial,
-        )
+        return reader.query(key, **options)
 
     def _counters(self) -> ShardedCounter:
         return ShardedCounter(self.client, self.config.data_table, self.metadata)

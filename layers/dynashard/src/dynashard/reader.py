@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
@@ -113,6 +113,34 @@ class _ShardStream:
                     raise
                 self.failure = exc.failures
                 return
+
+
+class QueryOptions(TypedDict, total=False):
+    """The options of a read, each optional: keywords of :meth:`ShardedReader.query`.
+
+    The facade and the ports pass them on as ``**options: Unpack[QueryOptions]``, so the
+    read's signature is written once, here and in :meth:`ShardedReader.query`.
+
+    Attributes
+    ----------
+    start, end : datetime or None
+        Event-time range, start inclusive, end exclusive (UTC).
+    limit : int
+        Page size, 1..1000.
+    descending : bool
+        Newest first when True.
+    cursor : str or None
+        The previous page's cursor.
+    allow_partial : bool
+        Serve what healthy shards hold, naming the missing ones.
+    """
+
+    start: datetime | None
+    end: datetime | None
+    limit: int
+    descending: bool
+    cursor: str | None
+    allow_partial: bool
 
 
 class ShardedReader:
