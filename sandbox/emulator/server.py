@@ -22,7 +22,6 @@ import json
 import random
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from types import TracebackType
 from typing import Any, Final
 
 import aiohttp
@@ -66,6 +65,7 @@ from sandbox.emulator.schema import (
     table_arn,
     table_meta_from_description,
 )
+from sandbox.lifecycle import StartStop
 
 #: Prefix of the DynamoDB JSON protocol's ``X-Amz-Target``.
 TARGET_PREFIX: Final = "DynamoDB_20120810."
@@ -787,7 +787,7 @@ def config_to_json(config: EmulatorConfig) -> dict[str, Any]:
     }
 
 
-class EmulatorServer:
+class EmulatorServer(StartStop):
     """Run a :class:`PartitionEmulator` on its own event loop in a background thread.
 
     For synchronous callers (tests, the sandbox, the demo): boto3 talks to
@@ -868,15 +868,3 @@ class EmulatorServer:
         thread.join(timeout_s)
         loop.close()
         self._loop = self._thread = None
-
-    def __enter__(self) -> EmulatorServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
