@@ -431,18 +431,18 @@ class PartitionEmulator:
         call: _Call,
         op: Operation,
         charges: list[Charge],
-        refuse: Callable[[list[Violation], float], web.Response] | None = None,
+        transaction: list[WritePlan] | None = None,
     ) -> web.Response | None:
         """Charge a whole request and forward it; return the refusal when it is throttled.
 
-        ``refuse`` builds the answer to a throttled request from the violations and the
-        time (default: record the throttle and answer with DynamoDB's throttling error).
+        A throttled ``transaction`` (its plans) is answered with
+        ``TransactionCanceledException``, any other request with the throttling error.
         """
         now = self._now()
         violations = self.limiter.admit(op, charges, now)
         if violations:
-            if refuse is not None:
-                return refuse(violations, now)
+            if transaction is not None:
+                return self._transaction_canceled(op, transaction, violations, now)
             self._record_throttled(op, charges, violations, now)
             return self._throttle_response(call, violations)
         self._record_consumed(op, charges, now)
@@ -526,12 +526,7 @@ class PartitionEmulator:
             else:
                 plans.append(plan_condition_check(meta, spec["Key"], self.images))
         refused = await self._admit_and_forward(
-            call,
-            Operation.WRITE,
-            _charges(plans),
-            lambda violations, now: self._transaction_canceled(
-                Operation.WRITE, plans, violations, now
-            ),
+            call, Operation.WRITE, _charges(plans), transaction=plans
         )
         if refused is not None:
             return refused
@@ -685,12 +680,7 @@ class PartitionEmulator:
                 )
             )
         refused = await self._admit_and_forward(
-            call,
-            Operation.READ,
-            _charges(plans),
-            lambda violations, now: self._transaction_canceled(
-                Operation.READ, plans, violations, now
-            ),
+            call, Operation.READ, _charges(plans), transaction=plans
         )
         if refused is not None:
             return refused
