@@ -22,8 +22,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
+
+from sandbox.lifecycle import StartStop
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -212,7 +213,7 @@ def local_client(
     return client
 
 
-class DynamoDBLocal:
+class DynamoDBLocal(StartStop):
     """Run DynamoDB Local for the duration of a ``with`` block.
 
     Parameters
@@ -415,15 +416,3 @@ class DynamoDBLocal:
     def running(self) -> bool:
         """bool: Whether the process is alive."""
         return self._proc is not None and self._proc.poll() is None
-
-    def __enter__(self) -> DynamoDBLocal:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

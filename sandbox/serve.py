@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
 from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
 from sandbox.environment import function_environment, patched_environ
+from sandbox.lifecycle import wait_for_stop_signal
 from sandbox.tables import create_tables, data_and_metadata
 
 
@@ -99,12 +99,7 @@ async def serve_gateway(host: str, port: int, banner: str) -> None:
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        print(banner, flush=True)
-        await stop.wait()
+        await wait_for_stop_signal(banner)
     finally:
         await runner.cleanup()
 

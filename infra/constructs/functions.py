@@ -1,17 +1,21 @@
 """Lambda defaults defined once, and the function factory.
 
 Runtime, architecture, memory, timeout, log format, tracing, log group and role are
-decided here for every function of the stack, so the five functions cannot drift. The
-layer the functions share is built in :mod:`infra.constructs.layer`.
+decided here for every function of the stack, so the five functions cannot drift. So
+is the wiring the ingest, query and scaler constructs share: the environment, the
+function with its statements (:func:`build_function`), the metadata-table statement
+(:func:`build_metadata_statement`) and the ARN of a resource of the stack's own
+(:func:`stack_arn`). The layer the functions share is built in
+:mod:`infra.constructs.layer`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -19,6 +23,9 @@ from constructs import Construct
 
 from dynashard import names
 from infra.config import StackParameters
+
+if TYPE_CHECKING:
+    from infra.constructs.tables import Tables
 
 #: Repository root (``infra/constructs/functions.py`` -> ``.``).
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -29,6 +36,17 @@ FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 RUNTIME: Final = lambda_.Runtime(names.LAMBDA_PYTHON_RUNTIME, lambda_.RuntimeFamily.PYTHON)
 #: Graviton: "up to 34% better price performance" (AWS Lambda, arm64 launch).
 ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+
+#: Actions on the metadata table for a function that may change N: read the shard
+#: count, create it conditionally on first use, grow it with a conditional update
+#: (optimistic lock on ``last_updated``). The ingest functions and the scaler.
+METADATA_READ_UPDATE_ACTIONS: Final = (
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+#: Actions on the metadata table for a reader (fresh shard counts and history).
+METADATA_READ_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
 
 
 class DynashardFunction(Construct):
@@ -163,6 +181,124 @@ def shared_environment(
         names.ENV_WRITE_MAX_ATTEMPTS: str(config.write_max_attempts),
         names.ENV_POWERTOOLS_SERVICE_NAME: service,
     }
+
+
+def build_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    config: StackParameters,
+    tables: Tables,
+    layer: lambda_.ILayerVersion,
+    code_dir: str,
+    handler: str,
+    description: str,
+    statements: Sequence[iam.PolicyStatement],
+    environment: Mapping[str, str] | None = None,
+) -> DynashardFunction:
+    """Return a function of the stack wired to the tables, with its own statements.
+
+    The environment is :func:`shared_environment` (service name ``code_dir``) followed
+    by ``environment``; the role gets ``statements`` and nothing else beyond its log
+    group.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Parent construct.
+    construct_id : str
+        Construct id of the :class:`DynashardFunction`.
+    config : StackParameters
+        Stack parameters (the functions' defaults and the planning parameters).
+    tables : Tables
+        The data and metadata tables (their names go into the environment).
+    layer : aws_cdk.aws_lambda.ILayerVersion
+        The dynashard layer.
+    code_dir : str
+        Folder under ``functions/``; also the Powertools service name.
+    handler : str
+        Handler in ``module.function`` form.
+    description : str
+        Function description shown in the console.
+    statements : sequence of aws_cdk.aws_iam.PolicyStatement
+        Least-privilege statements for the function's role.
+    environment : mapping of str to str, optional
+        Variables added after the shared ones (names from :mod:`dynashard.names`).
+
+    Returns
+    -------
+    DynashardFunction
+        The function, its role and its log group.
+    """
+    fn = DynashardFunction(
+        scope,
+        construct_id,
+        config=config,
+        code_dir=code_dir,
+        handler=handler,
+        layer=layer,
+        environment={
+            **shared_environment(
+                config, tables.data_table.table_name, tables.metadata_table.table_name, code_dir
+            ),
+            **(environment or {}),
+        },
+        description=description,
+    )
+    fn.add_to_policy(*statements)
+    return fn
+
+
+def build_metadata_statement(tables: Tables, *, update: bool) -> iam.PolicyStatement:
+    """Return the statement on the metadata table: read, or read and change N.
+
+    Parameters
+    ----------
+    tables : Tables
+        The tables; the statement names the metadata table's ARN only.
+    update : bool
+        ``True`` for :data:`METADATA_READ_UPDATE_ACTIONS` (sid
+        ``ReadUpdateShardMetadata``), ``False`` for :data:`METADATA_READ_ACTIONS` (sid
+        ``ReadShardMetadata``).
+
+    Returns
+    -------
+    aws_cdk.aws_iam.PolicyStatement
+        Exact actions on the exact table ARN.
+    """
+    return iam.PolicyStatement(
+        sid="ReadUpdateShardMetadata" if update else "ReadShardMetadata",
+        actions=list(METADATA_READ_UPDATE_ACTIONS if update else METADATA_READ_ACTIONS),
+        resources=[tables.metadata_table.table_arn],
+    )
+
+
+def stack_arn(
+    scope: Construct, service: str, resource: str, name: str, arn_format: ArnFormat
+) -> str:
+    """Return the ARN of a resource of ``service`` named ``name`` in the stack of ``scope``.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Any construct of the stack (its partition, region and account are used).
+    service : str
+        Service namespace, e.g. ``cloudwatch``.
+    resource : str
+        Resource type, e.g. ``alarm`` or ``insight-rule``.
+    name : str
+        Resource name.
+    arn_format : aws_cdk.ArnFormat
+        How the name joins the type (``alarm:name``, ``insight-rule/name``).
+
+    Returns
+    -------
+    str
+        The ARN (a CDK token).
+    """
+    return Stack.of(scope).format_arn(
+        service=service, resource=resource, resource_name=name, arn_format=arn_format
+    )
 
 
 def _num(value: float) -> str:

@@ -28,7 +28,11 @@ from constructs import Construct
 from dynashard.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
 from infra.config import StackParameters
 from infra.constructs.api import EventsApi
-from infra.constructs.functions import DynashardFunction, shared_environment
+from infra.constructs.functions import (
+    DynashardFunction,
+    build_function,
+    build_metadata_statement,
+)
 from infra.constructs.tables import Tables
 
 #: Actions the ingest functions need on the data table: BatchWriteItem for events,
@@ -40,9 +44,6 @@ DATA_WRITE_ACTIONS = (
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
 )
-#: Actions on the metadata table: read the shard count, create it conditionally on
-#: first use, grow it with a conditional update (optimistic lock on ``last_updated``).
-METADATA_READ_UPDATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 #: Longest Contributor Insights rule name CloudWatch accepts (``PutInsightRule``).
 MAX_INSIGHT_RULE_NAME_LENGTH = 128
 
@@ -96,11 +97,7 @@ def _build_write_statements(tables: Tables) -> list[iam.PolicyStatement]:
             actions=list(DATA_WRITE_ACTIONS),
             resources=[tables.data_table.table_arn],
         ),
-        iam.PolicyStatement(
-            sid="ReadUpdateShardMetadata",
-            actions=list(METADATA_READ_UPDATE_ACTIONS),
-            resources=[tables.metadata_table.table_arn],
-        ),
+        build_metadata_statement(tables, update=True),
     ]
 
 
@@ -200,23 +197,19 @@ class Ingest(Construct):
         super().__init__(scope, construct_id)
         self.queue, self.dead_letter_queue = _build_queues(self, config)
         self.stream, self.stream_failure_queue = _build_stream(self)
-        env = shared_environment(
-            config, tables.data_table.table_name, tables.metadata_table.table_name, "ingest"
-        )
 
         def _function(construct_id: str, handler: str, description: str) -> DynashardFunction:
-            fn = DynashardFunction(
+            return build_function(
                 self,
                 construct_id,
                 config=config,
+                tables=tables,
+                layer=layer,
                 code_dir="ingest",
                 handler=handler,
-                layer=layer,
-                environment=env,
                 description=description,
+                statements=_build_write_statements(tables),
             )
-            fn.add_to_policy(*_build_write_statements(tables))
-            return fn
 
         self.api_function = _function(
             "ApiFunction", "app.api_handler", "dynashard ingest: POST /events, POST /counters"

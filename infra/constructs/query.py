@@ -9,14 +9,16 @@ from constructs import Construct
 from dynashard import names
 from infra.config import StackParameters
 from infra.constructs.api import EventsApi
-from infra.constructs.functions import DynashardFunction, shared_environment
+from infra.constructs.functions import (
+    DynashardFunction,
+    build_function,
+    build_metadata_statement,
+)
 from infra.constructs.tables import Tables
 
 #: Read actions on the data table and GSI1: Query for scatter-gather reads and GSI
 #: bucket fan-out, GetItem/BatchGetItem for sharded counters (100 keys per call).
 DATA_READ_ACTIONS = ("dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem")
-#: Read actions on the metadata table (fresh shard counts and history).
-METADATA_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
 #: Query parameter naming the logical key of ``GET /events``.
 EVENTS_KEY_PARAM = "key"
 
@@ -33,11 +35,7 @@ def _build_read_statements(tables: Tables) -> list[iam.PolicyStatement]:
             actions=list(DATA_READ_ACTIONS),
             resources=[tables.data_table.table_arn, *gsi_arns],
         ),
-        iam.PolicyStatement(
-            sid="ReadShardMetadata",
-            actions=list(METADATA_READ_ACTIONS),
-            resources=[tables.metadata_table.table_arn],
-        ),
+        build_metadata_statement(tables, update=False),
     ]
 
 
@@ -76,19 +74,17 @@ class Query(Construct):
         api: EventsApi,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.function = DynashardFunction(
+        self.function: DynashardFunction = build_function(
             self,
             "Function",
             config=config,
+            tables=tables,
+            layer=layer,
             code_dir="query",
             handler="app.handler",
-            layer=layer,
-            environment=shared_environment(
-                config, tables.data_table.table_name, tables.metadata_table.table_name, "query"
-            ),
             description="dynashard query: scatter-gather reads, counters, shard info",
+            statements=_build_read_statements(tables),
         )
-        self.function.add_to_policy(*_build_read_statements(tables))
         fn = self.function.function
         api.add_route("GET", "/events", fn, required_query=(EVENTS_KEY_PARAM,))
         api.add_route("GET", "/counters/{name}", fn)

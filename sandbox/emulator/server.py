@@ -22,7 +22,6 @@ import json
 import random
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from types import TracebackType
 from typing import Any, Final
 
 import aiohttp
@@ -66,6 +65,7 @@ from sandbox.emulator.schema import (
     table_arn,
     table_meta_from_description,
 )
+from sandbox.lifecycle import StartStop
 
 #: Prefix of the DynamoDB JSON protocol's ``X-Amz-Target``.
 TARGET_PREFIX: Final = "DynamoDB_20120810."
@@ -426,15 +426,34 @@ class PartitionEmulator:
         meta = self._tables[table]
         return "ThrottlingError" if self.on_demand(meta) else "ProvisionedThroughputExceeded"
 
+    async def _admit_and_forward(
+        self,
+        call: _Call,
+        op: Operation,
+        charges: list[Charge],
+        transaction: list[WritePlan] | None = None,
+    ) -> web.Response | None:
+        """Charge a whole request and forward it; return the refusal when it is throttled.
+
+        A throttled ``transaction`` (its plans) is answered with
+        ``TransactionCanceledException``, any other request with the throttling error.
+        """
+        now = self._now()
+        violations = self.limiter.admit(op, charges, now)
+        if violations:
+            if transaction is not None:
+                return self._transaction_canceled(op, transaction, violations, now)
+            self._record_throttled(op, charges, violations, now)
+            return self._throttle_response(call, violations)
+        self._record_consumed(op, charges, now)
+        await self._forward(call)
+        return None
+
     # --- writes ---------------------------------------------------------------------
     async def _single_write(self, call: _Call, plan: WritePlan) -> web.Response:
-        now = self._now()
-        violations = self.limiter.admit(Operation.WRITE, plan.charges, now)
-        if violations:
-            self._record_throttled(Operation.WRITE, plan.charges, violations, now)
-            return self._throttle_response(call, violations)
-        self._record_consumed(Operation.WRITE, plan.charges, now)
-        await self._forward(call)
+        refused = await self._admit_and_forward(call, Operation.WRITE, plan.charges)
+        if refused is not None:
+            return refused
         if call.upstream is not None and call.upstream[0] == 200:
             self.images.put(plan.cache_key, plan.image_after)
         return self._relay(call)
@@ -506,12 +525,11 @@ class PartitionEmulator:
                 plans.append(plan_delete(meta, spec["Key"], self.images, transactional=True))
             else:
                 plans.append(plan_condition_check(meta, spec["Key"], self.images))
-        now = self._now()
-        violations = self.limiter.admit(Operation.WRITE, _charges(plans), now)
-        if violations:
-            return self._transaction_canceled(Operation.WRITE, plans, violations, now)
-        self._record_consumed(Operation.WRITE, _charges(plans), now)
-        await self._forward(call)
+        refused = await self._admit_and_forward(
+            call, Operation.WRITE, _charges(plans), transaction=plans
+        )
+        if refused is not None:
+            return refused
         if call.upstream is not None and call.upstream[0] == 200:
             for plan in plans:
                 if plan.changes_item:
@@ -562,14 +580,11 @@ class PartitionEmulator:
         resource = Resource(meta.name)
         key = key_value_text(req["Key"][meta.hash_key])
         reserved = read_units(0, consistent=consistent)
-        now = self._now()
-        charge = [Charge(resource, key, reserved)]
-        violations = self.limiter.admit(Operation.READ, charge, now)
-        if violations:
-            self._record_throttled(Operation.READ, charge, violations, now)
-            return self._throttle_response(call, violations)
-        self._record_consumed(Operation.READ, charge, now)
-        await self._forward(call)
+        refused = await self._admit_and_forward(
+            call, Operation.READ, [Charge(resource, key, reserved)]
+        )
+        if refused is not None:
+            return refused
         assert call.upstream is not None
         if call.upstream[0] == 200:
             item = json.loads(call.upstream[1]).get("Item")
@@ -633,14 +648,11 @@ class PartitionEmulator:
         key = query_partition_key(req, hash_key) if call.operation == "Query" else None
         consistent = bool(req.get("ConsistentRead", False)) and resource.index is None
         reserved = query_read_units(0, consistent=consistent)
-        now = self._now()
-        charge = [Charge(resource, key, reserved)]
-        violations = self.limiter.admit(Operation.READ, charge, now)
-        if violations:
-            self._record_throttled(Operation.READ, charge, violations, now)
-            return self._throttle_response(call, violations)
-        self._record_consumed(Operation.READ, charge, now)
-        await self._forward(call)
+        refused = await self._admit_and_forward(
+            call, Operation.READ, [Charge(resource, key, reserved)]
+        )
+        if refused is not None:
+            return refused
         assert call.upstream is not None
         if call.upstream[0] == 200:
             answer = json.loads(call.upstream[1])
@@ -667,12 +679,11 @@ class PartitionEmulator:
                     meta.name, spec["Key"], [charge], ImageCache.cache_key(meta, spec["Key"]), None
                 )
             )
-        now = self._now()
-        violations = self.limiter.admit(Operation.READ, _charges(plans), now)
-        if violations:
-            return self._transaction_canceled(Operation.READ, plans, violations, now)
-        self._record_consumed(Operation.READ, _charges(plans), now)
-        await self._forward(call)
+        refused = await self._admit_and_forward(
+            call, Operation.READ, _charges(plans), transaction=plans
+        )
+        if refused is not None:
+            return refused
         assert call.upstream is not None
         if call.upstream[0] == 200:
             answer = json.loads(call.upstream[1])
@@ -787,7 +798,7 @@ def config_to_json(config: EmulatorConfig) -> dict[str, Any]:
     }
 
 
-class EmulatorServer:
+class EmulatorServer(StartStop):
     """Run a :class:`PartitionEmulator` on its own event loop in a background thread.
 
     For synchronous callers (tests, the sandbox, the demo): boto3 talks to
@@ -868,15 +879,3 @@ class EmulatorServer:
         thread.join(timeout_s)
         loop.close()
         self._loop = self._thread = None
-
-    def __enter__(self) -> EmulatorServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

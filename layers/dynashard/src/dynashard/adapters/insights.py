@@ -35,6 +35,7 @@ from dynashard.load import MAX_CONTRIBUTORS
 from dynashard.scaling import HotKey
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
 
     from mypy_boto3_cloudwatch import CloudWatchClient
@@ -196,17 +197,40 @@ class ContributorInsightsHotKeySource:
         window_s = max(1.0, (end - start).total_seconds())
         throttled = self._report(rules["PKT"], start, end) if "PKT" in rules else {}
         consumed = self._report(rules["PKC"], start, end) if "PKC" in rules else {}
-        keys = set(throttled) | set(consumed)
-        hot = [
-            HotKey(
-                key=key,
-                consumed_units_per_s=consumed.get(key, 0.0) / window_s,
-                throttled_events=round(throttled.get(key, 0.0)),
-            )
-            for key in keys
-        ]
-        hot.sort(key=lambda h: (-h.throttled_events, -h.consumed_units_per_s, h.key))
-        return hot
+        return rank_hot_keys(throttled, consumed, window_s)
+
+
+def rank_hot_keys(
+    throttled: Mapping[str, float], consumed: Mapping[str, float], window_s: float
+) -> list[HotKey]:
+    """Join a PKT and a PKC report into :class:`HotKey` rows, most throttled first.
+
+    Parameters
+    ----------
+    throttled : mapping of str to float
+        Partition key -> throttle events in the window (the PKT report).
+    consumed : mapping of str to float
+        Partition key -> capacity units consumed in the window (the PKC report; empty
+        in ``THROTTLED_KEYS`` mode).
+    window_s : float
+        The window's length in seconds (> 0).
+
+    Returns
+    -------
+    list of HotKey
+        One row per key of either report: most throttled first, then most consuming,
+        then by key; ``consumed_units_per_s`` is the consumed units over ``window_s``.
+    """
+    hot = [
+        HotKey(
+            key=key,
+            consumed_units_per_s=consumed.get(key, 0.0) / window_s,
+            throttled_events=round(throttled.get(key, 0.0)),
+        )
+        for key in set(throttled) | set(consumed)
+    ]
+    hot.sort(key=lambda h: (-h.throttled_events, -h.consumed_units_per_s, h.key))
+    return hot
 
 
 class InsightRuleOfferedLoad:
