@@ -672,7 +672,7 @@ def scaler_action(
     """Bind the scaler handler as an alarm action, with hot keys from the emulator.
 
     The handler reads its settings from the environment (point it at the sandbox with
-    :func:`sandbox.environment.function_environment`, whose ``DYNASHARD_PARTITION_WCU``
+    :func:`sandbox.env_vars.function_environment`, whose ``DYNASHARD_PARTITION_WCU``
     must be the emulator's scaled limit).
 
     Parameters

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
-from sandbox.environment import function_environment, patched_environ
+from sandbox.env_vars import function_environment, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal
 from sandbox.tables import create_tables, data_and_metadata
 

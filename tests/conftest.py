@@ -59,7 +59,7 @@ def function_env(
     Yields the variables set; they are restored (and the functions' caches dropped)
     afterwards.
     """
-    from sandbox.environment import function_environment, patched_environ, reset_function_caches
+    from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
 
     data_table, metadata_table = sandbox_tables
     env = function_environment(

@@ -174,7 +174,7 @@ def first_act(
         The act's report (:func:`build_report`).
     """
     from sandbox.dynamodb_local import local_client
-    from sandbox.environment import function_environment, patched_environ, reset_function_caches
+    from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
     from sandbox.tables import create_tables, data_and_metadata
 
     console.rule("First act: fixed shard counts, DynamoDB Local direct")
@@ -248,7 +248,7 @@ def second_act(
     from sandbox.demo.openloop import OfferSchedule
     from sandbox.demo.timeline import timeline_report, write_chart
     from sandbox.dynamodb_local import local_client
-    from sandbox.environment import patched_environ, reset_function_caches
+    from sandbox.env_vars import patched_environ, reset_function_caches
     from sandbox.tables import create_tables, data_and_metadata
 
     units = write_units_per_event(departures)

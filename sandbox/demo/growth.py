@@ -188,11 +188,11 @@ class GrowthLoop:
         Returns
         -------
         dict of str to str
-            :func:`sandbox.environment.function_environment` for the act's tables,
+            :func:`sandbox.env_vars.function_environment` for the act's tables,
             with :meth:`GrowthSettings.function_environment` and the alarm names the
             scaler's sweep asks about (``DYNASHARD_SCALER_ALARM_NAMES``).
         """
-        from sandbox.environment import function_environment
+        from sandbox.env_vars import function_environment
 
         return function_environment(
             self.endpoint_url,
@@ -224,7 +224,7 @@ class GrowthLoop:
         from sandbox.clock import AcceleratedClock
         from sandbox.dynamodb_local import local_client
         from sandbox.emulator import EmulatorConfig, EmulatorServer
-        from sandbox.environment import SERVICE_NAME
+        from sandbox.env_vars import SERVICE_NAME
         from sandbox.logs import LocalInsightRule, LogTap
 
         s = self.settings

@@ -34,7 +34,7 @@ from sandbox.clock import AcceleratedClock
 from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.limits import Operation, Resource
-from sandbox.environment import function_environment, patched_environ, reset_function_caches
+from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from dynashard import names
 from functions.ingest import app as ingest  # noqa: F401
 from functions.query import app as query  # noqa: F401
 from functions.scaler import app as scaler  # noqa: F401
-from sandbox.environment import reset_function_caches
+from sandbox.env_vars import reset_function_caches
 
 from .support import LambdaContext
 

@@ -9,7 +9,7 @@ from dynashard.lambda_kit import registered_caches, reset_all
 from functions.ingest import app as ingest
 from functions.query import app as query
 from functions.scaler import app as scaler
-from sandbox.environment import reset_function_caches
+from sandbox.env_vars import reset_function_caches
 
 from .support import FakeFacade, LambdaContext, load_event
 

@@ -29,7 +29,7 @@ from sandbox.alarms import (
 from sandbox.emulator import EmulatorConfig
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.server import PartitionEmulator
-from sandbox.environment import reset_function_caches
+from sandbox.env_vars import reset_function_caches
 
 EVENTS_DIR = Path(__file__).resolve().parents[3] / "events"
 TABLE = "dynashard-data"

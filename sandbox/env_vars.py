@@ -1,4 +1,4 @@
-"""The environment the Lambda functions read, set up for the local sandbox.
+"""The environment variables the Lambda functions read, set up for the local sandbox.
 
 The functions take their settings from the variables named in :mod:`dynashard.names`
 (validated once per container). In the sandbox they run in this process, so the
