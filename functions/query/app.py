@@ -8,8 +8,8 @@ metadata, and never writes. The deployed handler string is ``app.handler``; test
 Status codes:
 
 - 200: the answer.
-- 400: a dynashard rule was broken, e.g. a malformed ``cursor`` or ``from`` after ``to``
-  (``{"message", "field"}``).
+- 400: a dynashard rule was broken, e.g. a malformed ``cursor``, ``from`` after ``to``,
+  or ``attr`` on a key whose strategy is not ``calculated`` (``{"message", "field"}``).
 - 422: a parameter failed validation (``{"message", "field", "errors"}``), e.g.
   ``limit`` outside 1..1000 or a missing ``key``.
 - 503: a shard query failed and partial results were not asked for; ``shards`` names
@@ -88,7 +88,10 @@ def _time(value: str | None, field: str) -> datetime | None:
             "description": "One page; `missing_shards` only when partial=true",
             "content": {"application/json": {"model": EventsPage}},
         },
-        400: {"description": "Bad `from`/`to` or `cursor`", "content": ERROR_CONTENT},
+        400: {
+            "description": "Bad `from`/`to` or `cursor`, or `attr` on a key that is not calculated",
+            "content": ERROR_CONTENT,
+        },
         503: {
             "description": "A shard query failed; `shards` names the physical keys",
             "content": ERROR_CONTENT,
@@ -111,6 +114,15 @@ def get_events(
     partial: Annotated[
         bool, Query(description="Serve healthy shards and name the missing ones")
     ] = False,
+    attr: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            description="Targeted read of a calculated key: only the events whose shard "
+            "attribute (e.g. data.carrier) has this value, from one shard per shard count "
+            "the key has had",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Read one page of a logical key's events (scatter-gather over its shards).
 
@@ -128,12 +140,15 @@ def get_events(
         The previous page's cursor.
     partial : bool
         Allow a page without the shards that failed.
+    attr : str, optional
+        The shard attribute's value of a ``calculated`` key (a targeted read); a 400
+        naming ``attr`` for any other key.
 
     Returns
     -------
     dict
-        ``{"items", "cursor"}`` (see :class:`EventsPage`), plus ``missing_shards``
-        when ``partial`` is true.
+        ``{"items", "cursor", "shards_queried"}`` (see :class:`EventsPage`), plus
+        ``missing_shards`` when ``partial`` is true.
     """
     started = time.perf_counter()
     page = facade_of().query_events(
@@ -144,16 +159,19 @@ def get_events(
         descending=order == "desc",
         cursor=cursor,
         allow_partial=partial,
+        attribute_value=attr,
     )
     metrics.add_metric(
         name="ReadLatency",
         unit=MetricUnit.Milliseconds,
         value=(time.perf_counter() - started) * 1000,
     )
-    metrics.add_metric(
-        name="ShardsQueried", unit=MetricUnit.Count, value=getattr(page, "shards_queried", 0)
-    )
-    body: dict[str, Any] = {"items": page.items, "cursor": page.cursor}
+    metrics.add_metric(name="ShardsQueried", unit=MetricUnit.Count, value=page.shards_queried)
+    body: dict[str, Any] = {
+        "items": page.items,
+        "cursor": page.cursor,
+        "shards_queried": page.shards_queried,
+    }
     if partial:
         body["missing_shards"] = list(page.missing_shards)
         if page.missing_shards:

@@ -40,7 +40,7 @@ def test_get_events_passes_the_parsed_window_and_answers_items_and_cursor(
     facade = FakeFacade()
     # When it is handled
     response = query.handler(load_event("api_get_events"), context, facade=facade)
-    # Then the library gets UTC datetimes and the answer is {"items", "cursor"} only
+    # Then the library gets UTC datetimes and the answer is items, cursor, shards queried
     assert response["statusCode"] == 200
     assert facade.query_calls == [
         (
@@ -52,11 +52,13 @@ def test_get_events_passes_the_parsed_window_and_answers_items_and_cursor(
                 "descending": False,
                 "cursor": None,
                 "allow_partial": False,
+                "attribute_value": None,
             },
         )
     ]
     body = _body(response)
-    assert set(body) == {"items", "cursor"}
+    assert set(body) == {"items", "cursor", "shards_queried"}
+    assert body["shards_queried"] == 4
     assert body["cursor"] == "opaque-cursor"
     assert body["items"][0]["data"] == {"dep_delay": -1.5}
 
@@ -79,6 +81,13 @@ def test_get_events_desc_and_cursor_are_passed_through(context: LambdaContext) -
     [(_key, kwargs)] = facade.query_calls
     assert kwargs["descending"] is True
     assert kwargs["cursor"] == "abc"
+
+
+def test_attr_is_passed_through_as_the_targeted_value(context: LambdaContext) -> None:
+    facade = FakeFacade()
+    response = query.handler(_get_events(attr="UA"), context, facade=facade)
+    assert response["statusCode"] == 200
+    assert facade.query_calls[0][1]["attribute_value"] == "UA"
 
 
 def test_partial_results_name_the_missing_shards(context: LambdaContext) -> None:
@@ -109,6 +118,7 @@ def test_get_events_emits_latency_and_shards_queried(
         ({"limit": "many"}, "limit"),
         ({"order": "sideways"}, "order"),
         ({"partial": "perhaps"}, "partial"),
+        ({"attr": ""}, "attr"),
     ],
 )
 def test_bad_parameter_is_422_naming_it(
@@ -199,7 +209,9 @@ def test_openapi_document_lists_every_route() -> None:
         ("/shards/{key}", "get"),
     }
     params = {p["name"] for p in document["paths"]["/events"]["get"]["parameters"]}
-    assert params == {"key", "from", "to", "limit", "order", "cursor", "partial"}
+    assert params == {"key", "from", "to", "limit", "order", "cursor", "partial", "attr"}
+    page = document["components"]["schemas"]["EventsPage"]
+    assert "shards_queried" in page["required"]
     # error bodies are documented as the handlers answer them, not Powertools' default
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
     for ops in document["paths"].values():

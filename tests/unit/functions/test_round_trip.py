@@ -91,7 +91,7 @@ def test_descending_read_and_empty_window(facade: Dynashard, context: LambdaCont
     body = json.loads(
         query.handler(_get("api_get_events", params=params), context, facade=facade)["body"]
     )
-    assert body == {"items": [], "cursor": None}
+    assert body == {"items": [], "cursor": None, "shards_queried": 1}
 
 
 def test_counter_increments_read_back_and_idempotency_key_counts_once(
@@ -135,3 +135,31 @@ def test_bad_cursor_from_the_real_library_is_400(facade: Dynashard, context: Lam
     response = query.handler(_get("api_get_events", params=params), context, facade=facade)
     assert response["statusCode"] == 400
     assert json.loads(response["body"])["field"] == "cursor"
+
+
+def test_attr_reads_one_shard_of_a_calculated_key_and_is_400_elsewhere(
+    facade: Dynashard, context: LambdaContext
+) -> None:
+    # Given JFK sharded by carrier over 4, then 8 shards; EWR left random
+    facade.set_strategy("DEPARTURES#JFK", "calculated", attribute="carrier", initial_shards=4)
+    ingest.api_handler(load_event("api_post_events_batch"), context, facade=facade)
+    facade.set_shard_count("DEPARTURES#JFK", 8)
+    # When UA's JFK departures are read with attr=
+    params = {"key": "DEPARTURES#JFK", "attr": "UA"}
+    response = query.handler(_get("api_get_events", params=params), context, facade=facade)
+    # Then only UA's, from one shard per count (at most 2), and the body says how many
+    assert response["statusCode"] == 200
+    body = json.loads(response["body"])
+    assert [e["id"] for e in body["items"]] == ["2013-01-01-UA-1696"]
+    assert 1 <= body["shards_queried"] <= 2
+    full = query.handler(
+        _get("api_get_events", params={"key": "DEPARTURES#JFK"}), context, facade=facade
+    )
+    assert json.loads(full["body"])["shards_queried"] == 8
+    # And attr= on the random key is a 400 naming the parameter
+    params = {"key": "DEPARTURES#EWR", "attr": "UA"}
+    response = query.handler(_get("api_get_events", params=params), context, facade=facade)
+    assert response["statusCode"] == 400
+    body = json.loads(response["body"])
+    assert body["field"] == "attr"
+    assert "calculated" in body["message"]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         KeyLimitExceededError,
         MetadataError,
         ShardQueryError,
+        StrategyConflictError,
         WriteFailedError,
     )
     from dynashard.facade import Dynashard, DynashardConfig
@@ -47,6 +48,7 @@ _EXPORTS: dict[str, str] = {
             "MetadataError",
             "ShardQueryError",
             "InvalidInputError",
+            "StrategyConflictError",
             "WriteFailedError",
         ),
         "dynashard.errors",
@@ -84,6 +86,7 @@ __all__ = [
     "ShardInfo",
     "ShardQueryError",
     "Strategy",
+    "StrategyConflictError",
     "TimeBucket",
     "WriteFailedError",
     "WriteOutcome",

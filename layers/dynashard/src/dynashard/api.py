@@ -151,6 +151,10 @@ class EventsPage(BaseModel):
     cursor: str | None = Field(
         description="Pass back as `cursor` for the next page; null at the end"
     )
+    shards_queried: int = Field(
+        description="Shards (physical keys) this page queried: every shard the key has "
+        "had for a full read, one per shard count at most for a targeted read (attr)"
+    )
     missing_shards: list[str] | None = Field(
         None, description="Only with partial=true: physical keys whose query failed"
     )

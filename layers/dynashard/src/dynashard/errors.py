@@ -134,3 +134,37 @@ class CounterError(DynashardError):
     """A sharded counter could not be read or incremented."""
 
     default_message = "counter operation failed"
+
+
+class StrategyConflictError(DynashardError):
+    """A key's shard strategy was not changed: it already has a different one.
+
+    Data written under one strategy stays where that strategy put it, so a change
+    under existing data would hide it from targeted reads; the change is made only
+    when forced (``force=True``) by a caller who knows no data is there.
+
+    Parameters
+    ----------
+    key : str
+        The logical key.
+    current : str
+        The strategy in force, e.g. ``random`` or ``calculated(carrier)``.
+    wanted : str
+        The strategy asked for.
+
+    Examples
+    --------
+    >>> error = StrategyConflictError("DEPARTURES#JFK", "random", "calculated(carrier)")
+    >>> error.message.startswith("'DEPARTURES#JFK' already has strategy random, not calc")
+    True
+    >>> error.message.endswith("pass force=True to change it")
+    True
+    """
+
+    def __init__(self, key: str, current: str, wanted: str) -> None:
+        self.key = key
+        self.current = current
+        self.wanted = wanted
+        super().__init__(
+            f"{key!r} already has strategy {current}, not {wanted}; pass force=True to change it"
+        )

@@ -23,7 +23,7 @@ from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from dynashard.reader import Page, QueryOptions, ShardedReader
 from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
-from dynashard.strategies import TimeBucket
+from dynashard.strategies import Strategy, TimeBucket
 from dynashard.writer import ShardedWriter, WriteOutcome
 
 if TYPE_CHECKING:
@@ -228,7 +228,8 @@ class Dynashard:
             Logical key.
         **options : QueryOptions
             ``start``, ``end``, ``limit``, ``descending``, ``cursor``, ``allow_partial``,
-            as :meth:`ShardedReader.query` takes them.
+            ``attribute_value`` (a targeted read of a ``calculated`` key), as
+            :meth:`ShardedReader.query` takes them.
 
         Returns
         -------
@@ -323,6 +324,62 @@ class Dynashard:
             What changed.
         """
         return self.metadata.set_count(key, count)
+
+    def set_strategy(
+        self,
+        key: str,
+        strategy: Strategy | str,
+        *,
+        attribute: str | None = None,
+        force: bool = False,
+        initial_shards: int | None = None,
+    ) -> ShardInfo:
+        """Set how writers pick a key's shard; see :meth:`ShardMetadata.set_strategy`.
+
+        Set it before the key's first write: a key that already has a different
+        strategy (a stored key without one is ``random``) is refused unless ``force``
+        is True, because events written under the old strategy stay where it put them
+        and targeted reads would miss them.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        strategy : Strategy or str
+            ``random`` or ``calculated``.
+        attribute : str, optional
+            For ``calculated``: the ``data`` attribute to shard by, e.g. ``carrier``.
+        force : bool
+            Change a key that already has a different strategy.
+        initial_shards : int, optional
+            N of the key if this call creates it (default ``config.default_shards``);
+            a stored key keeps its N.
+
+        Returns
+        -------
+        ShardInfo
+            The key's metadata, ``strategy`` and ``shard_attribute`` in force.
+
+        Raises
+        ------
+        InvalidInputError
+            If the strategy or attribute is invalid.
+        StrategyConflictError
+            If the key has a different strategy and ``force`` is False.
+        MetadataError
+            If the metadata table fails.
+
+        Examples
+        --------
+        >>> key = "DEPARTURES#JFK"
+        >>> info = ds.set_strategy(  # doctest: +SKIP
+        ...     key, Strategy.CALCULATED, attribute="carrier", initial_shards=4
+        ... )
+        >>> ds.query_events(key, attribute_value="UA")  # doctest: +SKIP
+        """
+        return self.metadata.set_strategy(
+            key, strategy, attribute, force=force, initial_shards=initial_shards
+        )
 
     def close(self) -> None:
         """Shut the worker pool down (waits for running calls)."""

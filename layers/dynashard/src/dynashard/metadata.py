@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import InvalidInputError, MetadataError
+from dynashard.errors import InvalidInputError, MetadataError, StrategyConflictError
 from dynashard.keys import MAX_SHARD_COUNT
+from dynashard.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -51,6 +52,11 @@ class ShardInfo:
         ``(since_epoch_s, count)`` for every count ever in force, oldest first.
     stored : bool
         False when the key has no metadata item yet (N is the default).
+    strategy : Strategy
+        How writers pick a shard (attribute ``strategy``; ``random`` when absent).
+    shard_attribute : str or None
+        The ``data`` attribute a ``calculated`` key shards by (attribute
+        ``shard_attribute``); None for other strategies.
 
     Examples
     --------
@@ -67,6 +73,8 @@ class ShardInfo:
     last_updated: int
     history: tuple[tuple[int, int], ...]
     stored: bool = True
+    strategy: Strategy = Strategy.RANDOM
+    shard_attribute: str | None = None
 
     @property
     def counts(self) -> frozenset[int]:
@@ -77,6 +85,13 @@ class ShardInfo:
     def max_count(self) -> int:
         """int: The largest count ever in force; readers query shards ``0..max_count-1``."""
         return max(self.counts)
+
+    @property
+    def strategy_label(self) -> str:
+        """str: ``random``, or ``calculated({shard_attribute})``, for messages."""
+        if self.shard_attribute is None:
+            return self.strategy.value
+        return f"{self.strategy.value}({self.shard_attribute})"
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"key", "number_of_shards", "last_updated", "shard_history"}`` for JSON.
@@ -168,6 +183,19 @@ class MetadataStore(Protocol):
         self, key: str, count: int, expected_last_updated: int, now: int
     ) -> ShardInfo | None:
         """Set N when ``last_updated`` still equals the expected value; None when it does not."""
+        ...
+
+    def put_strategy(
+        self,
+        key: str,
+        strategy: Strategy,
+        attribute: str | None,
+        *,
+        expected: ShardInfo | None,
+        count: int,
+        now: int,
+    ) -> ShardInfo | None:
+        """Create the key with a strategy (``expected`` None) or change it; None on a lost race."""
         ...
 
 
@@ -319,15 +347,133 @@ class DynamoDBMetadataStore:
             raise MetadataError(f"updating shard metadata of {key!r} failed: {exc}") from exc
         return _from_item(key, response["Attributes"])
 
+    def put_strategy(
+        self,
+        key: str,
+        strategy: Strategy,
+        attribute: str | None,
+        *,
+        expected: ShardInfo | None,
+        count: int,
+        now: int,
+    ) -> ShardInfo | None:
+        """Store a key's strategy, compare-and-set on the strategy read before.
+
+        With ``expected=None`` the key is created (N = ``count``, ``shard_history``
+        started at ``now``) conditional on it not existing. Otherwise an ``UpdateItem``
+        sets ``strategy`` and ``shard_attribute`` conditional on the item existing and
+        still holding ``expected``'s strategy and attribute (an absent ``strategy`` is
+        ``random``). ``number_of_shards``, ``last_updated`` and ``shard_history`` are
+        not touched: a strategy is not a change of N, so it neither starts the cooldown
+        nor races the growers' lock on ``last_updated``.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        strategy : Strategy
+            The new strategy.
+        attribute : str or None
+            The shard attribute (``calculated``), else None (the attribute is removed).
+        expected : ShardInfo or None
+            The metadata the change was decided on; None to create the key.
+        count : int
+            N of a created key.
+        now : int
+            Epoch seconds; ``last_updated`` of a created key.
+
+        Returns
+        -------
+        ShardInfo or None
+            The stored metadata, or None when the condition failed (another writer
+            created the key, or changed its strategy, first).
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        try:
+            if expected is None:
+                item = {
+                    names.ATTR_META_KEY: {"S": key},
+                    names.ATTR_NUMBER_OF_SHARDS: {"N": str(count)},
+                    names.ATTR_LAST_UPDATED: {"N": str(now)},
+                    names.ATTR_SHARD_HISTORY: {"SS": [f"{now}:{count}"]},
+                    names.ATTR_STRATEGY: {"S": strategy.value},
+                }
+                if attribute is not None:
+                    item[names.ATTR_SHARD_ATTRIBUTE] = {"S": attribute}
+                self.client.put_item(
+                    TableName=self.table_name,
+                    Item=item,  # type: ignore[arg-type]
+                    ConditionExpression="attribute_not_exists(#k)",
+                    ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
+                )
+                return _from_item(key, item)
+            response = self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                ReturnValues="ALL_NEW",
+                **_strategy_update(strategy, attribute, expected),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise MetadataError(f"setting the strategy of {key!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise MetadataError(f"setting the strategy of {key!r} failed: {exc}") from exc
+        return _from_item(key, response["Attributes"])
+
+
+def _strategy_update(
+    strategy: Strategy, attribute: str | None, expected: ShardInfo
+) -> dict[str, Any]:
+    """UpdateItem arguments of a strategy change: SET/REMOVE and its compare-and-set."""
+    attr_names = {
+        "#k": names.ATTR_META_KEY,
+        "#s": names.ATTR_STRATEGY,
+        "#a": names.ATTR_SHARD_ATTRIBUTE,
+    }
+    values: dict[str, Any] = {":s": {"S": strategy.value}, ":old": {"S": expected.strategy.value}}
+    update = "SET #s = :s, #a = :a" if attribute is not None else "SET #s = :s REMOVE #a"
+    if attribute is not None:
+        values[":a"] = {"S": attribute}
+    condition = "attribute_exists(#k) AND "
+    if expected.strategy is Strategy.RANDOM:
+        condition += "(attribute_not_exists(#s) OR #s = :old)"
+    else:
+        condition += "#s = :old"
+    if expected.shard_attribute is None:
+        condition += " AND attribute_not_exists(#a)"
+    else:
+        condition += " AND #a = :olda"
+        values[":olda"] = {"S": expected.shard_attribute}
+    return {
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": attr_names,
+        "ExpressionAttributeValues": values,
+    }
+
 
 def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
     try:
         count = int(item[names.ATTR_NUMBER_OF_SHARDS]["N"])
         last_updated = int(item[names.ATTR_LAST_UPDATED]["N"])
         history = parse_history(item.get(names.ATTR_SHARD_HISTORY, {}).get("SS", []))
+        strategy = Strategy(item.get(names.ATTR_STRATEGY, {}).get("S", Strategy.RANDOM.value))
+        attribute = item.get(names.ATTR_SHARD_ATTRIBUTE, {}).get("S")
     except (KeyError, ValueError) as exc:
         raise MetadataError(f"shard metadata item of {key!r} is malformed: {exc}") from exc
-    return ShardInfo(key, count, last_updated, history or ((last_updated, count),))
+    return ShardInfo(
+        key,
+        count,
+        last_updated,
+        history or ((last_updated, count),),
+        strategy=strategy,
+        shard_attribute=attribute,
+    )
 
 
 @dataclass
@@ -579,6 +725,91 @@ class ShardMetadata:
             raise InvalidInputError("count", f"must be within 1..{self.max_shards}, got {count}")
         return self._change(key, count, grow_only=False, max_attempts=max_attempts)
 
+    def set_strategy(
+        self,
+        key: str,
+        strategy: Strategy | str,
+        attribute: str | None = None,
+        *,
+        force: bool = False,
+        initial_shards: int | None = None,
+        max_attempts: int = 5,
+    ) -> ShardInfo:
+        """Set how writers pick a key's shard: ``random``, or ``calculated`` by an attribute.
+
+        A key never seen is created with the strategy and N = ``initial_shards``
+        (default ``default_shards``), so that its ``shard_history`` starts there. A key
+        that already has the same strategy (and attribute) is left alone. A key that
+        has a different one, including a stored key without a ``strategy`` attribute,
+        which is ``random`` and may hold data written so, is **refused** with
+        :class:`~dynashard.errors.StrategyConflictError` unless ``force`` is True:
+        events already written stay on the shards their strategy chose, so a targeted
+        read after a silent change would miss them. Set the strategy before the key's
+        first write (or its first :meth:`set_count`).
+
+        The change is a compare-and-set on the strategy read (conditional
+        ``PutItem``/``UpdateItem``, re-read after a random back-off on a lost race), like
+        the shard-count changes; it leaves ``number_of_shards``, ``last_updated`` (the
+        cooldown clock) and ``shard_history`` as they are. This container's writer cache
+        takes the new strategy at once; other writers within ``cache_ttl_s`` seconds.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        strategy : Strategy or str
+            ``random`` or ``calculated``.
+        attribute : str, optional
+            The ``data`` attribute a ``calculated`` key shards by (e.g. ``carrier``),
+            1 to 255 characters; must be omitted for ``random``.
+        force : bool
+            Change a key that already has a different strategy.
+        initial_shards : int, optional
+            N of the key when this call creates it, ``1..max_shards``; a stored key
+            keeps its N (change it with :meth:`set_count`).
+        max_attempts : int
+            Conditional-write attempts before giving up.
+
+        Returns
+        -------
+        ShardInfo
+            The key's metadata with the strategy in force.
+
+        Raises
+        ------
+        InvalidInputError
+            If the strategy is not ``random`` or ``calculated`` (field ``strategy``), or
+            the attribute is missing, too long or given for ``random`` (``attribute``),
+            or ``initial_shards`` is out of range.
+        StrategyConflictError
+            If the key has a different strategy and ``force`` is False.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        wanted, attribute = _check_strategy(strategy, attribute)
+        count = self.default_shards if initial_shards is None else initial_shards
+        if not 1 <= count <= self.max_shards:
+            raise InvalidInputError(
+                "initial_shards", f"must be within 1..{self.max_shards}, got {count}"
+            )
+        for attempt in range(max_attempts):
+            now = self.clock()
+            info = self.store.get(key)
+            if info is not None and (info.strategy, info.shard_attribute) == (wanted, attribute):
+                self._remember(info, now)
+                return info
+            if info is not None and not force:
+                label = wanted.value if attribute is None else f"{wanted.value}({attribute})"
+                raise StrategyConflictError(key, info.strategy_label, label)
+            stored = self.store.put_strategy(
+                key, wanted, attribute, expected=info, count=count, now=int(now)
+            )
+            if stored is not None:
+                self._remember(stored, now)
+                return stored
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+        raise MetadataError(f"strategy of {key!r} kept changing under {max_attempts} attempts")
+
     def _change(self, key: str, target: int, *, grow_only: bool, max_attempts: int) -> GrowthResult:
         first: int | None = None
         for attempt in range(max_attempts):
@@ -618,3 +849,26 @@ class ShardMetadata:
             # Lost the race: back off a random fraction of a second, then re-read.
             self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"shard count of {key!r} kept changing under {max_attempts} attempts")
+
+
+def _check_strategy(strategy: Strategy | str, attribute: str | None) -> tuple[Strategy, str | None]:
+    """Validate a strategy and its attribute; return them normalized."""
+    try:
+        wanted = Strategy(strategy)
+    except ValueError as exc:
+        raise InvalidInputError(
+            "strategy", f"must be random or calculated, got {strategy!r}"
+        ) from exc
+    if wanted is Strategy.RANDOM:
+        if attribute is not None:
+            raise InvalidInputError("attribute", "only the calculated strategy takes one")
+        return wanted, None
+    if wanted is not Strategy.CALCULATED:
+        raise InvalidInputError("strategy", f"must be random or calculated, got {strategy!r}")
+    if not attribute or len(attribute) > MAX_SHARD_ATTRIBUTE_LENGTH:
+        raise InvalidInputError(
+            "attribute",
+            f"the calculated strategy needs a data attribute name of 1 to "
+            f"{MAX_SHARD_ATTRIBUTE_LENGTH} characters, got {attribute!r}",
+        )
+    return wanted, attribute

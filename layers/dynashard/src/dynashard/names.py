@@ -64,4 +64,6 @@ ATTR_NUMBER_OF_SHARDS: Final = "number_of_shards"
 ATTR_LAST_UPDATED: Final = "last_updated"
 ATTR_SHARD_HISTORY: Final = "shard_history"
 ATTR_STRATEGY: Final = "strategy"
+#: The ``data`` attribute a ``calculated`` key shards by (e.g. ``carrier``).
+ATTR_SHARD_ATTRIBUTE: Final = "shard_attribute"
 ATTR_MAX_SHARDS: Final = "max_shards"

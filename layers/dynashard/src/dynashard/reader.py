@@ -7,6 +7,11 @@ limit pushed down to each shard, merges the streams in exact sort-key order
 failed shard query fails the read with an error naming the shard, unless partial
 results were asked for, which then list the missing shards (invariant 5).
 
+A targeted read of a ``calculated`` key (``attribute_value``) queries only the shards
+the value hashed to under each count in ``shard_history``
+(:func:`~dynashard.strategies.calculated_shards`), one per distinct count at most, and
+filters them to the value's items.
+
 Base-table queries are strongly consistent (``ConsistentRead``), so an acknowledged
 write is never missed for replication lag; GSI reads cannot be (Developer Guide,
 "Read consistency").
@@ -28,8 +33,9 @@ from dynashard import names
 from dynashard.errors import InvalidInputError, ShardQueryError
 from dynashard.keys import format_ts, physical_key
 from dynashard.merge import Cursor, merge_page, query_fingerprint
-from dynashard.metadata import ShardMetadata
+from dynashard.metadata import ShardInfo, ShardMetadata
 from dynashard.model import from_dynamodb_numbers
+from dynashard.strategies import Strategy, calculated_shards
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -57,13 +63,19 @@ class Page:
     missing_shards : list of str
         Physical keys whose query failed (only with ``allow_partial=True``).
     shards_queried : int
-        Shard queries made for this page, retries of further pages included.
+        Shards (physical keys) queried for this page: every shard the key's history
+        can have used for a scatter-gather, one per distinct shard count at most for a
+        targeted read.
+    queries : int
+        Query calls made for this page (a shard that runs short, or whose items are
+        filtered out, is queried again), ``>= shards_queried``.
     """
 
     items: list[dict[str, Any]]
     cursor: str | None
     missing_shards: list[str] = field(default_factory=list)
     shards_queried: int = 0
+    queries: int = 0
 
 
 class _ShardStream:
@@ -133,6 +145,9 @@ class QueryOptions(TypedDict, total=False):
         The previous page's cursor.
     allow_partial : bool
         Serve what healthy shards hold, naming the missing ones.
+    attribute_value : str or int or None
+        Targeted read of a ``calculated`` key: only the events whose shard attribute
+        has this value.
     """
 
     start: datetime | None
@@ -141,6 +156,7 @@ class QueryOptions(TypedDict, total=False):
     descending: bool
     cursor: str | None
     allow_partial: bool
+    attribute_value: str | int | None
 
 
 class ShardedReader:
@@ -177,6 +193,7 @@ class ShardedReader:
         descending: bool = False,
         cursor: str | None = None,
         allow_partial: bool = False,
+        attribute_value: str | int | None = None,
     ) -> Page:
         """Read one page of a logical key's events, merged across its shards.
 
@@ -198,6 +215,17 @@ class ShardedReader:
         allow_partial : bool
             Return what the healthy shards hold, listing failed shards in
             ``missing_shards``, instead of failing.
+        attribute_value : str or int, optional
+            Targeted read of a ``calculated`` key: only the events whose shard
+            attribute (``data.{shard_attribute}``) equals this value (an integer and
+            its decimal text are the same value). It queries one shard per distinct
+            count in ``shard_history`` (the shard the value hashed to under that
+            count), never the full fan-out, with a ``FilterExpression`` on
+            ``data.{shard_attribute}``. DynamoDB charges read capacity for every item
+            a Query reads *before* the filter (Developer Guide, "Filter expressions
+            for Query"), so the cost is the item collection of those shards in the
+            window, shared with the other values that hash there; what it saves is
+            the other ``max_count - 1`` shards.
 
         Returns
         -------
@@ -207,7 +235,9 @@ class ShardedReader:
         Raises
         ------
         InvalidInputError
-            If ``limit`` is out of range or ``start >= end``.
+            If ``limit`` is out of range, ``start >= end``, or ``attribute_value`` is
+            given for a key whose strategy is not ``calculated`` or is empty (field
+            ``attr``, the HTTP API's parameter).
         CursorError
             If ``cursor`` is malformed or belongs to another query.
         ShardQueryError
@@ -221,13 +251,19 @@ class ShardedReader:
         hi = format_ts(end) if end is not None else _SK_CEILING
         if start is not None and end is not None and lo >= hi:
             raise InvalidInputError("from", f"must be earlier than to ({lo} >= {hi})")
-        fingerprint = query_fingerprint(key, lo, hi, descending)
+        value = None if attribute_value is None else _attribute_text(attribute_value)
+        target = () if value is None else ("attr", value)
+        fingerprint = query_fingerprint(key, lo, hi, descending, *target)
         position = Cursor.decode(cursor, fingerprint) if cursor else None
 
         info = self.metadata.for_reader(key)
-        shards = [s for s in range(info.max_count) if position is None or s not in position.done]
+        candidates = self._candidate_shards(info, value)
+        shards = [s for s in candidates if position is None or s not in position.done]
         per_shard = shard_page_limit(limit, len(shards))
         streams = {s: self._stream(key, s, lo, hi, per_shard, descending, position) for s in shards}
+        if value is not None:
+            for stream in streams.values():
+                _filter_by(stream.request, info.shard_attribute or "", value)
         failures = self._prefetch(streams)
         if failures and not allow_partial:
             raise ShardQueryError(failures)
@@ -241,14 +277,27 @@ class ShardedReader:
         # A stream that stopped because its query failed is missing, not done.
         done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
         next_cursor = None
-        if merged.last_sort_key is not None and len(done) < info.max_count:
+        if merged.last_sort_key is not None and len(done) < len(candidates):
             next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
         return Page(
             items=[_to_event(item) for item in merged.items],
             cursor=next_cursor,
             missing_shards=sorted(failures),
-            shards_queried=sum(stream.queries for stream in streams.values()),
+            shards_queried=sum(1 for stream in streams.values() if stream.queries),
+            queries=sum(stream.queries for stream in streams.values()),
         )
+
+    @staticmethod
+    def _candidate_shards(info: ShardInfo, value: str | None) -> list[int]:
+        """Shards a read must query: all the history used, or a targeted read's few."""
+        if value is None:
+            return list(range(info.max_count))
+        if info.strategy is not Strategy.CALCULATED or not info.shard_attribute:
+            raise InvalidInputError(
+                "attr",
+                f"targets a calculated key; {info.key!r} has strategy {info.strategy_label}",
+            )
+        return sorted(calculated_shards(value, info.counts))
 
     def _stream(
         self,
@@ -324,6 +373,30 @@ def shard_page_limit(limit: int, shards: int, slack: float = 1.5) -> int:
     """
     share = math.ceil(slack * limit / max(shards, 1))
     return min(limit, share) + 1
+
+
+def _attribute_text(value: str | int) -> str:
+    """Return the text a targeted read hashes, as the writer's ``shard_attribute_value``."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidInputError("attr", f"must be a string or an integer, got {value!r}")
+    text = str(value)
+    if not text:
+        raise InvalidInputError("attr", "must not be empty")
+    return text
+
+
+def _filter_by(request: dict[str, Any], attribute: str, value: str) -> None:
+    """Add ``data.{attribute} = value`` as the Query's FilterExpression (in place).
+
+    A value that is an integer's canonical text matches the number too, as the writer
+    hashed both to the same shard.
+    """
+    request["ExpressionAttributeNames"].update({"#d": names.ATTR_DATA, "#a": attribute})
+    request["ExpressionAttributeValues"][":v"] = {"S": value}
+    request["FilterExpression"] = "#d.#a = :v"
+    if value.lstrip("-").isdigit() and str(int(value)) == value:
+        request["ExpressionAttributeValues"][":vn"] = {"N": value}
+        request["FilterExpression"] = "#d.#a IN (:v, :vn)"
 
 
 def _to_event(item: dict[str, Any]) -> dict[str, Any]:

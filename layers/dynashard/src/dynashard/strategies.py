@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import random as _random
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 from dynashard.errors import InvalidInputError
 
 _JUMP_MULTIPLIER: Final = 2862933555777941757
 _MASK64: Final = (1 << 64) - 1
+#: Longest name of a ``calculated`` key's shard attribute, characters (a dynashard choice;
+#: DynamoDB allows attribute names up to 64 KB, Developer Guide, "Quotas in Amazon
+#: DynamoDB", attributes).
+MAX_SHARD_ATTRIBUTE_LENGTH: Final = 255
 
 
 class Strategy(StrEnum):
@@ -196,6 +201,110 @@ def calculated_shards(value: str, shard_counts: set[int] | frozenset[int]) -> se
     {3}
     """
     return {shard_for(value, n) for n in shard_counts}
+
+
+def shard_attribute_value(data: Mapping[str, Any], attribute: str) -> str:
+    """Return the value a ``calculated`` key shards by: ``data[attribute]`` as text.
+
+    Strings are taken as they are; integers (not booleans) as their decimal digits, so
+    that a reader who passes the value as query-string text reaches the same shard.
+
+    Parameters
+    ----------
+    data : mapping
+        The event's ``data`` payload.
+    attribute : str
+        The key's shard attribute (``shard_attribute`` in the metadata table).
+
+    Returns
+    -------
+    str
+        The non-empty text hashed into the shard.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the field ``data.{attribute}``, if it is missing, empty, or neither a
+        string nor an integer: such an event has no shard under this strategy, and a
+        random one would hide it from targeted reads.
+
+    Examples
+    --------
+    >>> shard_attribute_value({"carrier": "UA", "flight": 1545}, "carrier")
+    'UA'
+    >>> shard_attribute_value({"flight": 1545}, "flight")
+    '1545'
+    >>> shard_attribute_value({"flight": 1545}, "carrier")
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.InvalidInputError: data.carrier: required by the calculated strategy, missing
+    """
+    field = f"data.{attribute}"
+    if attribute not in data or data[attribute] is None:
+        raise InvalidInputError(field, "required by the calculated strategy, missing")
+    value = data[attribute]
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidInputError(
+            field, f"must be a string or an integer to shard by, got {type(value).__name__}"
+        )
+    text = str(value)
+    if not text:
+        raise InvalidInputError(field, "must not be empty to shard by")
+    return text
+
+
+def choose_shard(
+    strategy: Strategy,
+    shard_count: int,
+    event_id: str,
+    data: Mapping[str, Any],
+    attribute: str | None = None,
+) -> int:
+    """Pick an event's shard under its key's strategy.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        The key's strategy (metadata attribute ``strategy``).
+    shard_count : int
+        N in force for the writer, ``N >= 1``.
+    event_id : str
+        The event's id (``random``: a retry lands on the same item).
+    data : mapping
+        The event's payload (``calculated``: ``data[attribute]`` picks the shard).
+    attribute : str, optional
+        The shard attribute; required for ``calculated``.
+
+    Returns
+    -------
+    int
+        Shard in ``0..N-1``: ``shard_for(event_id, N)`` or ``shard_for(value, N)``.
+
+    Raises
+    ------
+    InvalidInputError
+        If the event lacks a usable ``data.{attribute}`` (see
+        :func:`shard_attribute_value`), if ``calculated`` comes without an attribute,
+        or if the strategy is not one a writer picks shards by.
+
+    Examples
+    --------
+    Every event of one carrier goes to the same shard:
+
+    >>> choose_shard(Strategy.CALCULATED, 8, "f1", {"carrier": "UA"}, "carrier") == (
+    ...     choose_shard(Strategy.CALCULATED, 8, "f2", {"carrier": "UA"}, "carrier")
+    ... ) == shard_for("UA", 8)
+    True
+    >>> choose_shard(Strategy.RANDOM, 8, "f1", {}) == shard_for("f1", 8)
+    True
+    """
+    if strategy is Strategy.CALCULATED:
+        if not attribute:
+            raise InvalidInputError("shard_attribute", "the calculated strategy needs one")
+        return shard_for(shard_attribute_value(data, attribute), shard_count)
+    if strategy is Strategy.RANDOM:
+        return random_shard(shard_count, event_id)
+    raise InvalidInputError("strategy", f"a writer cannot pick shards by {strategy.value!r}")
 
 
 def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:

@@ -1,8 +1,10 @@
 """The sharded writer: events -> items -> parallel BatchWriteItem, one outcome per event.
 
-Each event's shard comes from its logical key's shard count (writer cache, see
-:mod:`dynashard.metadata`) and the ``random`` strategy keyed by the event id, so a
-retried or redelivered event lands on the same item (invariant 2). Items are grouped
+Each event's shard comes from its logical key's shard count and strategy (writer cache,
+see :mod:`dynashard.metadata`): ``random`` keyed by the event id, so a retried or
+redelivered event lands on the same item (invariant 2), or ``calculated`` keyed by the
+key's shard attribute in the event's ``data`` (an event without it is refused, naming
+the field). Items are grouped
 into BatchWriteItem calls of at most 25 (BatchWriteItem API reference) sent in
 parallel; ``UnprocessedItems`` are retried with exponential back-off and full jitter.
 Every event gets an outcome, written or failed with the reason, so a caller can report
@@ -35,7 +37,7 @@ from dynashard.load import write_units
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
-from dynashard.strategies import TimeBucket, random_shard
+from dynashard.strategies import TimeBucket, choose_shard
 from dynashard.throttling import THROTTLING_ERROR_CODES, ThrottleKind, classify, throttling_reasons
 
 if TYPE_CHECKING:
@@ -207,7 +209,9 @@ class ShardedWriter:
         -------
         list of WriteOutcome
             ``len(events)`` outcomes. Nothing is raised for a per-event failure; a
-            failed outcome names the reason.
+            failed outcome names the reason, e.g. ``InvalidInputError: data.carrier:
+            required by the calculated strategy, missing`` for an event of a
+            ``calculated`` key without its shard attribute.
         """
         outcomes: list[WriteOutcome | None] = [None] * len(events)
         slots: dict[tuple[str, str], list[int]] = {}
@@ -215,7 +219,10 @@ class ShardedWriter:
         units: dict[tuple[str, str], int] = {}
         for index, event in enumerate(events):
             try:
-                shard = random_shard(self.metadata.for_writer(event.key).number_of_shards, event.id)
+                info = self.metadata.for_writer(event.key)
+                shard = choose_shard(
+                    info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
+                )
                 item, size = build_item(event, shard, self.bucket)
             except DynashardError as exc:
                 outcomes[index] = WriteOutcome(
