@@ -51,6 +51,9 @@ class ShardInfo:
         ``(since_epoch_s, count)`` for every count ever in force, oldest first.
     stored : bool
         False when the key has no metadata item yet (N is the default).
+    adopted : bool
+        True when the key was adopted with items under its bare partition key
+        (:meth:`ShardMetadata.adopt`): readers query that key too.
 
     Examples
     --------
@@ -67,6 +70,7 @@ class ShardInfo:
     last_updated: int
     history: tuple[tuple[int, int], ...]
     stored: bool = True
+    adopted: bool = False
 
     @property
     def counts(self) -> frozenset[int]:
