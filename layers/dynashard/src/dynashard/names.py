@@ -65,3 +65,5 @@ ATTR_LAST_UPDATED: Final = "last_updated"
 ATTR_SHARD_HISTORY: Final = "shard_history"
 ATTR_STRATEGY: Final = "strategy"
 ATTR_MAX_SHARDS: Final = "max_shards"
+#: True on a key adopted with items under its bare partition key (readers query it too).
+ATTR_ADOPTED: Final = "adopted"
