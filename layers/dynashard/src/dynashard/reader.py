@@ -62,7 +62,8 @@ class Page:
     missing_shards : list of str
         Physical keys whose query failed (only with ``allow_partial=True``).
     shards_queried : int
-        Shard queries made for this page, retries of further pages included.
+        Shard queries sent for this page: first pages, further pages and read-aheads
+        (one the page turned out not to need is counted when it was already sent).
     """
 
     items: list[dict[str, Any]]
@@ -405,6 +406,7 @@ class _ReadAhead:
         self.descending = descending
 
     def consider(self, stream: _ShardStream) -> None:
+        """Start ``stream``'s next page now if this page may need it."""
         if stream.finished or stream.pending is not None:
             return
         if not stream.fetched:  # nothing to go on: an empty page with a LastEvaluatedKey
