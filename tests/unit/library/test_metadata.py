@@ -56,6 +56,12 @@ class MemoryStore:
             )
             return self.items[key]
 
+    def adopt(self, key: str, count: int, now: int) -> ShardInfo | None:
+        with self.lock:
+            info = self.items.get(key) or ShardInfo(key, count, now, ((now, count),))
+            self.items[key] = replace(info, adopted=True)
+            return self.items[key]
+
 
 def test_writer_gets_or_creates_with_default() -> None:
     store, clock = MemoryStore(), FakeClock()

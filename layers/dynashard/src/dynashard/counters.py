@@ -207,6 +207,9 @@ class ShardedCounter:
     def get(self, name: str) -> CounterValue:
         """Read a counter: BatchGetItem over every shard it ever had, summed.
 
+        For an adopted counter (:meth:`ShardMetadata.adopt` on ``COUNTER#{name}``) the
+        item under the bare key ``COUNTER#{name}`` (sort key ``#COUNTER``) is added in.
+
         Parameters
         ----------
         name : str
@@ -223,11 +226,14 @@ class ShardedCounter:
             If DynamoDB fails, or keys stay unprocessed after every retry.
         """
         logical = counter_key(name)
-        shards = self.metadata.for_reader(logical).max_count
+        info = self.metadata.for_reader(logical)
+        shards = info.max_count
         keys = [
             {names.ATTR_PK: {"S": physical_key(logical, s)}, names.ATTR_SK: {"S": COUNTER_SORT_KEY}}
             for s in range(shards)
         ]
+        if info.adopted:  # a counter kept under its bare key before adoption counts too
+            keys.append({names.ATTR_PK: {"S": logical}, names.ATTR_SK: {"S": COUNTER_SORT_KEY}})
         total = 0
         for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
             for item in self._batch_get(name, keys[start : start + BATCH_GET_MAX_KEYS]):

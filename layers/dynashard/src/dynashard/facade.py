@@ -308,6 +308,25 @@ class Dynashard:
         """
         return self.metadata.grow(key, target)
 
+    def adopt(self, key: str) -> ShardInfo:
+        """Adopt a key whose items already sit under its bare partition key.
+
+        See :meth:`ShardMetadata.adopt`: the items stay where they are, every read
+        includes them, writes go to the shards, and N grows from there.
+
+        Parameters
+        ----------
+        key : str
+            Logical key, the bare partition key of the existing items (a counter's is
+            ``COUNTER#{name}``).
+
+        Returns
+        -------
+        ShardInfo
+            The metadata, ``adopted`` True.
+        """
+        return self.metadata.adopt(key)
+
     def set_shard_count(self, key: str, count: int) -> GrowthResult:
         """Set a key's shard count (operator path; may shrink).
 

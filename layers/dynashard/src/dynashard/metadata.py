@@ -14,6 +14,14 @@ Invariant 3 (a read never misses an acknowledged write) is kept this way:
   queries. Event time is not write time (events may be replayed or arrive late), so the
   union is taken over the whole history, not over the counts in force during the
   read's event-time window.
+
+Adoption without migration: a key whose items already sit under its bare partition key
+(``PK = {logical}``, written before the application used dynashard) is adopted with
+:meth:`ShardMetadata.adopt`, which sets ``adopted`` on its metadata item (a conditional
+write, like every change here). Readers, who read the item fresh anyway, then query the
+bare key as one more stream; writers never write to it, so the bare key only shrinks in
+relative weight as the key grows. Keys never adopted pay nothing: no extra Query, and
+no probe of the bare key to find out.
 """
 
 from __future__ import annotations
@@ -57,6 +65,9 @@ class ShardInfo:
     shard_attribute : str or None
         The ``data`` attribute a ``calculated`` key shards by (attribute
         ``shard_attribute``); None for other strategies.
+    adopted : bool
+        True when the key was adopted with items under its bare partition key
+        (:meth:`ShardMetadata.adopt`): readers query that key too.
 
     Examples
     --------
@@ -75,6 +86,7 @@ class ShardInfo:
     stored: bool = True
     strategy: Strategy = Strategy.RANDOM
     shard_attribute: str | None = None
+    adopted: bool = False
 
     @property
     def counts(self) -> frozenset[int]:
@@ -196,6 +208,10 @@ class MetadataStore(Protocol):
         now: int,
     ) -> ShardInfo | None:
         """Create the key with a strategy (``expected`` None) or change it; None on a lost race."""
+        ...
+
+    def adopt(self, key: str, count: int, now: int) -> ShardInfo | None:
+        """Mark a key adopted, creating it with N = ``count`` if new; None on a lost race."""
         ...
 
 
@@ -425,6 +441,72 @@ class DynamoDBMetadataStore:
             raise MetadataError(f"setting the strategy of {key!r} failed: {exc}") from exc
         return _from_item(key, response["Attributes"])
 
+    def adopt(self, key: str, count: int, now: int) -> ShardInfo | None:
+        """Set ``adopted`` on a key's item, or create the item adopted with N = ``count``.
+
+        An existing item is updated on condition that it exists (an ``UpdateItem`` on a
+        missing key would create an item without ``number_of_shards``); a missing one
+        is created on condition that it still does not exist. N, ``last_updated`` (the
+        cooldown clock) and ``shard_history`` are left as they are.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        count : int
+            N of the item if it has to be created.
+        now : int
+            Epoch seconds, the ``last_updated`` of a created item.
+
+        Returns
+        -------
+        ShardInfo or None
+            The adopted metadata, or None when the item appeared or vanished between
+            the two conditional writes (the caller retries).
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        try:
+            try:
+                response = self.client.update_item(
+                    TableName=self.table_name,
+                    Key={names.ATTR_META_KEY: {"S": key}},
+                    UpdateExpression="SET #a = :true",
+                    ConditionExpression="attribute_exists(#k)",
+                    ExpressionAttributeNames={
+                        "#a": names.ATTR_ADOPTED,
+                        "#k": names.ATTR_META_KEY,
+                    },
+                    ExpressionAttributeValues={":true": {"BOOL": True}},
+                    ReturnValues="ALL_NEW",
+                )
+                return _from_item(key, response["Attributes"])
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    names.ATTR_META_KEY: {"S": key},
+                    names.ATTR_NUMBER_OF_SHARDS: {"N": str(count)},
+                    names.ATTR_LAST_UPDATED: {"N": str(now)},
+                    names.ATTR_SHARD_HISTORY: {"SS": [f"{now}:{count}"]},
+                    names.ATTR_ADOPTED: {"BOOL": True},
+                },
+                ConditionExpression="attribute_not_exists(#k)",
+                ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise MetadataError(f"adopting {key!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise MetadataError(f"adopting {key!r} failed: {exc}") from exc
+        return ShardInfo(key, count, now, ((now, count),), adopted=True)
+
 
 def _strategy_update(
     strategy: Strategy, attribute: str | None, expected: ShardInfo
@@ -464,6 +546,7 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         history = parse_history(item.get(names.ATTR_SHARD_HISTORY, {}).get("SS", []))
         strategy = Strategy(item.get(names.ATTR_STRATEGY, {}).get("S", Strategy.RANDOM.value))
         attribute = item.get(names.ATTR_SHARD_ATTRIBUTE, {}).get("S")
+        adopted = item.get(names.ATTR_ADOPTED, {}).get("BOOL", False) is True
     except (KeyError, ValueError) as exc:
         raise MetadataError(f"shard metadata item of {key!r} is malformed: {exc}") from exc
     return ShardInfo(
@@ -473,6 +556,7 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         history or ((last_updated, count),),
         strategy=strategy,
         shard_attribute=attribute,
+        adopted=adopted,
     )
 
 
@@ -693,6 +777,47 @@ class ShardMetadata:
         if result.changed:
             self.invalidate(key)
         return result
+
+    def adopt(self, key: str, max_attempts: int = 5) -> ShardInfo:
+        """Adopt a key whose items already sit under its bare partition key.
+
+        An application that used DynamoDB before dynashard has items under
+        ``PK = {key}`` itself. Adoption keeps them where they are: it sets ``adopted``
+        in the key's metadata (conditional writes; a key never seen is created with
+        N = ``default_shards``), after which every read also queries the bare key
+        (:func:`dynashard.reader.physical_keys_to_query`) and every counter read adds
+        its bare item; writers keep writing to shards ``0..N-1`` only, and N grows from
+        there as for any key. Idempotent; adoption is never undone.
+
+        Stop the application's own writes to the bare key before adopting: a read
+        paging with a cursor made before adoption resumes the bare key after the
+        cursor's position, as it does every shard.
+
+        Parameters
+        ----------
+        key : str
+            Logical key (the bare partition key of the existing items).
+        max_attempts : int
+            Conditional-write attempts before giving up.
+
+        Returns
+        -------
+        ShardInfo
+            The metadata, ``adopted`` True.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        for attempt in range(max_attempts):
+            now = self.clock()
+            info = self.store.adopt(key, self.default_shards, int(now))
+            if info is not None:
+                self._remember(info, now)
+                return info
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+        raise MetadataError(f"adopting {key!r} lost {max_attempts} races in a row")
 
     def set_count(self, key: str, count: int, max_attempts: int = 5) -> GrowthResult:
         """Set a key's N (operator path; may shrink), with the same conditional update.

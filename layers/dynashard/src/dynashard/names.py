@@ -67,3 +67,5 @@ ATTR_STRATEGY: Final = "strategy"
 #: The ``data`` attribute a ``calculated`` key shards by (e.g. ``carrier``).
 ATTR_SHARD_ATTRIBUTE: Final = "shard_attribute"
 ATTR_MAX_SHARDS: Final = "max_shards"
+#: True on a key adopted with items under its bare partition key (readers query it too).
+ATTR_ADOPTED: Final = "adopted"

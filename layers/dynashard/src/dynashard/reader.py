@@ -4,6 +4,11 @@ For a logical key the reader reads the shard metadata fresh, queries every shard
 any count in ``shard_history`` may have used (invariant 3) in parallel with the page
 limit pushed down to each shard, merges the streams in exact sort-key order
 (:mod:`dynashard.merge`) and returns a page with an opaque cursor (invariant 4). A
+shard whose first page may not carry it far enough has its next page fetched ahead,
+in parallel with the other shards', so the merge waits on futures rather than on one
+Query after another (at most one page ahead per shard, and only when the items already
+fetched cannot fill the page: see :class:`_ReadAhead`). A key adopted with items under
+its bare partition key is read from that key too (:func:`physical_keys_to_query`). A
 failed shard query fails the read with an error naming the shard, unless partial
 results were asked for, which then list the missing shards (invariant 5).
 
@@ -20,7 +25,7 @@ write is never missed for replication lag; GSI reads cannot be (Developer Guide,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,10 +70,12 @@ class Page:
     shards_queried : int
         Shards (physical keys) queried for this page: every shard the key's history
         can have used for a scatter-gather, one per distinct shard count at most for a
-        targeted read.
+        targeted read (plus the bare key of an adopted key).
     queries : int
-        Query calls made for this page (a shard that runs short, or whose items are
-        filtered out, is queried again), ``>= shards_queried``.
+        Query calls sent for this page: first pages, further pages and read-aheads (a
+        shard that runs short, or whose items are filtered out, is queried again; a
+        read-ahead the page turned out not to need is counted when it was already
+        sent), ``>= shards_queried``.
     """
 
     items: list[dict[str, Any]]
@@ -79,7 +86,14 @@ class Page:
 
 
 class _ShardStream:
-    """Lazy iterator over one shard's items in sort-key order, page by page."""
+    """Lazy iterator over one shard's items in sort-key order, page by page.
+
+    Pages are fetched through the reader's executor: :meth:`submit` starts the next
+    Query (at most one in flight, since each resumes from the previous page's
+    ``LastEvaluatedKey``) and the merge, when the buffer runs dry, waits on that future
+    instead of calling DynamoDB itself. All state is touched by the merging thread only;
+    the worker thread runs the Query and returns its response.
+    """
 
     def __init__(self, reader: ShardedReader, pk: str, request: dict[str, Any]) -> None:
         self.reader = reader
@@ -91,15 +105,25 @@ class _ShardStream:
         self.queries = 0
         self.tolerate_failure = False
         self.failure: dict[str, str] = {}
+        #: Sort keys of every item fetched for this page of the read, in stream order.
+        self.fetched: list[str] = []
+        self.pending: Future[dict[str, Any]] | None = None
+        #: Called after each page arrives during the merge (read-ahead policy).
+        self.on_page: Callable[[_ShardStream], None] | None = None
 
-    def fetch(self) -> None:
-        """Run one Query; raise ShardQueryError naming the shard on failure."""
-        request = dict(self.request)
-        if self.start_key is not None:
-            request["ExclusiveStartKey"] = self.start_key
-        self.queries += 1
+    def submit(self) -> None:
+        """Start the next page's Query on the executor, unless one is in flight."""
+        if self.pending is None and not self.finished:
+            request = dict(self.request)
+            if self.start_key is not None:
+                request["ExclusiveStartKey"] = self.start_key
+            self.queries += 1
+            self.pending = self.reader.executor.submit(self._query, request)
+
+    def _query(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one Query (in a worker thread); raise ShardQueryError naming the shard."""
         try:
-            response = self.reader.client.query(**request)
+            return dict(self.reader.client.query(**request))
         except ClientError as exc:
             error = exc.response["Error"]
             raise ShardQueryError(
@@ -107,9 +131,32 @@ class _ShardStream:
             ) from exc
         except BotoCoreError as exc:
             raise ShardQueryError({self.pk: f"{type(exc).__name__}: {exc}"}) from exc
-        self.buffer.extend(response.get("Items", []))
+
+    def receive(self) -> None:
+        """Wait for the page in flight (starting it if none is) and buffer its items.
+
+        Raises
+        ------
+        ShardQueryError
+            If the Query failed; the shard is named.
+        """
+        self.submit()
+        pending, self.pending = self.pending, None
+        if pending is None:  # finished: nothing more to read
+            return
+        response = pending.result()
+        items = response.get("Items", [])
+        self.buffer.extend(items)
+        self.fetched.extend(item[names.ATTR_SK]["S"] for item in items)
         self.start_key = response.get("LastEvaluatedKey")
         self.finished = self.start_key is None
+
+    def cancel(self) -> None:
+        """Drop a read-ahead the page turned out not to need (cancelled if not started)."""
+        if self.pending is not None:
+            if self.pending.cancel():
+                self.queries -= 1  # never sent
+            self.pending = None
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         while True:
@@ -119,12 +166,14 @@ class _ShardStream:
             if self.finished:
                 return
             try:
-                self.fetch()
+                self.receive()
             except ShardQueryError as exc:
                 if not self.tolerate_failure:
                     raise
                 self.failure = exc.failures
                 return
+            if self.on_page is not None:
+                self.on_page(self)
 
 
 class QueryOptions(TypedDict, total=False):
@@ -257,27 +306,39 @@ class ShardedReader:
         position = Cursor.decode(cursor, fingerprint) if cursor else None
 
         info = self.metadata.for_reader(key)
-        candidates = self._candidate_shards(info, value)
-        shards = [s for s in candidates if position is None or s not in position.done]
-        per_shard = shard_page_limit(limit, len(shards))
-        streams = {s: self._stream(key, s, lo, hi, per_shard, descending, position) for s in shards}
+        every = physical_keys_to_query(info, self._candidate_shards(info, value))
+        skip = position.done if position is not None else frozenset()
+        keys = {s: pk for s, pk in every.items() if s not in skip}
+        per_shard = shard_page_limit(limit, len(keys))
+        streams = {
+            s: self._stream(pk, lo, hi, per_shard, descending, position) for s, pk in keys.items()
+        }
         if value is not None:
             for stream in streams.values():
                 _filter_by(stream.request, info.shard_attribute or "", value)
         failures = self._prefetch(streams)
         if failures and not allow_partial:
             raise ShardQueryError(failures)
-        live = [s for s in shards if streams[s].pk not in failures]
+        live = [s for s in keys if streams[s].pk not in failures]
+        ahead = _ReadAhead([streams[s] for s in live], limit, descending)
         for s in live:
             streams[s].tolerate_failure = allow_partial
-        merged = merge_page([iter(streams[s]) for s in live], limit, descending)
+            streams[s].on_page = ahead.consider
+            ahead.consider(streams[s])
+        try:
+            merged = merge_page([iter(streams[s]) for s in live], limit, descending)
+        finally:
+            # A read-ahead the page did not need is dropped: its items are after the page
+            # (the cursor resumes there), so neither its items nor its failure belong here.
+            for stream in streams.values():
+                stream.cancel()
         for s in live:
             failures.update(streams[s].failure)
-        done = set(position.done) if position else set()
+        done = set(skip)
         # A stream that stopped because its query failed is missing, not done.
         done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
         next_cursor = None
-        if merged.last_sort_key is not None and len(done) < len(candidates):
+        if merged.last_sort_key is not None and len(done & every.keys()) < len(every):
             next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
         return Page(
             items=[_to_event(item) for item in merged.items],
@@ -301,15 +362,13 @@ class ShardedReader:
 
     def _stream(
         self,
-        key: str,
-        shard: int,
+        pk: str,
         lo: str,
         hi: str,
         limit: int,
         descending: bool,
         position: Cursor | None,
     ) -> _ShardStream:
-        pk = physical_key(key, shard)
         request: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
@@ -328,16 +387,101 @@ class ShardedReader:
 
     def _prefetch(self, streams: dict[int, _ShardStream]) -> dict[str, str]:
         """Run every shard's first Query in parallel; return the failures by physical key."""
-        futures: dict[int, Future[None]] = {
-            s: self.executor.submit(st.fetch) for s, st in streams.items()
-        }
+        for stream in streams.values():
+            stream.submit()
         failures: dict[str, str] = {}
-        for future in futures.values():
+        for stream in streams.values():
             try:
-                future.result()
+                stream.receive()
             except ShardQueryError as exc:
                 failures.update(exc.failures)
         return failures
+
+
+#: Stream number of an adopted key's bare partition key in :func:`physical_keys_to_query`
+#: and in the cursor's set of exhausted streams (shards are ``0..N-1``).
+BARE_KEY_STREAM: Final = -1
+
+
+def physical_keys_to_query(info: ShardInfo, shards: Iterable[int] | None = None) -> dict[int, str]:
+    """Return every physical key a read of a logical key must query, by stream number.
+
+    Shards ``0..max_count-1`` (every count in ``shard_history``, invariant 3), or the
+    given ``shards`` (a targeted read's few), and, for a
+    key adopted with items under its bare partition key (:meth:`ShardMetadata.adopt`),
+    the bare key itself as stream :data:`BARE_KEY_STREAM`. Keys never adopted pay
+    nothing for adoption: the flag is in the metadata item the reader reads anyway.
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's metadata, read fresh.
+    shards : iterable of int, optional
+        The shards to query; every shard of the key's history when None.
+
+    Returns
+    -------
+    dict of int to str
+        Stream number -> physical partition key, bare key first when present.
+
+    Examples
+    --------
+    >>> history = ((1_357_000_000, 2),)
+    >>> physical_keys_to_query(ShardInfo("K", 2, 1_357_000_000, history))
+    {0: 'K#0', 1: 'K#1'}
+    >>> physical_keys_to_query(ShardInfo("K", 2, 1_357_000_000, history, adopted=True))
+    {-1: 'K', 0: 'K#0', 1: 'K#1'}
+    """
+    keys = {BARE_KEY_STREAM: info.key} if info.adopted else {}
+    chosen = range(info.max_count) if shards is None else sorted(shards)
+    keys.update((s, physical_key(info.key, s)) for s in chosen)
+    return keys
+
+
+class _ReadAhead:
+    """When to fetch a shard's next page ahead, so the merge waits on futures.
+
+    A stream's next page is needed by this page of the read only if the page does not
+    fill before the merge passes the stream's last fetched item (its frontier). The
+    items already fetched from all streams up to that frontier are a lower bound on what
+    the merge emits before passing it: when they number ``limit`` or more the page
+    surely ends first, and the next page is not fetched (read amplification stays as
+    :func:`shard_page_limit` sets it); otherwise it is started at once, in parallel
+    with every other stream's. At most one page per stream is ahead, since each Query
+    resumes from the previous page's ``LastEvaluatedKey``. As the merge emits items the
+    count and the page's remainder shrink together, so the test is run when a page
+    arrives, not per item.
+    """
+
+    def __init__(self, streams: list[_ShardStream], limit: int, descending: bool) -> None:
+        self.streams = streams
+        self.limit = limit
+        self.descending = descending
+
+    def consider(self, stream: _ShardStream) -> None:
+        """Start ``stream``'s next page now if this page may need it."""
+        if stream.finished or stream.pending is not None:
+            return
+        if not stream.fetched:  # nothing to go on: an empty page with a LastEvaluatedKey
+            stream.submit()
+            return
+        frontier = stream.fetched[-1]
+        known = sum(_count_through(t.fetched, frontier, self.descending) for t in self.streams)
+        if known < self.limit:
+            stream.submit()
+
+
+def _count_through(sort_keys: list[str], frontier: str, descending: bool) -> int:
+    """Count the leading ``sort_keys`` (in stream order) not beyond ``frontier``."""
+    lo, hi = 0, len(sort_keys)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        sk = sort_keys[mid]
+        if (sk >= frontier) if descending else (sk <= frontier):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def shard_page_limit(limit: int, shards: int, slack: float = 1.5) -> int:
