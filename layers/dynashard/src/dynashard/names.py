@@ -65,3 +65,7 @@ ATTR_LAST_UPDATED: Final = "last_updated"
 ATTR_SHARD_HISTORY: Final = "shard_history"
 ATTR_STRATEGY: Final = "strategy"
 ATTR_MAX_SHARDS: Final = "max_shards"
+#: Ordered keys (:mod:`dynashard.ordered`): N - 1 range boundaries (list of strings) and
+#: the sub-shard count of each range shard (list of numbers).
+ATTR_BOUNDARIES: Final = "boundaries"
+ATTR_SUB_SHARDS: Final = "sub_shards"
