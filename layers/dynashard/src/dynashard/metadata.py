@@ -398,8 +398,18 @@ class DynamoDBMetadataStore:
             ":now": {"N": str(now)},
             ":entry": {"SS": [f"{now}:{layout.shard_count}"]},
         }
-        condition = "attribute_not_exists(#k)"
-        if expected_last_updated is not None:
+        attribute_names = {
+            "#s": names.ATTR_STRATEGY,
+            "#b": names.ATTR_BOUNDARIES,
+            "#sub": names.ATTR_SUB_SHARDS,
+            "#n": names.ATTR_NUMBER_OF_SHARDS,
+            "#u": names.ATTR_LAST_UPDATED,
+            "#h": names.ATTR_SHARD_HISTORY,
+        }
+        if expected_last_updated is None:
+            condition = "attribute_not_exists(#k)"
+            attribute_names["#k"] = names.ATTR_META_KEY
+        else:
             condition = "#u = :expected"
             values[":expected"] = {"N": str(expected_last_updated)}
         try:
@@ -410,15 +420,7 @@ class DynamoDBMetadataStore:
                     "SET #s = :s, #b = :b, #sub = :sub, #n = :n, #u = :now ADD #h :entry"
                 ),
                 ConditionExpression=condition,
-                ExpressionAttributeNames={
-                    "#k": names.ATTR_META_KEY,
-                    "#s": names.ATTR_STRATEGY,
-                    "#b": names.ATTR_BOUNDARIES,
-                    "#sub": names.ATTR_SUB_SHARDS,
-                    "#n": names.ATTR_NUMBER_OF_SHARDS,
-                    "#u": names.ATTR_LAST_UPDATED,
-                    "#h": names.ATTR_SHARD_HISTORY,
-                },
+                ExpressionAttributeNames=attribute_names,
                 ExpressionAttributeValues=values,
             )
         except ClientError as exc:
