@@ -41,7 +41,7 @@ Boundaries cannot split one value: if thousands of items hold the same value (th
 article's "Greatest Hits"), its range shard holds several shards' worth. Such a range
 shard is spread over ``S`` physical keys (sub-shards) chosen by a hash of the item id,
 ``{logical}#{shard}`` for ``k = 0`` and ``{logical}#{shard}.{k}`` for ``k >= 1``
-(:func:`sub_shards_from_sample` picks ``S = ceil(share / fair share)`` from the same
+(:func:`sub_shards_from_sample` picks ``S = round(share / fair share)`` from the same
 sample, so every physical key holds about one fair share). Order survives: every
 sub-shard of range shard ``i`` lies inside range ``i``, so reading range shard ``i``
 merges its ``S`` sub-shards by sort key (a ``heapq`` merge of a few sorted streams),
@@ -344,11 +344,12 @@ def value_bounds(
 def sub_shards_from_sample(
     values: Iterable[str], boundaries: Sequence[str], max_sub_shards: int = MAX_SUB_SHARDS
 ) -> list[int]:
-    """Sub-shard count of each range shard: ``ceil(share * N)``, at least 1.
+    """Sub-shard count of each range shard: ``share * N`` rounded, at least 1.
 
     ``share`` is the range shard's fraction of the sample; a balanced shard has 1/N
-    and gets one physical key, a range shard holding a hot value (say 3 shards' worth
-    of "Greatest Hits") gets 3, so each physical key holds about one fair share.
+    and gets one physical key (so does one up to 1.5x its fair share, the sampling
+    noise of equal-count ranges), a range shard holding a hot value (say 3 shards'
+    worth of "Greatest Hits") gets 3, so each physical key holds about one fair share.
 
     Parameters
     ----------
@@ -372,7 +373,7 @@ def sub_shards_from_sample(
     Examples
     --------
     >>> sub_shards_from_sample(["a"] * 6 + ["b", "c"], ["b", "c"])
-    [3, 1, 1]
+    [2, 1, 1]
     """
     if max_sub_shards < 1:
         raise InvalidInputError("max_sub_shards", f"must be >= 1, got {max_sub_shards}")
@@ -383,7 +384,7 @@ def sub_shards_from_sample(
     if total == 0:
         raise InvalidInputError("values", "the sample is empty")
     return [
-        min(max_sub_shards, max(1, math.ceil(size * len(sizes) / total - 1e-9))) for size in sizes
+        min(max_sub_shards, max(1, math.floor(size * len(sizes) / total + 0.5))) for size in sizes
     ]
 
 
