@@ -26,7 +26,13 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import InvalidInputError, MetadataError, ShardQueryError, WriteFailedError
+from dynashard.errors import (
+    InvalidInputError,
+    LayoutConflictError,
+    MetadataError,
+    ShardQueryError,
+    WriteFailedError,
+)
 from dynashard.keys import validate_item_size, validate_logical_key
 from dynashard.merge import query_fingerprint
 from dynashard.metadata import DynamoDBMetadataStore
@@ -185,8 +191,9 @@ class OrderedIndex:
 
         Raises
         ------
-        InvalidInputError
-            If the key already has another layout.
+        LayoutConflictError
+            If the key already has another layout (an ``InvalidInputError``, field
+            ``boundaries``).
         MetadataError
             If the metadata table fails, or every attempt lost its race.
         """
@@ -194,7 +201,7 @@ class OrderedIndex:
             stored, last_updated = self._store.get_layout(self.key)
             if stored is not None:
                 if stored != layout:
-                    raise InvalidInputError(
+                    raise LayoutConflictError(
                         "boundaries",
                         f"{self.key!r} already has {stored.shard_count} range shards with "
                         "other boundaries; an ordered index keeps its boundaries",
