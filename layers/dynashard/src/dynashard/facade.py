@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.ordered_index import OrderedIndex
+
 
 @dataclass(frozen=True)
 class DynashardConfig:
@@ -398,6 +400,29 @@ class Dynashard:
         """
         return self.metadata.set_strategy(
             key, strategy, attribute, force=force, initial_shards=initial_shards
+        )
+
+    def ordered_index(self, key: str) -> OrderedIndex:
+        """Return the ordered index (range shards) of a logical key; see :mod:`dynashard.ordered`.
+
+        Parameters
+        ----------
+        key : str
+            Logical key of the index.
+
+        Returns
+        -------
+        OrderedIndex
+            Sharing this facade's client and tables.
+        """
+        from dynashard.ordered_index import OrderedIndex
+
+        return OrderedIndex(
+            key,
+            self.config.data_table,
+            self.config.metadata_table,
+            self.client,
+            backoff=self.config.write_backoff,
         )
 
     def close(self) -> None:

@@ -38,6 +38,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dynashard import names
 from dynashard.errors import InvalidInputError, MetadataError, StrategyConflictError
 from dynashard.keys import MAX_SHARD_COUNT
+from dynashard.ordered import ORDERED_STRATEGY, OrderedLayout
 from dynashard.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 
 if TYPE_CHECKING:
@@ -506,6 +507,117 @@ class DynamoDBMetadataStore:
         except BotoCoreError as exc:
             raise MetadataError(f"adopting {key!r} failed: {exc}") from exc
         return ShardInfo(key, count, now, ((now, count),), adopted=True)
+
+    def get_layout(self, key: str) -> tuple[OrderedLayout | None, int | None]:
+        """Read an ordered key's range boundaries, strongly consistent.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        tuple of (OrderedLayout or None, int or None)
+            The layout (None when the key is not ``ordered``) and ``last_updated``
+            (None when the key has no item).
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails the read or the stored layout is malformed.
+        """
+        try:
+            response = self.client.get_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                ConsistentRead=True,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise MetadataError(f"reading the layout of {key!r} failed: {exc}") from exc
+        item = response.get("Item")
+        if item is None:
+            return None, None
+        try:
+            last_updated = int(item[names.ATTR_LAST_UPDATED]["N"])
+            if item.get(names.ATTR_STRATEGY, {}).get("S") != ORDERED_STRATEGY:
+                return None, last_updated
+            boundaries = tuple(b["S"] for b in item[names.ATTR_BOUNDARIES]["L"])
+            subs = tuple(int(n["N"]) for n in item[names.ATTR_SUB_SHARDS]["L"])
+            return OrderedLayout(boundaries, subs), last_updated
+        except (KeyError, ValueError) as exc:
+            raise MetadataError(f"the layout of {key!r} is malformed: {exc}") from exc
+
+    def put_layout(
+        self, key: str, layout: OrderedLayout, expected_last_updated: int | None, now: int
+    ) -> bool:
+        """Make a key ``ordered`` with this layout: a conditional write, like every change.
+
+        Sets ``strategy``, ``boundaries``, ``sub_shards`` and ``number_of_shards`` (N)
+        and adds N to ``shard_history``, conditional on ``last_updated`` (or on the item
+        not existing when ``expected_last_updated`` is None).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        layout : OrderedLayout
+            Boundaries and sub-shard counts.
+        expected_last_updated : int or None
+            The ``last_updated`` read before; None for a key never stored.
+        now : int
+            Epoch seconds; the new ``last_updated``.
+
+        Returns
+        -------
+        bool
+            False when another writer changed the key first.
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        values: dict[str, Any] = {
+            ":s": {"S": ORDERED_STRATEGY},
+            ":b": {"L": [{"S": b} for b in layout.boundaries]},
+            ":sub": {"L": [{"N": str(n)} for n in layout.sub_shards]},
+            ":n": {"N": str(layout.shard_count)},
+            ":now": {"N": str(now)},
+            ":entry": {"SS": [f"{now}:{layout.shard_count}"]},
+        }
+        attribute_names = {
+            "#s": names.ATTR_STRATEGY,
+            "#b": names.ATTR_BOUNDARIES,
+            "#sub": names.ATTR_SUB_SHARDS,
+            "#n": names.ATTR_NUMBER_OF_SHARDS,
+            "#u": names.ATTR_LAST_UPDATED,
+            "#h": names.ATTR_SHARD_HISTORY,
+        }
+        if expected_last_updated is None:
+            condition = "attribute_not_exists(#k)"
+            attribute_names["#k"] = names.ATTR_META_KEY
+        else:
+            condition = "#u = :expected"
+            values[":expected"] = {"N": str(expected_last_updated)}
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression=(
+                    "SET #s = :s, #b = :b, #sub = :sub, #n = :n, #u = :now ADD #h :entry"
+                ),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=attribute_names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise MetadataError(f"storing the layout of {key!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise MetadataError(f"storing the layout of {key!r} failed: {exc}") from exc
+        return True
 
 
 def _strategy_update(

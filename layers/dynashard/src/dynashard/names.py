@@ -69,3 +69,7 @@ ATTR_SHARD_ATTRIBUTE: Final = "shard_attribute"
 ATTR_MAX_SHARDS: Final = "max_shards"
 #: True on a key adopted with items under its bare partition key (readers query it too).
 ATTR_ADOPTED: Final = "adopted"
+#: Ordered keys (:mod:`dynashard.ordered`): N - 1 range boundaries (list of strings) and
+#: the sub-shard count of each range shard (list of numbers).
+ATTR_BOUNDARIES: Final = "boundaries"
+ATTR_SUB_SHARDS: Final = "sub_shards"
