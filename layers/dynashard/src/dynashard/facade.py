@@ -329,6 +329,33 @@ class Dynashard:
         """
         return self.metadata.adopt(key)
 
+    def shrink(self, key: str, target: int) -> GrowthResult:
+        """Lower a key's shard count to ``target`` (not below the default); honours the cooldown.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        target : int
+            Wanted N.
+
+        Returns
+        -------
+        GrowthResult
+            What changed (:meth:`ShardMetadata.shrink`).
+        """
+        return self.metadata.shrink(key, target)
+
+    def sharded_keys(self) -> list[ShardInfo]:
+        """Return the keys whose shard count is above the default (a Scan of the metadata).
+
+        Returns
+        -------
+        list of ShardInfo
+            Their metadata (:meth:`ShardMetadata.sharded_keys`).
+        """
+        return self.metadata.sharded_keys()
+
     def set_shard_count(self, key: str, count: int) -> GrowthResult:
         """Set a key's shard count (operator path; may shrink).
 
