@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import InvalidInputError
+from dynashard.gsi_reader import GsiBucketReader, PlannedReader
 from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
 from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from dynashard.reader import Page, QueryOptions, ShardedReader
+from dynashard.reader import Page, ShardedReader
 from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.strategies import Strategy, TimeBucket
 from dynashard.writer import ShardedWriter, WriteOutcome
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from dynashard.gsi_reader import ReadOptions
 
 
 @dataclass(frozen=True)
@@ -219,25 +222,29 @@ class Dynashard:
             return []
         return self._writer().write(events)
 
-    def query_events(self, key: str, **options: Unpack[QueryOptions]) -> Page:
-        """Read one page of a logical key's events; see :meth:`ShardedReader.query`.
+    def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
+        """Read one page of a logical key's events; see :meth:`PlannedReader.query`.
 
         Parameters
         ----------
         key : str
             Logical key.
-        **options : QueryOptions
+        **options : ReadOptions
             ``start``, ``end``, ``limit``, ``descending``, ``cursor``, ``allow_partial``,
             ``attribute_value`` (a targeted read of a ``calculated`` key), as
-            :meth:`ShardedReader.query` takes them.
+            :meth:`ShardedReader.query` takes them; ``consistent`` (default True: base
+            table, strongly consistent) and ``path`` (``auto``, ``base``, ``gsi1``).
 
         Returns
         -------
         Page
-            Items in exact sort-key order, the next cursor, missing shards.
+            Items in exact sort-key order, the next cursor, missing shards, and the
+            ``plan`` (base table or GSI1, and why).
         """
         reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
-        return reader.query(key, **options)
+        gsi = GsiBucketReader(self.client, self.config.data_table, self.executor)
+        bucket = self.config.time_bucket
+        return PlannedReader(reader, gsi, self.metadata, lambda _key: bucket).query(key, **options)
 
     def _counters(self) -> ShardedCounter:
         return ShardedCounter(self.client, self.config.data_table, self.metadata)

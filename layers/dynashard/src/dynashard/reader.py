@@ -40,6 +40,8 @@ from dynashard.strategies import Strategy, calculated_shards
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.read_plan import ReadPlan
+
 #: Largest page a caller may ask for.
 MAX_PAGE_LIMIT: Final = 1000
 #: Sort-key bounds of time-series items: SKs start with a year, so they sort between "0"
@@ -69,6 +71,9 @@ class Page:
     queries : int
         Query calls made for this page (a shard that runs short, or whose items are
         filtered out, is queried again), ``>= shards_queried``.
+    plan : ReadPlan or None
+        The path the read took (base table or GSI1) and why, when it was planned
+        (:mod:`dynashard.read_plan`).
     """
 
     items: list[dict[str, Any]]
@@ -76,6 +81,7 @@ class Page:
     missing_shards: list[str] = field(default_factory=list)
     shards_queried: int = 0
     queries: int = 0
+    plan: ReadPlan | None = None
 
 
 class _ShardStream:

@@ -1,0 +1,161 @@
+"""GSI1 bucket fan-out reads on DynamoDB Local: the same items in the same order as the
+base-table read, for several windows and both orders, across pages with the cursor."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from dynashard import Dynashard, DynashardConfig, Event
+from dynashard.errors import CursorError, InvalidInputError
+from dynashard.strategies import TimeBucket
+from sandbox.tables import create_tables, data_and_metadata, delete_tables
+
+pytestmark = pytest.mark.integration
+
+KEY = "DEPARTURES#JFK"
+T0 = datetime(2013, 1, 1, 18, tzinfo=UTC)
+#: 1,500 events 2 min 31 s apart: about 2.6 days, so day buckets 2013-01-01..04.
+EVENTS = [
+    Event(key=KEY, id=f"f{i:05d}", ts=T0 + timedelta(seconds=151 * i), data={"i": i})
+    for i in range(1500)
+]
+
+
+@pytest.fixture(scope="module")
+def ds(dynamodb_local: Any) -> Iterator[Dynashard]:
+    client = dynamodb_local.client(max_pool_connections=32)
+    created = create_tables(client, suffix=f"-{uuid.uuid4().hex[:8]}")
+    data, meta = data_and_metadata(created)
+    facade = Dynashard(
+        DynashardConfig(data, meta, endpoint_url=dynamodb_local.endpoint_url), client=client
+    )
+    facade.set_shard_count(KEY, 4)
+    assert all(o.ok for o in facade.put_events(EVENTS[:700]))
+    facade.set_shard_count(KEY, 8)  # a resize: GSI1 keys of both counts in one bucket
+    assert all(o.ok for o in facade.put_events(EVENTS[700:]))
+    await_index(facade, data, len(EVENTS))
+    yield facade
+    facade.close()
+    delete_tables(client, created.values())
+
+
+def await_index(facade: Dynashard, table: str, expected: int, timeout_s: float = 30.0) -> None:
+    """Wait until GSI1 holds ``expected`` items (GSIs are updated asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        count, start = 0, None
+        while True:
+            kw: dict[str, Any] = {"ExclusiveStartKey": start} if start else {}
+            answer = facade.client.scan(TableName=table, IndexName="GSI1", Select="COUNT", **kw)
+            count += answer["Count"]
+            start = answer.get("LastEvaluatedKey")
+            if start is None:
+                break
+        if count >= expected:
+            return
+        assert time.monotonic() < deadline, f"GSI1 holds {count} of {expected} items"
+        time.sleep(0.05)
+
+
+def read_all(ds: Dynashard, **kw: Any) -> tuple[list[str], list[Any]]:
+    ids: list[str] = []
+    plans = []
+    cursor = None
+    while True:
+        page = ds.query_events(KEY, cursor=cursor, **kw)
+        ids.extend(item["id"] for item in page.items)
+        plans.append(page.plan)
+        cursor = page.cursor
+        if cursor is None:
+            return ids, plans
+
+
+WINDOWS = [
+    # inside one bucket
+    (T0 + timedelta(minutes=30), T0 + timedelta(hours=2)),
+    # across a bucket boundary, unaligned both ends
+    (T0 + timedelta(hours=5), T0 + timedelta(hours=30)),
+    # the whole data set and more, aligned to days
+    (datetime(2013, 1, 1, tzinfo=UTC), datetime(2013, 1, 5, tzinfo=UTC)),
+    # a window with no events at all
+    (datetime(2013, 2, 1, tzinfo=UTC), datetime(2013, 2, 3, tzinfo=UTC)),
+]
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=["one-bucket", "boundary", "all", "empty"])
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+@pytest.mark.parametrize("limit", [7, 100, 1000])
+def test_gsi1_read_equals_base_read(
+    ds: Dynashard, window: tuple[datetime, datetime], descending: bool, limit: int
+) -> None:
+    # Given a window of a key written under 4 then 8 shards
+    start, end = window
+    expected = sorted(
+        (e for e in EVENTS if start <= e.ts < end), key=lambda e: e.sort_key, reverse=descending
+    )
+    kw: dict[str, Any] = {"start": start, "end": end, "descending": descending, "limit": limit}
+    # When it is read on both paths, page by page
+    base, base_plans = read_all(ds, path="base", **kw)
+    gsi, gsi_plans = read_all(ds, consistent=False, path="gsi1", **kw)
+    # Then both return the window's events, exactly once each, in the same order
+    assert base == [e.id for e in expected]
+    assert gsi == base
+    assert {p.path.value for p in base_plans} == {"base"}
+    assert {p.path.value for p in gsi_plans} == {"gsi1"}
+    if len(expected) > limit:
+        assert len(gsi_plans) >= 2  # the cursor carried the read across pages
+
+
+def test_gsi1_page_of_one_bucket_queries_that_bucket_only(ds: Dynashard) -> None:
+    # Given a window of four day buckets, read ascending with a small page
+    start, end = datetime(2013, 1, 1, tzinfo=UTC), datetime(2013, 1, 5, tzinfo=UTC)
+    page = ds.query_events(KEY, start=start, end=end, limit=10, consistent=False, path="gsi1")
+    # Then the page came from the first bucket's 8 GSI1 shards, not all 32 streams
+    assert [i["id"] for i in page.items] == [e.id for e in EVENTS[:10]]
+    assert page.shards_queried == 8
+    assert page.plan is not None and page.plan.requests == 32  # the plan's upper bound
+
+
+def test_auto_plan_takes_gsi1_for_one_bucket_and_base_across_buckets(ds: Dynashard) -> None:
+    one = ds.query_events(KEY, start=T0, end=T0 + timedelta(hours=1), consistent=False, path="auto")
+    assert one.plan is not None and one.plan.path.value == "gsi1"
+    assert one.plan.requests == 8  # the key's largest count, in one bucket
+    many = ds.query_events(KEY, start=T0, end=T0 + timedelta(days=2), consistent=False, path="auto")
+    assert many.plan is not None and many.plan.path.value == "base"
+    assert [i["id"] for i in many.items] == [e.id for e in EVENTS[:100]]
+    # consistent=true (the default) is always the base table
+    default = ds.query_events(KEY, start=T0, end=T0 + timedelta(hours=1))
+    assert default.plan is not None and default.plan.path.value == "base"
+    assert default.plan.reason.startswith("consistent=true")
+    assert [i["id"] for i in default.items] == [i["id"] for i in one.items]
+
+
+def test_cursor_keeps_its_path(ds: Dynashard) -> None:
+    window = {"start": T0, "end": T0 + timedelta(hours=3), "limit": 5}
+    first = ds.query_events(KEY, consistent=False, **window)
+    assert first.plan is not None and first.plan.path.value == "gsi1"
+    # A GSI1 cursor continues on GSI1 under auto, and is refused by the base table
+    second = ds.query_events(KEY, consistent=False, cursor=first.cursor, **window)
+    assert second.plan is not None and second.plan.path.value == "gsi1"
+    assert [i["id"] for i in second.items] == [e.id for e in EVENTS[5:10]]
+    with pytest.raises(CursorError):
+        ds.query_events(KEY, cursor=first.cursor, **window)
+
+
+def test_gsi1_refuses_what_it_cannot_serve(ds: Dynashard) -> None:
+    with pytest.raises(InvalidInputError) as consistent:
+        ds.query_events(KEY, start=T0, end=T0 + timedelta(hours=1), path="gsi1")
+    assert consistent.value.field == "consistent"
+    with pytest.raises(InvalidInputError) as unbounded:
+        ds.query_events(KEY, consistent=False, path="gsi1")
+    assert unbounded.value.field == "path"
+
+
+def test_bucket_unit_is_the_writers(ds: Dynashard) -> None:
+    assert ds.config.time_bucket is TimeBucket.DAY
