@@ -1,15 +1,17 @@
 """Query function: API Gateway ``GET /events``, ``GET /counters/{name}``, ``GET /shards/{key}``.
 
 Read-only: it reads events (scatter-gather over every shard a key has had in the read
-window, merged in exact sort-key order), counters (summed over their shards) and shard
-metadata, and never writes. The deployed handler string is ``app.handler``; tests import
-``functions.query.app``.
+window, merged in exact sort-key order; or, with ``consistent=false``, from GSI1 one
+time bucket at a time when the read planner finds that cheaper), counters (summed over
+their shards) and shard metadata, and never writes. The deployed handler string is
+``app.handler``; tests import ``functions.query.app``.
 
 Status codes:
 
 - 200: the answer.
 - 400: a dynashard rule was broken, e.g. a malformed ``cursor``, ``from`` after ``to``,
-  or ``attr`` on a key whose strategy is not ``calculated`` (``{"message", "field"}``).
+  ``attr`` on a key whose strategy is not ``calculated``, or ``path=gsi1`` where GSI1
+  cannot serve the read (``{"message", "field"}``).
 - 422: a parameter failed validation (``{"message", "field", "errors"}``), e.g.
   ``limit`` outside 1..1000 or a missing ``key``.
 - 503: a shard query failed and partial results were not asked for; ``shards`` names
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from dynashard import CounterValue, Page, ShardInfo
-    from dynashard.reader import QueryOptions
+    from dynashard.gsi_reader import ReadOptions
 
 Settings = FunctionSettings
 """The function's settings: the library's model (``dynashard.settings``)."""
@@ -58,7 +60,7 @@ MAX_LIMIT = 1000
 class QueryPort(Protocol):
     """The read-only part of :class:`~dynashard.Dynashard` this function uses."""
 
-    def query_events(self, key: str, **options: Unpack[QueryOptions]) -> Page:
+    def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
         """Read one page of a key's events, merged over its shards."""
         ...
 
@@ -123,6 +125,22 @@ def get_events(
             "the key has had",
         ),
     ] = None,
+    consistent: Annotated[
+        bool,
+        Query(
+            description="Strongly consistent read from the base table (default). false lets "
+            "the planner read GSI1 when cheaper: eventually consistent, an event written a "
+            "moment ago may be missing for a fraction of a second",
+        ),
+    ] = True,
+    path: Annotated[
+        Literal["auto", "base", "gsi1"],
+        Query(
+            description="auto: the planner picks the cheaper of the base table (one query per "
+            "shard) and GSI1 (one query per time bucket and GSI1 shard); base or gsi1 force "
+            "one (gsi1 needs from, to and consistent=false)",
+        ),
+    ] = "auto",
 ) -> dict[str, Any]:
     """Read one page of a logical key's events (scatter-gather over its shards).
 
@@ -143,12 +161,17 @@ def get_events(
     attr : str, optional
         The shard attribute's value of a ``calculated`` key (a targeted read); a 400
         naming ``attr`` for any other key.
+    consistent : bool
+        Strongly consistent (base table only) when True, the default.
+    path : {"auto", "base", "gsi1"}
+        The read path: planned, or forced (400 naming ``path`` or ``consistent`` when
+        GSI1 cannot serve the read).
 
     Returns
     -------
     dict
-        ``{"items", "cursor", "shards_queried"}`` (see :class:`EventsPage`), plus
-        ``missing_shards`` when ``partial`` is true.
+        ``{"items", "cursor", "shards_queried", "plan"}`` (see :class:`EventsPage`),
+        plus ``missing_shards`` when ``partial`` is true.
     """
     started = time.perf_counter()
     page = facade_of().query_events(
@@ -160,7 +183,12 @@ def get_events(
         cursor=cursor,
         allow_partial=partial,
         attribute_value=attr,
+        consistent=consistent,
+        path=path,
     )
+    plan = None if page.plan is None else page.plan.to_json()
+    if plan is not None:
+        logger.info("read plan", extra={"key": key, "plan": plan, "queries": page.queries})
     metrics.add_metric(
         name="ReadLatency",
         unit=MetricUnit.Milliseconds,
@@ -171,6 +199,7 @@ def get_events(
         "items": page.items,
         "cursor": page.cursor,
         "shards_queried": page.shards_queried,
+        "plan": plan,
     }
     if partial:
         body["missing_shards"] = list(page.missing_shards)

@@ -3,6 +3,7 @@ base-table read, for several windows and both orders, across pages with the curs
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.errors import CursorError, InvalidInputError
 from dynashard.strategies import TimeBucket
+from sandbox.aws_events import LambdaContext, api_gateway_event
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration
@@ -159,3 +161,50 @@ def test_gsi1_refuses_what_it_cannot_serve(ds: Dynashard) -> None:
 
 def test_bucket_unit_is_the_writers(ds: Dynashard) -> None:
     assert ds.config.time_bucket is TimeBucket.DAY
+
+
+def get_events(ds: Dynashard, **params: str) -> tuple[int, dict[str, Any]]:
+    """GET /events through the query function's handler, on this module's facade."""
+    from functions.query import app
+
+    event = api_gateway_event("GET", "/events", query={"key": KEY, **params})
+    response = app.handler(event, LambdaContext("dynashard-query"), facade=ds)
+    return response["statusCode"], json.loads(response["body"])
+
+
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_api_reads_gsi1_page_by_page_like_the_base_table(ds: Dynashard, order: str) -> None:
+    # Given a window inside one day bucket, read through GET /events
+    window = {"from": "2013-01-01T19:00:00Z", "to": "2013-01-01T23:30:00Z", "order": order}
+    pages: dict[str, list[str]] = {}
+    for consistent in ("true", "false"):
+        ids, cursor, plans = [], None, set()
+        while True:
+            params = {**window, "limit": "25", "consistent": consistent}
+            status, body = get_events(ds, **params, **({"cursor": cursor} if cursor else {}))
+            assert status == 200
+            ids.extend(item["id"] for item in body["items"])
+            plans.add(body["plan"]["path"])
+            cursor = body["cursor"]
+            if cursor is None:
+                break
+        pages[consistent] = ids
+        # Then consistent=true reads the base table, consistent=false plans GSI1
+        assert plans == {"base" if consistent == "true" else "gsi1"}
+    # And both return the same events in the same order
+    assert pages["false"] == pages["true"]
+    assert len(pages["true"]) == 108  # 4.5 h of one event every 151 s
+
+
+def test_api_plan_and_errors(ds: Dynashard) -> None:
+    status, body = get_events(
+        ds, **{"from": "2013-01-01T19:00:00Z", "to": "2013-01-03T00:00:00Z"}, consistent="false"
+    )
+    assert status == 200
+    assert body["plan"]["path"] == "base"  # two buckets x 8 GSI1 shards > 8 base shards
+    assert body["plan"]["requests"] == 8
+    assert "16 eventually consistent GSI1 queries" in body["plan"]["reason"]
+    status, body = get_events(ds, path="gsi1")
+    assert status == 400 and body["field"] == "consistent"
+    status, body = get_events(ds, path="gsi1", consistent="false")
+    assert status == 400 and body["field"] == "path"

@@ -10,7 +10,7 @@ them; ``functions/openapi.py`` merges both documents. The error body of every ro
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator
 
@@ -142,6 +142,18 @@ class CounterResponse(BaseModel):
 
 
 # --- query: responses -----------------------------------------------------------------------
+class ReadPlanBody(BaseModel):
+    """The read plan of ``GET /events`` (:class:`dynashard.read_plan.ReadPlan`)."""
+
+    path: Literal["base", "gsi1"] = Field(
+        description="base: one strongly consistent query per shard; gsi1: one eventually "
+        "consistent query per time bucket and GSI1 shard"
+    )
+    requests: int = Field(description="Query requests planned for the page (first round)")
+    expected_rcu: float = Field(description="Read capacity expected for the page, RCU")
+    reason: str = Field(description="Why this path, with the cost of the other")
+
+
 class EventsPage(BaseModel):
     """Body of ``GET /events``."""
 
@@ -157,6 +169,9 @@ class EventsPage(BaseModel):
     )
     missing_shards: list[str] | None = Field(
         None, description="Only with partial=true: physical keys whose query failed"
+    )
+    plan: ReadPlanBody | None = Field(
+        None, description="The path the read took (base table or GSI1) and why"
     )
 
 
@@ -196,6 +211,7 @@ __all__ = [
     "EventsPage",
     "FailedEvent",
     "PostEventsResponse",
+    "ReadPlanBody",
     "ShardHistoryEntry",
     "ShardsBody",
 ]
