@@ -118,16 +118,18 @@ def test_gsi1_page_of_one_bucket_queries_that_bucket_only(ds: Dynashard) -> None
     # Given a window of four day buckets, read ascending with a small page
     start, end = datetime(2013, 1, 1, tzinfo=UTC), datetime(2013, 1, 5, tzinfo=UTC)
     page = ds.query_events(KEY, start=start, end=end, limit=10, consistent=False, path="gsi1")
-    # Then the page came from the first bucket's 8 GSI1 shards, not all 32 streams
+    # Then the page came from the first bucket's GSI1 shards (written under N = 4 only),
+    # not from all 4 + 8 + 8 + 8 streams of the window
     assert [i["id"] for i in page.items] == [e.id for e in EVENTS[:10]]
-    assert page.shards_queried == 8
-    assert page.plan is not None and page.plan.requests == 32  # the plan's upper bound
+    assert page.shards_queried == 4
+    assert page.plan is not None and page.plan.requests == 28  # the plan's upper bound
+    assert page.plan.gsi1_shards == (4, 8, 8, 8)
 
 
 def test_auto_plan_takes_gsi1_for_one_bucket_and_base_across_buckets(ds: Dynashard) -> None:
     one = ds.query_events(KEY, start=T0, end=T0 + timedelta(hours=1), consistent=False, path="auto")
     assert one.plan is not None and one.plan.path.value == "gsi1"
-    assert one.plan.requests == 8  # the key's largest count, in one bucket
+    assert one.plan.requests == 4  # the bucket was written under N = 4 only
     many = ds.query_events(KEY, start=T0, end=T0 + timedelta(days=2), consistent=False, path="auto")
     assert many.plan is not None and many.plan.path.value == "base"
     assert [i["id"] for i in many.items] == [e.id for e in EVENTS[:100]]
@@ -201,10 +203,42 @@ def test_api_plan_and_errors(ds: Dynashard) -> None:
         ds, **{"from": "2013-01-01T19:00:00Z", "to": "2013-01-03T00:00:00Z"}, consistent="false"
     )
     assert status == 200
-    assert body["plan"]["path"] == "base"  # two buckets x 8 GSI1 shards > 8 base shards
+    assert body["plan"]["path"] == "base"  # 4 + 8 GSI1 shards over two buckets > 8 base shards
     assert body["plan"]["requests"] == 8
-    assert "16 eventually consistent GSI1 queries" in body["plan"]["reason"]
+    assert "12 eventually consistent GSI1 queries" in body["plan"]["reason"]
     status, body = get_events(ds, path="gsi1")
     assert status == 400 and body["field"] == "consistent"
     status, body = get_events(ds, path="gsi1", consistent="false")
     assert status == 400 and body["field"] == "path"
+
+
+def test_bucket_written_while_cool_is_one_gsi1_query_after_the_key_grew(
+    ds: Dynashard,
+) -> None:
+    # Given a key written cool (N = 1) on one day, then hot (N = 32) on a later day
+    key = "DEPARTURES#COOLED"
+    cool = [Event(key=key, id=f"c{i:03d}", ts=T0 + timedelta(minutes=i)) for i in range(200)]
+    hot_day = T0 + timedelta(days=10)
+    hot = [Event(key=key, id=f"h{i:03d}", ts=hot_day + timedelta(seconds=i)) for i in range(300)]
+    assert all(o.ok for o in ds.put_events(cool))
+    ds.set_shard_count(key, 32)
+    assert all(o.ok for o in ds.put_events(hot))
+    await_index(ds, ds.config.data_table, len(EVENTS) + len(cool) + len(hot))
+    info = ds.shard_info(key)
+    assert dict(info.gsi1_shards) == {"2013-01-01": 1, "2013-01-11": 32}
+    # When a narrow window of the cool day is read with eventual consistency allowed
+    window = {"start": T0 + timedelta(minutes=30), "end": T0 + timedelta(hours=2)}
+    page = ds.query_events(key, consistent=False, limit=1000, **window)
+    # Then one GSI1 query serves it instead of 32 base-table queries, with the same items
+    assert page.plan is not None and page.plan.path.value == "gsi1"
+    assert (page.plan.requests, page.queries) == (1, 1)
+    assert page.plan.alternative is not None and page.plan.alternative.requests == 32
+    base = ds.query_events(key, limit=1000, **window)
+    assert base.shards_queried == 32 and base.queries >= 32  # shard 0 is read twice
+    assert [i["id"] for i in page.items] == [i["id"] for i in base.items]
+    assert [i["id"] for i in page.items] == [e.id for e in cool[30:120]]
+    # And the hot day still fans out over its 32 GSI1 shards, as many as the base table
+    hot_window = {"start": hot_day, "end": hot_day + timedelta(minutes=1)}
+    hot_page = ds.query_events(key, consistent=False, limit=1000, path="gsi1", **hot_window)
+    assert hot_page.shards_queried == 32
+    assert [i["id"] for i in hot_page.items] == [e.id for e in hot[:60]]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import InvalidInputError
+from dynashard.gsi_buckets import Gsi1BucketRecorder
 from dynashard.gsi_reader import GsiBucketReader, PlannedReader
 from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
@@ -176,6 +177,7 @@ class Dynashard:
         self.write_client: DynamoDBClient = write_client
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self.gsi1_recorder = Gsi1BucketRecorder(self.client, config.metadata_table)
         self.metadata = ShardMetadata(
             store=DynamoDBMetadataStore(config.metadata_table, self.client),
             default_shards=config.default_shards,
@@ -203,6 +205,7 @@ class Dynashard:
             self.config.time_bucket,
             backoff=self.config.write_backoff,
             grow_on_key_range_throttle=self.config.in_band_growth,
+            gsi1_recorder=self.gsi1_recorder,
         )
 
     def put_events(self, events: Sequence[Event]) -> list[WriteOutcome]:

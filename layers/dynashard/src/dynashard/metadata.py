@@ -57,6 +57,9 @@ class ShardInfo:
     shard_attribute : str or None
         The ``data`` attribute a ``calculated`` key shards by (attribute
         ``shard_attribute``); None for other strategies.
+    gsi1_shards : tuple of (str, int)
+        ``(bucket, count)``: the largest shard count writers used for each time bucket
+        they recorded (attributes ``gsi1_shards#{bucket}``, :mod:`dynashard.gsi_buckets`).
 
     Examples
     --------
@@ -75,6 +78,7 @@ class ShardInfo:
     stored: bool = True
     strategy: Strategy = Strategy.RANDOM
     shard_attribute: str | None = None
+    gsi1_shards: tuple[tuple[str, int], ...] = ()
 
     @property
     def counts(self) -> frozenset[int]:
@@ -464,6 +468,10 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         history = parse_history(item.get(names.ATTR_SHARD_HISTORY, {}).get("SS", []))
         strategy = Strategy(item.get(names.ATTR_STRATEGY, {}).get("S", Strategy.RANDOM.value))
         attribute = item.get(names.ATTR_SHARD_ATTRIBUTE, {}).get("S")
+        prefix = names.ATTR_GSI1_SHARDS_PREFIX
+        gsi1 = tuple(
+            sorted((n[len(prefix) :], int(v["N"])) for n, v in item.items() if n.startswith(prefix))
+        )
     except (KeyError, ValueError) as exc:
         raise MetadataError(f"shard metadata item of {key!r} is malformed: {exc}") from exc
     return ShardInfo(
@@ -473,6 +481,7 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         history or ((last_updated, count),),
         strategy=strategy,
         shard_attribute=attribute,
+        gsi1_shards=gsi1,
     )
 
 

@@ -67,3 +67,6 @@ ATTR_STRATEGY: Final = "strategy"
 #: The ``data`` attribute a ``calculated`` key shards by (e.g. ``carrier``).
 ATTR_SHARD_ATTRIBUTE: Final = "shard_attribute"
 ATTR_MAX_SHARDS: Final = "max_shards"
+#: Prefix of the per-bucket GSI1 shard counts, ``gsi1_shards#{bucket}`` -> the largest
+#: shard count any writer used for that time bucket (:mod:`dynashard.gsi_buckets`).
+ATTR_GSI1_SHARDS_PREFIX: Final = "gsi1_shards#"

@@ -20,14 +20,15 @@ write operations" / "Query operations": "the minimum ... is one read capacity un
 4 KB). ``consistent=True`` always plans the base table: only base-table Queries can be
 strongly consistent.
 
-The GSI1 shard count of a bucket, ``G(bucket)``, comes from
-:func:`gsi1_shard_count`. With the present key shape the GSI1 shard of an item is its
-own base shard (:func:`dynashard.keys.gsi1_partition_key`) and the shard history is
-kept in wall-clock time while buckets are in event time, so any base shard may have
-written into any bucket: ``G(bucket)`` is the key's largest shard count, and GSI1 wins
-only a window inside one bucket, by half the RCU (eventually consistent) at the same
-request count. Per-bucket GSI shard counts (sized from each bucket's own load, see
-docs/GSI_READS.md) make it win narrow windows of keys with many base shards outright.
+The GSI1 shard count of a bucket, ``G(bucket)``, comes from :func:`gsi1_shard_count`:
+the GSI1 shard of an item is its own base shard
+(:func:`dynashard.keys.gsi1_partition_key`), and writers record per bucket the largest
+shard count they used for it (:mod:`dynashard.gsi_buckets`). A bucket written while the
+key was cool has ``G = 1`` however many shards the key has had since, so a narrow window
+in it is one GSI1 Query against ``max_count`` base-table Queries; a window inside one
+bucket of a key that is hot now wins by half the RCU (eventually consistent) at the same
+request count; a window over many buckets goes to the base table. docs/GSI_READS.md
+says why and what is next.
 """
 
 from __future__ import annotations
@@ -290,10 +291,12 @@ def window_buckets(
 def gsi1_shard_count(info: ShardInfo, bucket: str) -> int:
     """Return ``G(bucket)``: how many GSI1 partition keys a bucket of a key may span.
 
-    With the present key shape (``{logical}#{bucket}#{shard}``, the item's own base
-    shard) an item of any base shard the key ever had may sit in any bucket (the shard
-    history is in wall-clock time, buckets in event time, and events may be replayed
-    late), so ``G(bucket)`` is the key's largest shard count for every bucket.
+    The GSI1 shard of an item is its own base shard (``{logical}#{bucket}#{shard}``).
+    Writers record, per bucket, the largest shard count they used for it
+    (:mod:`dynashard.gsi_buckets`, attribute ``gsi1_shards#{bucket}``); a bucket with
+    no record may hold items of any base shard the key ever had (the shard history is
+    in wall-clock time, buckets in event time, and events may be replayed late), so
+    its ``G`` is the key's largest count.
 
     Parameters
     ----------
@@ -306,9 +309,16 @@ def gsi1_shard_count(info: ShardInfo, bucket: str) -> int:
     -------
     int
         GSI1 shards ``0..G-1`` a reader of the bucket must query.
+
+    Examples
+    --------
+    >>> from dynashard.metadata import ShardInfo
+    >>> info = ShardInfo("K", 32, 10, ((0, 1), (10, 32)), gsi1_shards=(("2013-01-01", 1),))
+    >>> gsi1_shard_count(info, "2013-01-01"), gsi1_shard_count(info, "2013-01-02")
+    (1, 32)
     """
-    del bucket  # the present shape does not size GSI1 shards per bucket
-    return info.max_count
+    recorded = dict(info.gsi1_shards).get(bucket)
+    return info.max_count if recorded is None else recorded
 
 
 def plan_read(

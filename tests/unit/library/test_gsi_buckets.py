@@ -1,0 +1,89 @@
+"""Per-bucket GSI1 shard counts: writers record them, readers size GSI1 reads by them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from dynashard import Dynashard, Event
+from dynashard.errors import MetadataError
+from dynashard.gsi_buckets import Gsi1BucketRecorder
+from dynashard.read_plan import gsi1_shard_count
+from infra.table_specs import METADATA_TABLE
+
+T0 = datetime(2013, 1, 1, 10, tzinfo=UTC)
+
+
+class CountingClient:
+    """Delegates to a real client; counts UpdateItem calls, or fails them."""
+
+    def __init__(self, inner: Any, fail: bool = False) -> None:
+        self.inner = inner
+        self.fail = fail
+        self.updates = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def update_item(self, **request: Any) -> Any:
+        self.updates += 1
+        if self.fail:
+            error = {"Error": {"Code": "InternalServerError", "Message": "boom"}}
+            raise ClientError(error, "UpdateItem")  # type: ignore[arg-type]
+        return self.inner.update_item(**request)
+
+
+def test_writes_record_each_bucket_once_and_only_raise_it(facade: Dynashard) -> None:
+    # Given a key written on two days under N = 1, then on the second day under N = 4
+    key = "DEPARTURES#JFK"
+    day1 = [Event(key=key, id=f"a{i}", ts=T0 + timedelta(minutes=i)) for i in range(5)]
+    day2 = [Event(key=key, id=f"b{i}", ts=T0 + timedelta(days=1, minutes=i)) for i in range(5)]
+    assert all(o.ok for o in facade.put_events(day1 + day2))
+    facade.set_shard_count(key, 4)
+    facade.metadata.invalidate(key)
+    assert all(o.ok for o in facade.put_events(day2))
+    facade.set_shard_count(key, 2)  # a shrink never lowers a bucket's record
+    facade.metadata.invalidate(key)
+    assert all(o.ok for o in facade.put_events(day2))
+    # Then the metadata says which counts each bucket's GSI1 keys can have
+    info = facade.shard_info(key)
+    assert dict(info.gsi1_shards) == {"2013-01-01": 1, "2013-01-02": 4}
+    assert gsi1_shard_count(info, "2013-01-01") == 1
+    assert gsi1_shard_count(info, "2013-01-03") == 4  # no record: every shard ever had
+    assert info.to_json()["number_of_shards"] == 2
+
+
+def test_recorder_caches_and_never_creates_an_item(ddb_client: Any) -> None:
+    client = CountingClient(ddb_client)
+    recorder = Gsi1BucketRecorder(client, METADATA_TABLE.default_name)  # type: ignore[arg-type]
+    # A key without a metadata item: the record is refused, no item appears
+    recorder.ensure("NEVER#SEEN", "2013-01-01", 4)
+    got = ddb_client.get_item(
+        TableName=METADATA_TABLE.default_name, Key={"key": {"S": "NEVER#SEEN"}}
+    )
+    assert "Item" not in got
+    # A known count is not written again
+    recorder.ensure("NEVER#SEEN", "2013-01-01", 2)
+    recorder.ensure("NEVER#SEEN", "2013-01-01", 4)
+    assert client.updates == 1
+
+
+def test_failed_record_fails_the_bucket_events_not_the_others(facade: Dynashard) -> None:
+    # Given the metadata table failing the bucket records
+    facade.gsi1_recorder = Gsi1BucketRecorder(
+        CountingClient(facade.client, fail=True),  # type: ignore[arg-type]
+        METADATA_TABLE.default_name,
+    )
+    events = [Event(key="K", id=f"e{i}", ts=T0) for i in range(3)]
+    # When events are written
+    outcomes = facade.put_events(events)
+    # Then each fails, naming the cause, and none is in the table (a GSI1 reader would
+    # not know which shards to query for it)
+    assert [o.ok for o in outcomes] == [False] * 3
+    assert all(o.error and o.error.startswith("MetadataError: recording") for o in outcomes)
+    assert facade.query_events("K").items == []
+    with pytest.raises(MetadataError):
+        facade.gsi1_recorder.ensure("K", "2013-01-01", 1)
