@@ -87,3 +87,53 @@ def test_failed_record_fails_the_bucket_events_not_the_others(facade: Dynashard)
     assert facade.query_events("K").items == []
     with pytest.raises(MetadataError):
         facade.gsi1_recorder.ensure("K", "2013-01-01", 1)
+
+
+def test_key_families_get_their_own_time_bucket(ddb_client: Any) -> None:
+    # Given departures bucketed by hour, everything else by day (the default)
+    from dynashard import DynashardConfig
+    from dynashard.settings import FunctionSettings
+    from infra.table_specs import DATA_TABLE
+
+    settings = FunctionSettings.model_validate(
+        {
+            "DYNASHARD_DATA_TABLE": DATA_TABLE.default_name,
+            "DYNASHARD_METADATA_TABLE": METADATA_TABLE.default_name,
+            "DYNASHARD_TIME_BUCKETS": "DEPARTURES#=hour",
+        }
+    )
+    config: DynashardConfig = settings.to_config()
+    ds = Dynashard(config, client=ddb_client)
+    events = [
+        Event(key="DEPARTURES#JFK", id="d1", ts=T0),
+        Event(key="ARRIVALS#JFK", id="a1", ts=T0),
+    ]
+    assert all(o.ok for o in ds.put_events(events))
+    # Then each item's GSI1 key and each bucket record uses its family's unit
+    scanned = ddb_client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    assert sorted(i["GSI1PK"]["S"] for i in scanned) == [
+        "ARRIVALS#JFK#2013-01-01#0",
+        "DEPARTURES#JFK#2013-01-01T10#0",
+    ]
+    assert dict(ds.shard_info("DEPARTURES#JFK").gsi1_shards) == {"2013-01-01T10": 1}
+    # And a GSI1 read of the hour bucket finds the event
+    page = ds.query_events(
+        "DEPARTURES#JFK",
+        start=T0,
+        end=T0 + timedelta(minutes=5),
+        consistent=False,
+        path="gsi1",
+    )
+    assert [i["id"] for i in page.items] == ["d1"]
+    assert page.plan is not None and page.plan.buckets == ("2013-01-01T10",)
+    ds.close()
+
+
+def test_malformed_time_buckets_name_the_setting() -> None:
+    from dynashard.errors import InvalidInputError
+    from dynashard.strategies import parse_time_buckets
+
+    for text in ("DEPARTURES#", "=hour", "X=week", "A=hour,A=day"):
+        with pytest.raises(InvalidInputError) as info:
+            parse_time_buckets(text)
+        assert info.value.field == "time_buckets"

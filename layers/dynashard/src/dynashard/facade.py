@@ -25,7 +25,7 @@ from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from dynashard.reader import Page, ShardedReader
 from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
-from dynashard.strategies import Strategy, TimeBucket
+from dynashard.strategies import Strategy, TimeBucket, bucket_for
 from dynashard.writer import ShardedWriter, WriteOutcome
 
 if TYPE_CHECKING:
@@ -58,7 +58,10 @@ class DynashardConfig:
     metadata_cache_ttl_s : float
         Lifetime of a writer's cached shard count, seconds.
     time_bucket : TimeBucket
-        Bucket of GSI1 partition keys.
+        Bucket of GSI1 partition keys of a key no ``time_buckets`` prefix matches.
+    time_buckets : tuple of (str, TimeBucket)
+        Per key family: logical-key prefix -> bucket, longest prefix first
+        (:func:`~dynashard.strategies.parse_time_buckets`); see :meth:`bucket_of`.
     max_workers : int
         Threads for parallel BatchWriteItem calls and shard queries.
     endpoint_url : str or None
@@ -86,6 +89,7 @@ class DynashardConfig:
     cooldown_s: float = 60.0
     metadata_cache_ttl_s: float = 30.0
     time_bucket: TimeBucket = TimeBucket.DAY
+    time_buckets: tuple[tuple[str, TimeBucket], ...] = ()
     max_workers: int = 16
     endpoint_url: str | None = None
     partition_wcu: float = PARTITION_WCU_LIMIT
@@ -97,6 +101,21 @@ class DynashardConfig:
     def __post_init__(self) -> None:
         if self.max_workers < 1:
             raise InvalidInputError("max_workers", f"must be >= 1, got {self.max_workers}")
+
+    def bucket_of(self, key: str) -> TimeBucket:
+        """Return the time bucket of a logical key's GSI1 partition keys.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        TimeBucket
+            The unit of its longest matching ``time_buckets`` prefix, else ``time_bucket``.
+        """
+        return bucket_for(key, self.time_buckets, self.time_bucket)
 
 
 def make_client(
@@ -202,7 +221,7 @@ class Dynashard:
             self.config.data_table,
             self.metadata,
             self.executor,
-            self.config.time_bucket,
+            self.config.bucket_of,
             backoff=self.config.write_backoff,
             grow_on_key_range_throttle=self.config.in_band_growth,
             gsi1_recorder=self.gsi1_recorder,
@@ -246,8 +265,8 @@ class Dynashard:
         """
         reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
         gsi = GsiBucketReader(self.client, self.config.data_table, self.executor)
-        bucket = self.config.time_bucket
-        return PlannedReader(reader, gsi, self.metadata, lambda _key: bucket).query(key, **options)
+        planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of)
+        return planned.query(key, **options)
 
     def _counters(self) -> ShardedCounter:
         return ShardedCounter(self.client, self.config.data_table, self.metadata)

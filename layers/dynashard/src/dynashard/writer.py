@@ -157,8 +157,8 @@ class ShardedWriter:
         Shard counts (the writer cache).
     executor : Executor
         Runs the BatchWriteItem calls in parallel.
-    bucket : TimeBucket
-        Time bucket of GSI1 keys.
+    bucket : TimeBucket or callable
+        Time bucket of GSI1 keys, or logical key -> its bucket (per key family).
     backoff : Backoff
         Retry policy for ``UnprocessedItems`` and throttling errors.
     sleep : callable
@@ -185,7 +185,7 @@ class ShardedWriter:
         table_name: str,
         metadata: ShardMetadata,
         executor: Executor,
-        bucket: TimeBucket = TimeBucket.DAY,
+        bucket: TimeBucket | Callable[[str], TimeBucket] = TimeBucket.DAY,
         backoff: Backoff | None = None,
         sleep: Callable[[float], None] = time.sleep,
         grow_on_key_range_throttle: bool = True,
@@ -195,7 +195,9 @@ class ShardedWriter:
         self.table_name = table_name
         self.metadata = metadata
         self.executor = executor
-        self.bucket = bucket
+        self.bucket_of: Callable[[str], TimeBucket] = (
+            bucket if callable(bucket) else _constant_bucket(bucket)
+        )
         self.backoff = backoff or Backoff()
         self.sleep = sleep
         self.grow_on_key_range_throttle = grow_on_key_range_throttle
@@ -233,7 +235,8 @@ class ShardedWriter:
                 shard = choose_shard(
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
-                item, size = build_item(event, shard, self.bucket)
+                unit = self.bucket_of(event.key)
+                item, size = build_item(event, shard, unit)
             except DynashardError as exc:
                 outcomes[index] = WriteOutcome(
                     event.id, event.key, False, f"{type(exc).__name__}: {exc}"
@@ -243,7 +246,7 @@ class ShardedWriter:
             slots.setdefault(item_key, []).append(index)
             items[item_key] = item
             units[item_key] = write_units(size)
-            bucket = (event.key, time_bucket(event.ts, self.bucket))
+            bucket = (event.key, time_bucket(event.ts, unit))
             count, bucket_items = buckets.get(bucket, (0, []))
             buckets[bucket] = (max(count, info.number_of_shards), [*bucket_items, item_key])
         for item_key, why in self._record_gsi1_buckets(buckets).items():
@@ -337,6 +340,13 @@ class ShardedWriter:
         for item in chunk:
             failures.update(self._write_chunk([item]))
         return failures
+
+
+def _constant_bucket(unit: TimeBucket) -> Callable[[str], TimeBucket]:
+    def bucket_of(_key: str) -> TimeBucket:
+        return unit
+
+    return bucket_of
 
 
 def _item_key(item: dict[str, Any]) -> tuple[str, str]:
