@@ -122,7 +122,7 @@ def test_gsi1_page_of_one_bucket_queries_that_bucket_only(ds: Dynashard) -> None
     # not from all 4 + 8 + 8 + 8 streams of the window
     assert [i["id"] for i in page.items] == [e.id for e in EVENTS[:10]]
     assert page.shards_queried == 4
-    assert page.plan is not None and page.plan.requests == 28  # the plan's upper bound
+    assert page.plan is not None and page.plan.requests == 4 + 3  # G(first) + 1 per bucket
     assert page.plan.gsi1_shards == (4, 8, 8, 8)
 
 
@@ -130,9 +130,13 @@ def test_auto_plan_takes_gsi1_for_one_bucket_and_base_across_buckets(ds: Dynasha
     one = ds.query_events(KEY, start=T0, end=T0 + timedelta(hours=1), consistent=False, path="auto")
     assert one.plan is not None and one.plan.path.value == "gsi1"
     assert one.plan.requests == 4  # the bucket was written under N = 4 only
-    many = ds.query_events(KEY, start=T0, end=T0 + timedelta(days=2), consistent=False, path="auto")
+    # newest first, a page starts in a bucket of 8 GSI1 shards: 8 + 2 > 8 base queries
+    many = ds.query_events(
+        KEY, start=T0, end=T0 + timedelta(days=2), consistent=False, descending=True
+    )
     assert many.plan is not None and many.plan.path.value == "base"
-    assert [i["id"] for i in many.items] == [e.id for e in EVENTS[:100]]
+    in_window = [e for e in EVENTS if e.ts < T0 + timedelta(days=2)]
+    assert [i["id"] for i in many.items] == [e.id for e in in_window[::-1][:100]]
     # consistent=true (the default) is always the base table
     default = ds.query_events(KEY, start=T0, end=T0 + timedelta(hours=1))
     assert default.plan is not None and default.plan.path.value == "base"
@@ -199,13 +203,15 @@ def test_api_reads_gsi1_page_by_page_like_the_base_table(ds: Dynashard, order: s
 
 
 def test_api_plan_and_errors(ds: Dynashard) -> None:
-    status, body = get_events(
-        ds, **{"from": "2013-01-01T19:00:00Z", "to": "2013-01-03T00:00:00Z"}, consistent="false"
-    )
+    window = {"from": "2013-01-01T19:00:00Z", "to": "2013-01-03T00:00:00Z"}
+    status, body = get_events(ds, **window, consistent="false")
     assert status == 200
-    assert body["plan"]["path"] == "base"  # 4 + 8 GSI1 shards over two buckets > 8 base shards
+    assert body["plan"]["path"] == "gsi1"  # starts in the N = 4 bucket: 4 + 1 < 8
+    assert body["plan"]["requests"] == 5
+    assert "(up to 12 over 2 bucket(s))" in body["plan"]["reason"]
+    status, body = get_events(ds, **window, consistent="false", order="desc")
+    assert body["plan"]["path"] == "base"  # starts in the N = 8 bucket: 8 + 1 > 8
     assert body["plan"]["requests"] == 8
-    assert "12 eventually consistent GSI1 queries" in body["plan"]["reason"]
     status, body = get_events(ds, path="gsi1")
     assert status == 400 and body["field"] == "consistent"
     status, body = get_events(ds, path="gsi1", consistent="false")

@@ -58,10 +58,24 @@ def test_window_over_many_buckets_reads_the_base_table() -> None:
     # Given 30 day buckets of a key with 8 shards, each bucket cool (G = 1)
     buckets = [f"2013-01-{d:02d}" for d in range(1, 31)]
     plan = plan_read(base_shards=8, buckets=buckets, gsi1_shards=[1] * 30, consistent=False)
-    # Then 8 base queries beat 30 GSI1 queries
+    # Then 8 base queries beat 1 + 29 GSI1 queries (a page may reach every bucket)
     assert plan.path is ReadPath.BASE
     assert plan.requests == 8
     assert plan.alternative is not None and plan.alternative.requests == 30
+    assert "up to 30 over 30 bucket(s)" in plan.reason
+
+
+def test_page_order_decides_which_bucket_a_page_starts_in() -> None:
+    # Given a cool old bucket (G = 1) and two hot ones (G = 32) of a 32-shard key
+    buckets, counts = ["2013-01-01", "2013-01-02", "2013-01-03"], [1, 32, 32]
+    # Then an ascending page starts in the cool bucket: 1 + 2 queries beat 32
+    up = plan_read(base_shards=32, buckets=buckets, gsi1_shards=counts, consistent=False)
+    assert (up.path, up.requests) == (ReadPath.GSI1, 3)
+    # And a descending one starts in a hot bucket: 32 + 2 queries lose to 32
+    down = plan_read(
+        base_shards=32, buckets=buckets, gsi1_shards=counts, consistent=False, descending=True
+    )
+    assert (down.path, down.requests) == (ReadPath.BASE, 32)
 
 
 def test_present_key_shape_wins_one_bucket_by_half_the_rcu() -> None:

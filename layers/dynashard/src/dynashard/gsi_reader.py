@@ -507,6 +507,7 @@ class PlannedReader:
             path=path,
             expected_bytes=expected,
             gsi1_unavailable=unavailable,
+            descending=descending,
         )
         if plan.path is ReadPath.BASE:
             page = self.base.query(key, **options)

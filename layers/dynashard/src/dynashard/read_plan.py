@@ -330,11 +330,20 @@ def plan_read(
     path: ReadPath | str = ReadPath.AUTO,
     expected_bytes: float = 100 * DEFAULT_ITEM_BYTES,
     gsi1_unavailable: str = "",
+    descending: bool = False,
 ) -> ReadPlan:
     """Choose the base table or GSI1 for one page of a read, and say why.
 
     GSI1 is chosen when it makes fewer Query requests, or as many for less expected
     RCU; ties go to the base table (strongly consistent, never behind the writes).
+
+    Requests are those of one page. The base table queries every shard for every
+    page. GSI1 reads the window's buckets one after the other in the page's order
+    (:class:`~dynashard.gsi_reader.GsiBucketReader`), so a page costs the ``G`` of the
+    first bucket it reads, plus at least one Query for each further bucket it reaches:
+    the estimate is ``G(first) + (buckets - 1)``, between the dense case (the page
+    fills in its first bucket) and the sparse one (it crosses every bucket, each
+    possibly with more shards; ``sum(G)`` bounds it and the reason states it).
 
     Parameters
     ----------
@@ -353,6 +362,8 @@ def plan_read(
         Bytes of items the page is expected to read (page size times item size).
     gsi1_unavailable : str
         Why GSI1 cannot serve the read, when ``buckets`` is None.
+    descending : bool
+        The page's order: its first bucket is the newest when True.
 
     Returns
     -------
@@ -398,8 +409,12 @@ def plan_read(
         return ReadPlan(ReadPath.BASE, *_cost(base), f"{base_note}; gsi1 n/a: {gsi1_unavailable}")
     if len(gsi1_shards) != len(buckets):
         raise InvalidInputError("gsi1_shards", "needs one count per bucket")
-    gsi = path_cost(sum(gsi1_shards), expected_bytes, consistent=False)
-    gsi_note = f"{gsi.requests} eventually consistent GSI1 queries over {len(buckets)} bucket(s)"
+    first = gsi1_shards[-1] if descending else gsi1_shards[0]
+    gsi = path_cost(first + len(buckets) - 1, expected_bytes, consistent=False)
+    gsi_note = (
+        f"{gsi.requests} eventually consistent GSI1 queries (up to {sum(gsi1_shards)} over "
+        f"{len(buckets)} bucket(s))"
+    )
     versus = (
         f"{gsi_note} (~{gsi.expected_rcu:.1f} RCU) vs {base_note} (~{base.expected_rcu:.1f} RCU)"
     )
