@@ -137,3 +137,46 @@ def test_malformed_time_buckets_name_the_setting() -> None:
         with pytest.raises(InvalidInputError) as info:
             parse_time_buckets(text)
         assert info.value.field == "time_buckets"
+
+
+class FailingGsiClient(CountingClient):
+    """Fails the GSI1 Queries of one GSI1 partition key."""
+
+    def __init__(self, inner: Any, failing_pk: str) -> None:
+        super().__init__(inner)
+        self.failing_pk = failing_pk
+
+    def query(self, **request: Any) -> Any:
+        pk = request["ExpressionAttributeValues"][":pk"]["S"]
+        if request.get("IndexName") == "GSI1" and pk == self.failing_pk:
+            error = {"Error": {"Code": "InternalServerError", "Message": "boom"}}
+            raise ClientError(error, "Query")  # type: ignore[arg-type]
+        return self.inner.query(**request)
+
+
+def test_failed_gsi1_query_fails_the_read_or_is_named_when_partial(
+    facade: Dynashard, ddb_client: Any
+) -> None:
+    from dynashard.errors import ShardQueryError
+
+    # Given a key on 2 shards and a GSI1 partition that fails its queries
+    facade.set_shard_count("K", 2)
+    events = [Event(key="K", id=f"e{i:02d}", ts=T0 + timedelta(minutes=i)) for i in range(20)]
+    assert all(o.ok for o in facade.put_events(events))
+    facade.client = FailingGsiClient(ddb_client, "K#2013-01-01#1")  # type: ignore[assignment]
+    window: dict[str, Any] = {
+        "start": T0,
+        "end": T0 + timedelta(hours=1),
+        "consistent": False,
+        "path": "gsi1",
+    }
+    # When it is read without partial results, the read fails naming the GSI1 key
+    with pytest.raises(ShardQueryError) as info:
+        facade.query_events("K", **window)
+    assert info.value.shards == ["GSI1:K#2013-01-01#1"]
+    # And with partial results, the healthy partition is served and the other named
+    page = facade.query_events("K", allow_partial=True, **window)
+    assert page.missing_shards == ["GSI1:K#2013-01-01#1"]
+    healthy = [e.id for e in events if facade.put_events([e])[0].physical_key == "K#0"]
+    assert 0 < len(healthy) < len(events)
+    assert [i["id"] for i in page.items] == healthy
