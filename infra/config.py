@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dynashard.strategies import TimeBucket
+from dynashard.strategies import TimeBucket, parse_time_buckets
 
 if TYPE_CHECKING:
     from constructs import Node
@@ -69,6 +69,9 @@ class StackParameters(BaseModel):
         Seconds a writer may cache a key's shard count (``DYNASHARD_METADATA_CACHE_TTL_S``).
     time_bucket : TimeBucket
         Time bucket of the GSI1 keys: ``hour``, ``day`` or ``month``.
+    time_buckets : str
+        Per key family, ``PREFIX=unit,...`` (``DYNASHARD_TIME_BUCKETS``): the GSI1 time
+        bucket of the logical keys with that prefix; empty: ``time_bucket`` for all.
     partition_wcu, partition_rcu : float
         Per-partition ceilings the scaler plans against, WCU/s and RCU/s (1,000 and
         3,000 per the DynamoDB Developer Guide, "Best practices for designing and
@@ -135,6 +138,7 @@ class StackParameters(BaseModel):
     cooldown_s: float = Field(default=60.0, ge=0)
     metadata_cache_ttl_s: float = Field(default=30.0, ge=0)
     time_bucket: TimeBucket = TimeBucket.DAY
+    time_buckets: str = ""
     partition_wcu: float = Field(default=1000.0, gt=0)
     partition_rcu: float = Field(default=3000.0, gt=0)
     target_utilization: float = Field(default=0.8, gt=0, le=1)
@@ -192,6 +196,7 @@ class StackParameters(BaseModel):
             self.shrink_utilization >= self.target_utilization
         ):
             raise ValueError("shrink_utilization must be below target_utilization")
+        parse_time_buckets(self.time_buckets)  # InvalidInputError is a ValueError
         return self
 
     @property

@@ -1,23 +1,23 @@
 """Query function: ``GET /events``, ``/counters/{name}``, ``/shards/{key}``, ``/index/{key}``.
 
-Read-only: it reads events (scatter-gather over every shard a key has had in the read
-window, merged in exact sort-key order), counters (summed over their shards) and shard
-metadata, and never writes. The deployed handler string is ``app.handler``; tests import
-``functions.query.app``.
+Read-only: events (scatter-gather over every shard a key has had, merged in exact
+sort-key order; or, with ``consistent=false``, from GSI1 when the read planner finds it
+cheaper), counters (summed over their shards), shard metadata and ordered indexes. The
+deployed handler string is ``app.handler``.
 
 Status codes:
 
 - 200: the answer.
 - 400: a dynashard rule was broken, e.g. a malformed ``cursor``, ``from`` after ``to``,
-  or ``attr`` on a key whose strategy is not ``calculated`` (``{"message", "field"}``).
+  ``attr`` on a key whose strategy is not ``calculated``, or ``path=gsi1`` where GSI1
+  cannot serve the read (``{"message", "field"}``).
 - 422: a parameter failed validation (``{"message", "field", "errors"}``), e.g.
   ``limit`` outside 1..1000 or a missing ``key``.
 - 503: a shard query failed and partial results were not asked for; ``shards`` names
   the physical keys that failed (never a silent empty page).
 - 500: any other dynashard error.
 
-Path values are percent-decoded: a key like ``DEPARTURES#JFK`` travels as
-``DEPARTURES%23JFK`` (``#`` would end the URL's path).
+Path values are percent-decoded: ``DEPARTURES#JFK`` travels as ``DEPARTURES%23JFK``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dynashard import lambda_kit
+from dynashard import api, lambda_kit
 from dynashard.api import CounterBody, EventsPage, OrderedPageBody, ShardsBody
 from dynashard.keys import parse_ts
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from dynashard import CounterValue, Page, ShardInfo
+    from dynashard.gsi_reader import ReadOptions
     from dynashard.ordered_index import OrderedIndex
-    from dynashard.reader import QueryOptions
 
 Settings = FunctionSettings
 """The function's settings: the library's model (``dynashard.settings``)."""
@@ -59,7 +59,7 @@ MAX_LIMIT = 1000
 class QueryPort(Protocol):
     """The read-only part of :class:`~dynashard.Dynashard` this function uses."""
 
-    def query_events(self, key: str, **options: Unpack[QueryOptions]) -> Page:
+    def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
         """Read one page of a key's events, merged over its shards."""
         ...
 
@@ -119,15 +119,9 @@ def get_events(
     partial: Annotated[
         bool, Query(description="Serve healthy shards and name the missing ones")
     ] = False,
-    attr: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            description="Targeted read of a calculated key: only the events whose shard "
-            "attribute (e.g. data.carrier) has this value, from one shard per shard count "
-            "the key has had",
-        ),
-    ] = None,
+    attr: Annotated[str | None, Query(min_length=1, description=api.ATTR_DOC)] = None,
+    consistent: Annotated[bool, Query(description=api.CONSISTENT_DOC)] = True,
+    path: Annotated[Literal["auto", "base", "gsi1"], Query(description=api.PATH_DOC)] = "auto",
 ) -> dict[str, Any]:
     """Read one page of a logical key's events (scatter-gather over its shards).
 
@@ -148,12 +142,17 @@ def get_events(
     attr : str, optional
         The shard attribute's value of a ``calculated`` key (a targeted read); a 400
         naming ``attr`` for any other key.
+    consistent : bool
+        Strongly consistent (base table only) when True, the default.
+    path : {"auto", "base", "gsi1"}
+        The read path: planned, or forced (400 naming ``path`` or ``consistent`` when
+        GSI1 cannot serve the read).
 
     Returns
     -------
     dict
-        ``{"items", "cursor", "shards_queried"}`` (see :class:`EventsPage`), plus
-        ``missing_shards`` when ``partial`` is true.
+        ``{"items", "cursor", "shards_queried", "plan"}`` (see :class:`EventsPage`),
+        plus ``missing_shards`` when ``partial`` is true.
     """
     started = time.perf_counter()
     page = facade_of().query_events(
@@ -165,23 +164,20 @@ def get_events(
         cursor=cursor,
         allow_partial=partial,
         attribute_value=attr,
+        consistent=consistent,
+        path=path,
     )
+    if page.plan is not None:
+        logger.info("read plan", extra={"key": key, "plan": page.plan.to_json()})
     metrics.add_metric(
         name="ReadLatency",
         unit=MetricUnit.Milliseconds,
         value=(time.perf_counter() - started) * 1000,
     )
     metrics.add_metric(name="ShardsQueried", unit=MetricUnit.Count, value=page.shards_queried)
-    body: dict[str, Any] = {
-        "items": page.items,
-        "cursor": page.cursor,
-        "shards_queried": page.shards_queried,
-    }
-    if partial:
-        body["missing_shards"] = list(page.missing_shards)
-        if page.missing_shards:
-            logger.warning("partial page", extra={"missing_shards": page.missing_shards})
-    return body
+    if partial and page.missing_shards:
+        logger.warning("partial page", extra={"missing_shards": page.missing_shards})
+    return api.events_body(page, partial=partial)
 
 
 @app.get("/counters/<name>", summary="Read a sharded counter")

@@ -180,6 +180,8 @@ def shared_environment(
         names.ENV_TARGET_UTILIZATION: _num(config.target_utilization),
         names.ENV_WRITE_MAX_ATTEMPTS: str(config.write_max_attempts),
         names.ENV_POWERTOOLS_SERVICE_NAME: service,
+        # only when set: an empty value would say nothing the default does not
+        **({names.ENV_TIME_BUCKETS: config.time_buckets} if config.time_buckets else {}),
     }
 
 

@@ -164,6 +164,42 @@ def test_hot_gsi_partition_throttles_base_table_write(
     assert "Item" not in direct.get_item(TableName=data_table, Key=key)
 
 
+def test_sharded_gsi_key_spreads_the_same_writes_without_back_pressure(
+    server: EmulatorServer, data_table: str
+) -> None:
+    """The counterpart of the test above, with the writer's GSI1 key shape: the same
+    burst of writes to one logical key and time bucket, its GSI1 key sharded 4 ways
+    (``{logical}#{bucket}#{shard}``), is served whole; unsharded, it is throttled."""
+    from datetime import UTC, datetime
+
+    from dynashard.keys import gsi1_partition_key, physical_key
+    from dynashard.strategies import TimeBucket
+
+    client = make_client(server.endpoint_url)
+    ts = datetime(2013, 1, 1, 10, tzinfo=UTC)
+
+    def burst(logical: str, shards: int) -> list[str]:
+        reasons = []
+        for i in range(16):  # 16 WCU in one second: over one key's 10, under 4 keys' 40
+            shard = i % shards
+            gsi = {
+                "GSI1PK": {"S": gsi1_partition_key(logical, ts, TimeBucket.DAY, shard)},
+                "GSI1SK": {"S": f"{i:02d}"},
+            }
+            try:
+                put(client, data_table, physical_key(logical, i % 4), f"{i:02d}", **gsi)
+            except client.exceptions.ProvisionedThroughputExceededException as exc:
+                reasons.extend(r["reason"] for r in exc.response["ThrottlingReasons"])
+        return reasons
+
+    # Given the base keys spread over 4 shards in both cases
+    # When the GSI1 key is unsharded, the index throttles the base writes
+    unsharded = burst("GSI#HOT", shards=1)
+    assert unsharded and set(unsharded) == {"IndexWriteKeyRangeThroughputExceeded"}
+    # And when it is sharded like the base key, nothing is throttled
+    assert burst("GSI#SPREAD", shards=4) == []
+
+
 def test_metrics_and_top_keys_match_what_was_sent(
     server: EmulatorServer, data_table: str, clock: ManualClock
 ) -> None:

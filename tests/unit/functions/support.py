@@ -11,6 +11,7 @@ from typing import Any
 
 from dynashard.errors import DynashardError
 from dynashard.model import Event
+from dynashard.read_plan import ReadPlan, plan_read
 
 EVENTS_DIR = Path(__file__).resolve().parents[3] / "events"
 
@@ -53,6 +54,8 @@ class FakePage:
     cursor: str | None
     missing_shards: list[str] = field(default_factory=list)
     shards_queried: int = 1
+    queries: int = 1
+    plan: ReadPlan | None = None
 
 
 @dataclass
@@ -142,7 +145,17 @@ class FakeFacade:
             }
         ]
         missing = ["DEPARTURES#JFK#3"] if kwargs.get("allow_partial") else []
-        return FakePage(items, "opaque-cursor" if start else None, missing, shards_queried=4)
+        # As the real planner answers for a 4-shard key whose window is one cool bucket.
+        plan = plan_read(
+            base_shards=4,
+            buckets=["2013-01-01"] if start else None,
+            gsi1_shards=[1] if start else [],
+            consistent=kwargs.get("consistent", True),
+            path=kwargs.get("path", "auto"),
+            gsi1_unavailable="no window",
+        )
+        cursor = "opaque-cursor" if start else None
+        return FakePage(items, cursor, missing, shards_queried=4, plan=plan)
 
     def get_counter(self, name: str) -> FakeCounter:
         if self.raises:

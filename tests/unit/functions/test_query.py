@@ -53,11 +53,15 @@ def test_get_events_passes_the_parsed_window_and_answers_items_and_cursor(
                 "cursor": None,
                 "allow_partial": False,
                 "attribute_value": None,
+                "consistent": True,
+                "path": "auto",
             },
         )
     ]
     body = _body(response)
-    assert set(body) == {"items", "cursor", "shards_queried"}
+    assert set(body) == {"items", "cursor", "shards_queried", "plan"}
+    assert body["plan"]["path"] == "base"
+    assert body["plan"]["reason"].startswith("consistent=true")
     assert body["shards_queried"] == 4
     assert body["cursor"] == "opaque-cursor"
     assert body["items"][0]["data"] == {"dep_delay": -1.5}
@@ -90,6 +94,36 @@ def test_attr_is_passed_through_as_the_targeted_value(context: LambdaContext) ->
     assert facade.query_calls[0][1]["attribute_value"] == "UA"
 
 
+def test_consistent_false_lets_the_plan_read_gsi1_and_logs_it(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a window read that allows eventual consistency
+    facade = FakeFacade()
+    response = query.handler(_get_events(consistent="false"), context, facade=facade)
+    # Then the library is asked for it, and the body and the log say which path was taken
+    assert response["statusCode"] == 200
+    assert facade.query_calls[0][1]["consistent"] is False
+    assert facade.query_calls[0][1]["path"] == "auto"
+    plan = _body(response)["plan"]
+    assert plan == {
+        "path": "gsi1",
+        "requests": 1,
+        "expected_rcu": 12.5,
+        "reason": plan["reason"],
+    }
+    [record] = [r for r in caplog.records if r.getMessage() == "read plan"]
+    assert getattr(record, "plan", None) == plan
+    assert getattr(record, "key", None) == "DEPARTURES#JFK"
+
+
+def test_path_gsi1_with_consistent_read_is_400_naming_consistent(
+    context: LambdaContext,
+) -> None:
+    response = query.handler(_get_events(path="gsi1"), context, facade=FakeFacade())
+    assert response["statusCode"] == 400
+    assert _body(response)["field"] == "consistent"
+
+
 def test_partial_results_name_the_missing_shards(context: LambdaContext) -> None:
     facade = FakeFacade()
     response = query.handler(_get_events(partial="true"), context, facade=facade)
@@ -119,6 +153,8 @@ def test_get_events_emits_latency_and_shards_queried(
         ({"order": "sideways"}, "order"),
         ({"partial": "perhaps"}, "partial"),
         ({"attr": ""}, "attr"),
+        ({"consistent": "maybe"}, "consistent"),
+        ({"path": "lsi"}, "path"),
     ],
 )
 def test_bad_parameter_is_422_naming_it(
@@ -212,9 +248,23 @@ def test_openapi_document_lists_every_route() -> None:
         ("/index/{key}", "get"),
     }
     params = {p["name"] for p in document["paths"]["/events"]["get"]["parameters"]}
-    assert params == {"key", "from", "to", "limit", "order", "cursor", "partial", "attr"}
+    assert params == {
+        "key",
+        "from",
+        "to",
+        "limit",
+        "order",
+        "cursor",
+        "partial",
+        "attr",
+        "consistent",
+        "path",
+    }
     page = document["components"]["schemas"]["EventsPage"]
     assert "shards_queried" in page["required"]
+    assert "plan" in page["properties"]
+    plan = document["components"]["schemas"]["ReadPlanBody"]
+    assert set(plan["required"]) == {"path", "requests", "expected_rcu", "reason"}
     # error bodies are documented as the handlers answer them, not Powertools' default
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
     # (the ordered index's bodies are parsed by dynashard.api: a 400, never a 422)

@@ -91,7 +91,9 @@ def test_descending_read_and_empty_window(facade: Dynashard, context: LambdaCont
     body = json.loads(
         query.handler(_get("api_get_events", params=params), context, facade=facade)["body"]
     )
+    plan = body.pop("plan")
     assert body == {"items": [], "cursor": None, "shards_queried": 1}
+    assert plan["path"] == "base" and plan["requests"] == 1
 
 
 def test_counter_increments_read_back_and_idempotency_key_counts_once(

@@ -16,7 +16,7 @@ describe them all the same.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from dynashard.ingest import OutcomeLike
     from dynashard.ordered import OrderedLayout
     from dynashard.ordered_index import OrderedIndex, OrderedItem, OrderedPage
+    from dynashard.reader import Page
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -170,6 +171,18 @@ class CounterResponse(BaseModel):
 
 
 # --- query: responses -----------------------------------------------------------------------
+class ReadPlanBody(BaseModel):
+    """The read plan of ``GET /events`` (:class:`dynashard.read_plan.ReadPlan`)."""
+
+    path: Literal["base", "gsi1"] = Field(
+        description="base: one strongly consistent query per shard; gsi1: one eventually "
+        "consistent query per time bucket and GSI1 shard"
+    )
+    requests: int = Field(description="Query requests planned for the page (first round)")
+    expected_rcu: float = Field(description="Read capacity expected for the page, RCU")
+    reason: str = Field(description="Why this path, with the cost of the other")
+
+
 class EventsPage(BaseModel):
     """Body of ``GET /events``."""
 
@@ -186,6 +199,60 @@ class EventsPage(BaseModel):
     missing_shards: list[str] | None = Field(
         None, description="Only with partial=true: physical keys whose query failed"
     )
+    plan: ReadPlanBody | None = Field(
+        None, description="The path the read took (base table or GSI1) and why"
+    )
+
+
+#: Descriptions of ``GET /events``'s read-path parameters in the OpenAPI document.
+ATTR_DOC: Final = (
+    "Targeted read of a calculated key: only the events whose shard attribute (e.g. "
+    "data.carrier) has this value, from one shard per shard count the key has had"
+)
+CONSISTENT_DOC: Final = (
+    "Strongly consistent read from the base table (default). false lets the planner read "
+    "GSI1 when cheaper: eventually consistent, an event written a moment ago may be "
+    "missing for a fraction of a second"
+)
+PATH_DOC: Final = (
+    "auto: the planner picks the cheaper of the base table (one query per shard) and GSI1 "
+    "(one query per time bucket and GSI1 shard); base or gsi1 force one (gsi1 needs from, "
+    "to and consistent=false)"
+)
+
+
+def events_body(page: Page, *, partial: bool) -> dict[str, Any]:
+    """Return the body of ``GET /events`` for a page (the shape of :class:`EventsPage`).
+
+    Parameters
+    ----------
+    page : Page
+        The page read.
+    partial : bool
+        Whether the caller asked for partial results: only then is ``missing_shards``
+        in the body (possibly empty).
+
+    Returns
+    -------
+    dict
+        ``{"items", "cursor", "shards_queried", "plan"}`` plus ``missing_shards`` when
+        ``partial``.
+
+    Examples
+    --------
+    >>> from dynashard.reader import Page
+    >>> events_body(Page(items=[], cursor=None), partial=True)
+    {'items': [], 'cursor': None, 'shards_queried': 0, 'plan': None, 'missing_shards': []}
+    """
+    body: dict[str, Any] = {
+        "items": page.items,
+        "cursor": page.cursor,
+        "shards_queried": page.shards_queried,
+        "plan": None if page.plan is None else page.plan.to_json(),
+    }
+    if partial:
+        body["missing_shards"] = list(page.missing_shards)
+    return body
 
 
 class CounterBody(BaseModel):
@@ -569,6 +636,7 @@ __all__ = [
     "OrderedPutResponse",
     "OrderedWritten",
     "PostEventsResponse",
+    "ReadPlanBody",
     "ShardHistoryEntry",
     "ShardsBody",
     "parse_body",

@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING
 
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import InvalidInputError
+from dynashard.gsi_buckets import Gsi1BucketRecorder
+from dynashard.gsi_reader import GsiBucketReader, PlannedReader
 from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
 from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from dynashard.reader import Page, QueryOptions, ShardedReader
+from dynashard.reader import Page, ShardedReader
 from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
-from dynashard.strategies import Strategy, TimeBucket
+from dynashard.strategies import Strategy, TimeBucket, bucket_for
 from dynashard.writer import ShardedWriter, WriteOutcome
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.gsi_reader import ReadOptions
     from dynashard.ordered_index import OrderedIndex
 
 
@@ -56,7 +59,10 @@ class DynashardConfig:
     metadata_cache_ttl_s : float
         Lifetime of a writer's cached shard count, seconds.
     time_bucket : TimeBucket
-        Bucket of GSI1 partition keys.
+        Bucket of GSI1 partition keys of a key no ``time_buckets`` prefix matches.
+    time_buckets : tuple of (str, TimeBucket)
+        Per key family: logical-key prefix -> bucket, longest prefix first
+        (:func:`~dynashard.strategies.parse_time_buckets`); see :meth:`bucket_of`.
     max_workers : int
         Threads for parallel BatchWriteItem calls and shard queries.
     endpoint_url : str or None
@@ -84,6 +90,7 @@ class DynashardConfig:
     cooldown_s: float = 60.0
     metadata_cache_ttl_s: float = 30.0
     time_bucket: TimeBucket = TimeBucket.DAY
+    time_buckets: tuple[tuple[str, TimeBucket], ...] = ()
     max_workers: int = 16
     endpoint_url: str | None = None
     partition_wcu: float = PARTITION_WCU_LIMIT
@@ -95,6 +102,21 @@ class DynashardConfig:
     def __post_init__(self) -> None:
         if self.max_workers < 1:
             raise InvalidInputError("max_workers", f"must be >= 1, got {self.max_workers}")
+
+    def bucket_of(self, key: str) -> TimeBucket:
+        """Return the time bucket of a logical key's GSI1 partition keys.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        TimeBucket
+            The unit of its longest matching ``time_buckets`` prefix, else ``time_bucket``.
+        """
+        return bucket_for(key, self.time_buckets, self.time_bucket)
 
 
 def make_client(
@@ -175,6 +197,7 @@ class Dynashard:
         self.write_client: DynamoDBClient = write_client
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self.gsi1_recorder = Gsi1BucketRecorder(self.client, config.metadata_table)
         self.metadata = ShardMetadata(
             store=DynamoDBMetadataStore(config.metadata_table, self.client),
             default_shards=config.default_shards,
@@ -199,9 +222,10 @@ class Dynashard:
             self.config.data_table,
             self.metadata,
             self.executor,
-            self.config.time_bucket,
+            self.config.bucket_of,
             backoff=self.config.write_backoff,
             grow_on_key_range_throttle=self.config.in_band_growth,
+            gsi1_recorder=self.gsi1_recorder,
         )
 
     def put_events(self, events: Sequence[Event]) -> list[WriteOutcome]:
@@ -221,25 +245,29 @@ class Dynashard:
             return []
         return self._writer().write(events)
 
-    def query_events(self, key: str, **options: Unpack[QueryOptions]) -> Page:
-        """Read one page of a logical key's events; see :meth:`ShardedReader.query`.
+    def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
+        """Read one page of a logical key's events; see :meth:`PlannedReader.query`.
 
         Parameters
         ----------
         key : str
             Logical key.
-        **options : QueryOptions
+        **options : ReadOptions
             ``start``, ``end``, ``limit``, ``descending``, ``cursor``, ``allow_partial``,
             ``attribute_value`` (a targeted read of a ``calculated`` key), as
-            :meth:`ShardedReader.query` takes them.
+            :meth:`ShardedReader.query` takes them; ``consistent`` (default True: base
+            table, strongly consistent) and ``path`` (``auto``, ``base``, ``gsi1``).
 
         Returns
         -------
         Page
-            Items in exact sort-key order, the next cursor, missing shards.
+            Items in exact sort-key order, the next cursor, missing shards, and the
+            ``plan`` (base table or GSI1, and why).
         """
         reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
-        return reader.query(key, **options)
+        gsi = GsiBucketReader(self.client, self.config.data_table, self.executor)
+        planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of)
+        return planned.query(key, **options)
 
     def _counters(self) -> ShardedCounter:
         return ShardedCounter(self.client, self.config.data_table, self.metadata)

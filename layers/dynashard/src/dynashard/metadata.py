@@ -69,6 +69,9 @@ class ShardInfo:
     adopted : bool
         True when the key was adopted with items under its bare partition key
         (:meth:`ShardMetadata.adopt`): readers query that key too.
+    gsi1_shards : tuple of (str, int)
+        ``(bucket, count)``: the largest shard count writers used for each time bucket
+        they recorded (attributes ``gsi1_shards#{bucket}``, :mod:`dynashard.gsi_buckets`).
 
     Examples
     --------
@@ -88,6 +91,7 @@ class ShardInfo:
     strategy: Strategy = Strategy.RANDOM
     shard_attribute: str | None = None
     adopted: bool = False
+    gsi1_shards: tuple[tuple[str, int], ...] = ()
 
     @property
     def counts(self) -> frozenset[int]:
@@ -723,6 +727,10 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         strategy = Strategy(item.get(names.ATTR_STRATEGY, {}).get("S", Strategy.RANDOM.value))
         attribute = item.get(names.ATTR_SHARD_ATTRIBUTE, {}).get("S")
         adopted = item.get(names.ATTR_ADOPTED, {}).get("BOOL", False) is True
+        prefix = names.ATTR_GSI1_SHARDS_PREFIX
+        gsi1 = tuple(
+            sorted((n[len(prefix) :], int(v["N"])) for n, v in item.items() if n.startswith(prefix))
+        )
     except (KeyError, ValueError) as exc:
         raise MetadataError(f"shard metadata item of {key!r} is malformed: {exc}") from exc
     return ShardInfo(
@@ -733,6 +741,7 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         strategy=strategy,
         shard_attribute=attribute,
         adopted=adopted,
+        gsi1_shards=gsi1,
     )
 
 

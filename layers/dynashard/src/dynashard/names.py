@@ -20,6 +20,9 @@ ENV_MAX_SHARDS: Final = "DYNASHARD_MAX_SHARDS"
 ENV_COOLDOWN_S: Final = "DYNASHARD_COOLDOWN_S"
 ENV_METADATA_CACHE_TTL_S: Final = "DYNASHARD_METADATA_CACHE_TTL_S"
 ENV_TIME_BUCKET: Final = "DYNASHARD_TIME_BUCKET"
+#: Per key family: ``PREFIX=unit,...`` (e.g. ``DEPARTURES#=hour``); longest prefix wins,
+#: ``DYNASHARD_TIME_BUCKET`` for the rest.
+ENV_TIME_BUCKETS: Final = "DYNASHARD_TIME_BUCKETS"
 ENV_DYNAMODB_ENDPOINT: Final = "DYNASHARD_DYNAMODB_ENDPOINT"
 ENV_PARTITION_WCU: Final = "DYNASHARD_PARTITION_WCU"
 ENV_PARTITION_RCU: Final = "DYNASHARD_PARTITION_RCU"
@@ -78,3 +81,6 @@ ATTR_ADOPTED: Final = "adopted"
 #: the sub-shard count of each range shard (list of numbers).
 ATTR_BOUNDARIES: Final = "boundaries"
 ATTR_SUB_SHARDS: Final = "sub_shards"
+#: Prefix of the per-bucket GSI1 shard counts, ``gsi1_shards#{bucket}`` -> the largest
+#: shard count any writer used for that time bucket (:mod:`dynashard.gsi_buckets`).
+ATTR_GSI1_SHARDS_PREFIX: Final = "gsi1_shards#"

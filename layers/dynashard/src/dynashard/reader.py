@@ -45,6 +45,8 @@ from dynashard.strategies import Strategy, calculated_shards
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.read_plan import ReadPlan
+
 #: Largest page a caller may ask for.
 MAX_PAGE_LIMIT: Final = 1000
 #: Sort-key bounds of time-series items: SKs start with a year, so they sort between "0"
@@ -76,6 +78,9 @@ class Page:
         shard that runs short, or whose items are filtered out, is queried again; a
         read-ahead the page turned out not to need is counted when it was already
         sent), ``>= shards_queried``.
+    plan : ReadPlan or None
+        The path the read took (base table or GSI1) and why, when it was planned
+        (:mod:`dynashard.read_plan`).
     """
 
     items: list[dict[str, Any]]
@@ -83,6 +88,7 @@ class Page:
     missing_shards: list[str] = field(default_factory=list)
     shards_queried: int = 0
     queries: int = 0
+    plan: ReadPlan | None = None
 
 
 class _ShardStream:

@@ -40,7 +40,10 @@ class FunctionSettings(BaseSettings):
     metadata_cache_ttl_s : float
         Seconds a writer may cache a key's shard count.
     time_bucket : str
-        ``hour``, ``day`` or ``month``: the GSI time bucket.
+        ``hour``, ``day`` or ``month``: the GSI time bucket of keys no family names.
+    time_buckets : str
+        Per key family, ``PREFIX=unit,...`` (e.g. ``DEPARTURES#=hour``): the GSI time
+        bucket of the logical keys with that prefix (longest prefix wins).
     dynamodb_endpoint : str or None
         DynamoDB endpoint URL (the local sandbox only).
     partition_wcu, partition_rcu : float
@@ -84,6 +87,7 @@ class FunctionSettings(BaseSettings):
     time_bucket: Literal["hour", "day", "month"] = Field(
         "day", validation_alias=names.ENV_TIME_BUCKET
     )
+    time_buckets: str = Field("", validation_alias=names.ENV_TIME_BUCKETS)
     dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
     partition_wcu: float = Field(1000.0, gt=0, validation_alias=names.ENV_PARTITION_WCU)
     partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
@@ -121,8 +125,14 @@ class FunctionSettings(BaseSettings):
         -------
         DynashardConfig
             The same values, for :class:`~dynashard.Dynashard`.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``time_buckets`` is malformed (field ``time_buckets``).
         """
         from dynashard import DynashardConfig, TimeBucket
+        from dynashard.strategies import parse_time_buckets
 
         return DynashardConfig(
             data_table=self.data_table,
@@ -132,6 +142,7 @@ class FunctionSettings(BaseSettings):
             cooldown_s=self.cooldown_s,
             metadata_cache_ttl_s=self.metadata_cache_ttl_s,
             time_bucket=TimeBucket(self.time_bucket),
+            time_buckets=parse_time_buckets(self.time_buckets),
             endpoint_url=self.dynamodb_endpoint,
             partition_wcu=self.partition_wcu,
             partition_rcu=self.partition_rcu,

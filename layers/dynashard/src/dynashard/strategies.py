@@ -354,3 +354,78 @@ def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
     if unit is TimeBucket.DAY:
         return ts.strftime("%Y-%m-%d")
     return ts.strftime("%Y-%m")
+
+
+def parse_time_buckets(text: str) -> tuple[tuple[str, TimeBucket], ...]:
+    """Parse a key-prefix -> time-bucket mapping, ``PREFIX=unit,PREFIX=unit``.
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated ``prefix=unit`` pairs (unit ``hour``, ``day`` or ``month``);
+        empty for none.
+
+    Returns
+    -------
+    tuple of (str, TimeBucket)
+        The pairs, longest prefix first (the order :func:`bucket_for` matches in).
+
+    Raises
+    ------
+    InvalidInputError
+        If a pair has no ``=``, an empty prefix, a unit that is not one of the three,
+        or a prefix appears twice (field ``time_buckets``).
+
+    Examples
+    --------
+    >>> parse_time_buckets("DEPARTURES#=hour, DEPARTURES#JFK=month")
+    (('DEPARTURES#JFK', <TimeBucket.MONTH: 'month'>), ('DEPARTURES#', <TimeBucket.HOUR: 'hour'>))
+    """
+    pairs: dict[str, TimeBucket] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        prefix, sep, unit = part.rpartition("=")
+        if not sep or not prefix:
+            raise InvalidInputError("time_buckets", f"{part!r} is not PREFIX=hour|day|month")
+        if prefix in pairs:
+            raise InvalidInputError("time_buckets", f"prefix {prefix!r} appears twice")
+        try:
+            pairs[prefix] = TimeBucket(unit.strip())
+        except ValueError as exc:
+            raise InvalidInputError(
+                "time_buckets", f"{part!r}: the unit must be hour, day or month"
+            ) from exc
+    return tuple(sorted(pairs.items(), key=lambda kv: (-len(kv[0]), kv[0])))
+
+
+def bucket_for(
+    key: str, prefixes: tuple[tuple[str, TimeBucket], ...], default: TimeBucket
+) -> TimeBucket:
+    """Return the time bucket of a logical key's GSI1 keys: its longest matching prefix's.
+
+    Parameters
+    ----------
+    key : str
+        Logical key.
+    prefixes : tuple of (str, TimeBucket)
+        From :func:`parse_time_buckets` (longest first).
+    default : TimeBucket
+        The unit of keys no prefix matches.
+
+    Returns
+    -------
+    TimeBucket
+        The unit.
+
+    Examples
+    --------
+    >>> families = parse_time_buckets("DEPARTURES#=hour,DEPARTURES#JFK=month")
+    >>> [bucket_for(k, families, TimeBucket.DAY).value
+    ...  for k in ("DEPARTURES#JFK", "DEPARTURES#LGA", "COUNTER#x")]
+    ['month', 'hour', 'day']
+    """
+    for prefix, unit in prefixes:
+        if key.startswith(prefix):
+            return unit
+    return default

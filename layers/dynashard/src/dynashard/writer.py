@@ -37,11 +37,13 @@ from dynashard.load import write_units
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
-from dynashard.strategies import TimeBucket, choose_shard
+from dynashard.strategies import TimeBucket, choose_shard, time_bucket
 from dynashard.throttling import THROTTLING_ERROR_CODES, ThrottleKind, classify, throttling_reasons
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from dynashard.gsi_buckets import Gsi1BucketRecorder
 
 #: Largest number of put requests in one BatchWriteItem call (DynamoDB quota).
 BATCH_WRITE_MAX_ITEMS = 25
@@ -155,8 +157,8 @@ class ShardedWriter:
         Shard counts (the writer cache).
     executor : Executor
         Runs the BatchWriteItem calls in parallel.
-    bucket : TimeBucket
-        Time bucket of GSI1 keys.
+    bucket : TimeBucket or callable
+        Time bucket of GSI1 keys, or logical key -> its bucket (per key family).
     backoff : Backoff
         Retry policy for ``UnprocessedItems`` and throttling errors.
     sleep : callable
@@ -164,6 +166,11 @@ class ShardedWriter:
     grow_on_key_range_throttle : bool
         Ask for more shards in-band (:meth:`ShardMetadata.request_growth`) when a
         write meets key-range throttling. Other throttles only back off (invariant 6).
+    gsi1_recorder : Gsi1BucketRecorder, optional
+        Records each ``(key, bucket)``'s shard count before its items are written, so
+        GSI1 readers query only the shards a bucket can hold
+        (:mod:`dynashard.gsi_buckets`); an event whose record fails fails. None records
+        nothing (GSI1 readers then query every shard the key ever had).
 
     Attributes
     ----------
@@ -178,19 +185,23 @@ class ShardedWriter:
         table_name: str,
         metadata: ShardMetadata,
         executor: Executor,
-        bucket: TimeBucket = TimeBucket.DAY,
+        bucket: TimeBucket | Callable[[str], TimeBucket] = TimeBucket.DAY,
         backoff: Backoff | None = None,
         sleep: Callable[[float], None] = time.sleep,
         grow_on_key_range_throttle: bool = True,
+        gsi1_recorder: Gsi1BucketRecorder | None = None,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.metadata = metadata
         self.executor = executor
-        self.bucket = bucket
+        self.bucket_of: Callable[[str], TimeBucket] = (
+            bucket if callable(bucket) else _constant_bucket(bucket)
+        )
         self.backoff = backoff or Backoff()
         self.sleep = sleep
         self.grow_on_key_range_throttle = grow_on_key_range_throttle
+        self.gsi1_recorder = gsi1_recorder
         self.throttles: Counter[str] = Counter()
         self._throttle_lock = threading.Lock()
 
@@ -217,13 +228,15 @@ class ShardedWriter:
         slots: dict[tuple[str, str], list[int]] = {}
         items: dict[tuple[str, str], dict[str, Any]] = {}
         units: dict[tuple[str, str], int] = {}
+        buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]] = {}
         for index, event in enumerate(events):
             try:
                 info = self.metadata.for_writer(event.key)
                 shard = choose_shard(
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
-                item, size = build_item(event, shard, self.bucket)
+                unit = self.bucket_of(event.key)
+                item, size = build_item(event, shard, unit)
             except DynashardError as exc:
                 outcomes[index] = WriteOutcome(
                     event.id, event.key, False, f"{type(exc).__name__}: {exc}"
@@ -233,6 +246,13 @@ class ShardedWriter:
             slots.setdefault(item_key, []).append(index)
             items[item_key] = item
             units[item_key] = write_units(size)
+            bucket = (event.key, time_bucket(event.ts, unit))
+            count, bucket_items = buckets.get(bucket, (0, []))
+            buckets[bucket] = (max(count, info.number_of_shards), [*bucket_items, item_key])
+        for item_key, why in self._record_gsi1_buckets(buckets).items():
+            del items[item_key]
+            for index in slots[item_key]:
+                outcomes[index] = WriteOutcome(events[index].id, events[index].key, False, why)
         keys = list(items)
         chunks = [
             keys[i : i + BATCH_WRITE_MAX_ITEMS] for i in range(0, len(keys), BATCH_WRITE_MAX_ITEMS)
@@ -250,6 +270,20 @@ class ShardedWriter:
                         event.id, event.key, error is None, error, item_key[0], units[item_key]
                     )
         return [o for o in outcomes if o is not None]
+
+    def _record_gsi1_buckets(
+        self, buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]]
+    ) -> dict[tuple[str, str], str]:
+        """Record each bucket's shard count; return the items whose record failed."""
+        failed: dict[tuple[str, str], str] = {}
+        if self.gsi1_recorder is None:
+            return failed
+        for (key, bucket), (count, item_keys) in buckets.items():
+            try:
+                self.gsi1_recorder.ensure(key, bucket, count)
+            except DynashardError as exc:
+                failed.update(dict.fromkeys(item_keys, f"{type(exc).__name__}: {exc}"))
+        return failed
 
     def _write_chunk(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
         """Write up to 25 items; return the keys that failed, with the reason."""
@@ -306,6 +340,13 @@ class ShardedWriter:
         for item in chunk:
             failures.update(self._write_chunk([item]))
         return failures
+
+
+def _constant_bucket(unit: TimeBucket) -> Callable[[str], TimeBucket]:
+    def bucket_of(_key: str) -> TimeBucket:
+        return unit
+
+    return bucket_of
 
 
 def _item_key(item: dict[str, Any]) -> tuple[str, str]:

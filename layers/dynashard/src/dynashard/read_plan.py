@@ -1,0 +1,432 @@
+"""Read planning: base-table shard fan-out or GSI1 bucket fan-out, whichever is cheaper (pure).
+
+A time-window read of a logical key can be served two ways:
+
+- **base**: one Query per shard of the data table (every shard any count in
+  ``shard_history`` may have used, invariant 3), strongly consistent;
+- **gsi1**: one Query per time bucket in the window and per GSI1 shard of that bucket,
+  on the index GSI1 (``GSI1PK = {logical}#{bucket}#{g}``). GSI reads are always
+  eventually consistent: "Queries on global secondary indexes support eventual
+  consistency only" (DynamoDB Developer Guide, "Using Global Secondary Indexes in
+  DynamoDB", and "Read consistency"); an index is updated asynchronously, "within a
+  fraction of a second" under normal conditions.
+
+:func:`plan_read` compares the two by the number of Query requests (each one a round
+trip and a minimum charge) and by the expected read capacity: a Query is charged for
+the total size of the items it reads, rounded up to the next 4 KB, at 1 RCU per 4 KB
+strongly consistent and 0.5 RCU eventually consistent, and at least one 4 KB unit even
+when it returns nothing (Developer Guide, "Read consumption" in "DynamoDB read and
+write operations" / "Query operations": "the minimum ... is one read capacity unit" of
+4 KB). ``consistent=True`` always plans the base table: only base-table Queries can be
+strongly consistent.
+
+The GSI1 shard count of a bucket, ``G(bucket)``, comes from :func:`gsi1_shard_count`:
+the GSI1 shard of an item is its own base shard
+(:func:`dynashard.keys.gsi1_partition_key`), and writers record per bucket the largest
+shard count they used for it (:mod:`dynashard.gsi_buckets`). A bucket written while the
+key was cool has ``G = 1`` however many shards the key has had since, so a narrow window
+in it is one GSI1 Query against ``max_count`` base-table Queries; a window inside one
+bucket of a key that is hot now wins by half the RCU (eventually consistent) at the same
+request count; a window over many buckets goes to the base table. docs/GSI_READS.md
+says why and what is next.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+from dynashard.errors import InvalidInputError
+from dynashard.strategies import TimeBucket, time_bucket
+
+if TYPE_CHECKING:
+    from dynashard.metadata import ShardInfo
+
+#: Bytes of one read capacity unit's item size step (Developer Guide, "Read consumption").
+READ_UNIT_BYTES: Final = 4096
+#: RCU per 4 KB read unit: strongly consistent 1, eventually consistent 0.5 (same source).
+RCU_STRONG: Final = 1.0
+RCU_EVENTUAL: Final = 0.5
+#: Average item size the planner assumes when the caller knows none, bytes (a departure
+#: event of the demo is about 400 bytes; 1 KB is the size one WCU writes).
+DEFAULT_ITEM_BYTES: Final = 1024
+#: Most GSI1 Query requests a plan may make for one page; a window over more buckets
+#: (say a year of hour buckets) is served by the base table. A project bound: it keeps
+#: a page's fan-out within what the worker pool serves in a few rounds.
+MAX_GSI1_REQUESTS: Final = 1000
+
+
+class ReadPath(StrEnum):
+    """Where a read is served from."""
+
+    BASE = "base"
+    GSI1 = "gsi1"
+    AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class PathCost:
+    """The expected cost of serving a page on one path.
+
+    Attributes
+    ----------
+    requests : int
+        Query requests of the page's first round (one per stream).
+    expected_rcu : float
+        Read capacity units expected, RCU.
+    """
+
+    requests: int
+    expected_rcu: float
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """The path a read takes and why.
+
+    Attributes
+    ----------
+    path : ReadPath
+        ``base`` or ``gsi1``.
+    requests : int
+        Query requests of the chosen path's first round.
+    expected_rcu : float
+        Expected read capacity of the chosen path, RCU.
+    reason : str
+        Why this path, in words (for the response and the log).
+    buckets : tuple of str
+        Time-bucket labels of the window, oldest first (empty when not planned on GSI1).
+    gsi1_shards : tuple of int
+        ``G(bucket)`` of each bucket in ``buckets``.
+    alternative : PathCost or None
+        The cost of the path not taken, when it was available.
+    """
+
+    path: ReadPath
+    requests: int
+    expected_rcu: float
+    reason: str
+    buckets: tuple[str, ...] = ()
+    gsi1_shards: tuple[int, ...] = ()
+    alternative: PathCost | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"path", "requests", "expected_rcu", "reason"}`` for the response.
+
+        Returns
+        -------
+        dict
+            JSON-ready; ``expected_rcu`` rounded to 0.1 RCU.
+        """
+        return {
+            "path": self.path.value,
+            "requests": self.requests,
+            "expected_rcu": round(self.expected_rcu, 1),
+            "reason": self.reason,
+        }
+
+
+def query_rcu(item_bytes: float, consistent: bool) -> float:
+    """Return the read capacity one Query consumes for ``item_bytes`` of items.
+
+    Parameters
+    ----------
+    item_bytes : float
+        Total size of the items the Query reads, bytes (>= 0).
+    consistent : bool
+        Strongly consistent when True.
+
+    Returns
+    -------
+    float
+        RCU: ``ceil(item_bytes / 4096)`` read units, at least 1, times 1 (strong) or 0.5
+        (eventual). Developer Guide, "Read consumption".
+
+    Examples
+    --------
+    >>> query_rcu(0, True), query_rcu(0, False), query_rcu(10_000, False)
+    (1.0, 0.5, 1.5)
+    """
+    units = max(1, math.ceil(item_bytes / READ_UNIT_BYTES))
+    return units * (RCU_STRONG if consistent else RCU_EVENTUAL)
+
+
+def path_cost(requests: int, expected_bytes: float, consistent: bool) -> PathCost:
+    """Return the cost of reading ``expected_bytes`` spread evenly over ``requests`` Queries.
+
+    Parameters
+    ----------
+    requests : int
+        Query requests, >= 1.
+    expected_bytes : float
+        Bytes of items the page reads in all.
+    consistent : bool
+        Strongly consistent reads when True.
+
+    Returns
+    -------
+    PathCost
+        ``requests`` and ``requests * query_rcu(expected_bytes / requests)``.
+
+    Examples
+    --------
+    32 strongly consistent Queries reading 100 KB in all cost 32 RCU (each reads 3.2 KB,
+    one unit); one eventually consistent Query reading it all costs 12.5 RCU:
+
+    >>> path_cost(32, 102_400, True), path_cost(1, 102_400, False)
+    (PathCost(requests=32, expected_rcu=32.0), PathCost(requests=1, expected_rcu=12.5))
+    """
+    requests = max(1, requests)
+    return PathCost(requests, requests * query_rcu(expected_bytes / requests, consistent))
+
+
+_STEP = {TimeBucket.HOUR: timedelta(hours=1), TimeBucket.DAY: timedelta(days=1)}
+
+
+def bucket_start(ts: datetime, unit: TimeBucket) -> datetime:
+    """Return the start of the time bucket holding ``ts``, UTC.
+
+    Parameters
+    ----------
+    ts : datetime
+        Aware time (naive is taken as UTC).
+    unit : TimeBucket
+        Bucket unit.
+
+    Returns
+    -------
+    datetime
+        The first instant of the bucket.
+
+    Examples
+    --------
+    >>> bucket_start(datetime(2013, 1, 31, 10, 15, tzinfo=UTC), TimeBucket.MONTH).isoformat()
+    '2013-01-01T00:00:00+00:00'
+    """
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    ts = ts.astimezone(UTC)
+    if unit is TimeBucket.HOUR:
+        return ts.replace(minute=0, second=0, microsecond=0)
+    if unit is TimeBucket.DAY:
+        return ts.replace(hour=0, minute=0, second=0, microsecond=0)
+    return ts.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def next_bucket(start: datetime, unit: TimeBucket) -> datetime:
+    """Return the start of the bucket after the one starting at ``start``.
+
+    Parameters
+    ----------
+    start : datetime
+        A bucket start (:func:`bucket_start`).
+    unit : TimeBucket
+        Bucket unit.
+
+    Returns
+    -------
+    datetime
+        The next bucket's start.
+
+    Examples
+    --------
+    >>> next_bucket(datetime(2013, 12, 1, tzinfo=UTC), TimeBucket.MONTH).date()
+    datetime.date(2014, 1, 1)
+    """
+    if unit is TimeBucket.MONTH:
+        year, month = divmod(start.month, 12)
+        return start.replace(year=start.year + year, month=month + 1)
+    return start + _STEP[unit]
+
+
+def window_buckets(
+    start: datetime, end: datetime, unit: TimeBucket, limit: int = MAX_GSI1_REQUESTS
+) -> list[str] | None:
+    """Return the labels of the time buckets a window ``[start, end)`` overlaps.
+
+    Parameters
+    ----------
+    start, end : datetime
+        Window, start inclusive, end exclusive.
+    unit : TimeBucket
+        Bucket unit.
+    limit : int
+        Most buckets to list.
+
+    Returns
+    -------
+    list of str or None
+        Labels (:func:`~dynashard.strategies.time_bucket`), oldest first; None when the
+        window overlaps more than ``limit`` buckets.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``start >= end`` (field ``from``).
+
+    Examples
+    --------
+    >>> t = datetime(2013, 1, 1, 22, 30, tzinfo=UTC)
+    >>> window_buckets(t, t + timedelta(hours=3), TimeBucket.DAY)
+    ['2013-01-01', '2013-01-02']
+    >>> window_buckets(t, t + timedelta(days=3), TimeBucket.HOUR, limit=10) is None
+    True
+    """
+    if start >= end:
+        raise InvalidInputError("from", "must be earlier than to")
+    labels: list[str] = []
+    cursor = bucket_start(start, unit)
+    while cursor < end:
+        if len(labels) == limit:
+            return None
+        labels.append(time_bucket(cursor, unit))
+        cursor = next_bucket(cursor, unit)
+    return labels
+
+
+def gsi1_shard_count(info: ShardInfo, bucket: str) -> int:
+    """Return ``G(bucket)``: how many GSI1 partition keys a bucket of a key may span.
+
+    The GSI1 shard of an item is its own base shard (``{logical}#{bucket}#{shard}``).
+    Writers record, per bucket, the largest shard count they used for it
+    (:mod:`dynashard.gsi_buckets`, attribute ``gsi1_shards#{bucket}``); a bucket with
+    no record may hold items of any base shard the key ever had (the shard history is
+    in wall-clock time, buckets in event time, and events may be replayed late), so
+    its ``G`` is the key's largest count.
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's shard metadata, read fresh.
+    bucket : str
+        A bucket label.
+
+    Returns
+    -------
+    int
+        GSI1 shards ``0..G-1`` a reader of the bucket must query.
+
+    Examples
+    --------
+    >>> from dynashard.metadata import ShardInfo
+    >>> info = ShardInfo("K", 32, 10, ((0, 1), (10, 32)), gsi1_shards=(("2013-01-01", 1),))
+    >>> gsi1_shard_count(info, "2013-01-01"), gsi1_shard_count(info, "2013-01-02")
+    (1, 32)
+    """
+    recorded = dict(info.gsi1_shards).get(bucket)
+    return info.max_count if recorded is None else recorded
+
+
+def plan_read(
+    *,
+    base_shards: int,
+    buckets: Sequence[str] | None,
+    gsi1_shards: Sequence[int] = (),
+    consistent: bool,
+    path: ReadPath | str = ReadPath.AUTO,
+    expected_bytes: float = 100 * DEFAULT_ITEM_BYTES,
+    gsi1_unavailable: str = "",
+    descending: bool = False,
+) -> ReadPlan:
+    """Choose the base table or GSI1 for one page of a read, and say why.
+
+    GSI1 is chosen when it makes fewer Query requests, or as many for less expected
+    RCU; ties go to the base table (strongly consistent, never behind the writes).
+
+    Requests are those of one page. The base table queries every shard for every
+    page. GSI1 reads the window's buckets one after the other in the page's order
+    (:class:`~dynashard.gsi_reader.GsiBucketReader`), so a page costs the ``G`` of the
+    first bucket it reads, plus at least one Query for each further bucket it reaches:
+    the estimate is ``G(first) + (buckets - 1)``, between the dense case (the page
+    fills in its first bucket) and the sparse one (it crosses every bucket, each
+    possibly with more shards; ``sum(G)`` bounds it and the reason states it).
+
+    Parameters
+    ----------
+    base_shards : int
+        Shards a base-table read queries (the key's largest count in its history), >= 1.
+    buckets : sequence of str or None
+        Time buckets of the window; None when GSI1 cannot serve the read (no bounded
+        window, a targeted read, too many buckets), ``gsi1_unavailable`` saying why.
+    gsi1_shards : sequence of int
+        ``G(bucket)`` of each bucket, same length as ``buckets``.
+    consistent : bool
+        A strongly consistent read was asked for: always the base table.
+    path : ReadPath or str
+        ``auto`` (plan), or ``base`` / ``gsi1`` to force one (tests, benchmarks).
+    expected_bytes : float
+        Bytes of items the page is expected to read (page size times item size).
+    gsi1_unavailable : str
+        Why GSI1 cannot serve the read, when ``buckets`` is None.
+    descending : bool
+        The page's order: its first bucket is the newest when True.
+
+    Returns
+    -------
+    ReadPlan
+        The path, its requests, expected RCU and the reason.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``path`` is not one of the three (field ``path``); if ``path=gsi1`` with
+        ``consistent=True`` (field ``consistent``: GSI reads are eventually consistent)
+        or where GSI1 cannot serve the read (field ``path``).
+
+    Examples
+    --------
+    A key with 32 base shards, read over one cool bucket (G = 1):
+
+    >>> plan = plan_read(base_shards=32, buckets=["2013-01-01"], gsi1_shards=[1],
+    ...                  consistent=False)
+    >>> plan.path.value, plan.requests, plan.expected_rcu
+    ('gsi1', 1, 12.5)
+    >>> plan_read(base_shards=32, buckets=["2013-01-01"], gsi1_shards=[1],
+    ...           consistent=True).path.value
+    'base'
+    """
+    try:
+        wanted = ReadPath(path)
+    except ValueError as exc:
+        raise InvalidInputError("path", f"must be base, gsi1 or auto, got {path!r}") from exc
+    base = path_cost(base_shards, expected_bytes, consistent=True)
+    base_note = f"{base.requests} strongly consistent base-table shard queries"
+    if consistent:
+        if wanted is ReadPath.GSI1:
+            raise InvalidInputError(
+                "consistent", "GSI1 reads are eventually consistent; drop consistent or path"
+            )
+        return ReadPlan(
+            ReadPath.BASE, *_cost(base), f"consistent=true: {base_note} (GSIs are EC only)"
+        )
+    if buckets is None:
+        if wanted is ReadPath.GSI1:
+            raise InvalidInputError("path", f"gsi1 cannot serve this read: {gsi1_unavailable}")
+        return ReadPlan(ReadPath.BASE, *_cost(base), f"{base_note}; gsi1 n/a: {gsi1_unavailable}")
+    if len(gsi1_shards) != len(buckets):
+        raise InvalidInputError("gsi1_shards", "needs one count per bucket")
+    first = gsi1_shards[-1] if descending else gsi1_shards[0]
+    gsi = path_cost(first + len(buckets) - 1, expected_bytes, consistent=False)
+    gsi_note = (
+        f"{gsi.requests} eventually consistent GSI1 queries (up to {sum(gsi1_shards)} over "
+        f"{len(buckets)} bucket(s))"
+    )
+    versus = (
+        f"{gsi_note} (~{gsi.expected_rcu:.1f} RCU) vs {base_note} (~{base.expected_rcu:.1f} RCU)"
+    )
+    layout = (tuple(buckets), tuple(gsi1_shards))
+    if wanted is ReadPath.BASE:
+        return ReadPlan(ReadPath.BASE, *_cost(base), f"path=base: {versus}", alternative=gsi)
+    if wanted is ReadPath.GSI1:
+        return ReadPlan(ReadPath.GSI1, *_cost(gsi), f"path=gsi1: {versus}", *layout, base)
+    if (gsi.requests, gsi.expected_rcu) < (base.requests, base.expected_rcu):
+        return ReadPlan(ReadPath.GSI1, *_cost(gsi), f"cheaper: {versus}", *layout, base)
+    return ReadPlan(ReadPath.BASE, *_cost(base), f"cheaper: {versus}", alternative=gsi)
+
+
+def _cost(cost: PathCost) -> tuple[int, float]:
+    return cost.requests, cost.expected_rcu

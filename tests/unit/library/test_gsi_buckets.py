@@ -1,0 +1,245 @@
+"""Per-bucket GSI1 shard counts: writers record them, readers size GSI1 reads by them."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dynashard import Dynashard, Event
+from dynashard.errors import MetadataError
+from dynashard.gsi_buckets import Gsi1BucketRecorder
+from dynashard.read_plan import gsi1_shard_count
+from infra.table_specs import METADATA_TABLE
+
+T0 = datetime(2013, 1, 1, 10, tzinfo=UTC)
+
+
+class CountingClient:
+    """Delegates to a real client; counts UpdateItem calls, or fails them."""
+
+    def __init__(self, inner: Any, fail: bool = False) -> None:
+        self.inner = inner
+        self.fail = fail
+        self.updates = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def update_item(self, **request: Any) -> Any:
+        self.updates += 1
+        if self.fail:
+            error = {"Error": {"Code": "InternalServerError", "Message": "boom"}}
+            raise ClientError(error, "UpdateItem")  # type: ignore[arg-type]
+        return self.inner.update_item(**request)
+
+
+def test_writes_record_each_bucket_once_and_only_raise_it(facade: Dynashard) -> None:
+    # Given a key written on two days under N = 1, then on the second day under N = 4
+    key = "DEPARTURES#JFK"
+    day1 = [Event(key=key, id=f"a{i}", ts=T0 + timedelta(minutes=i)) for i in range(5)]
+    day2 = [Event(key=key, id=f"b{i}", ts=T0 + timedelta(days=1, minutes=i)) for i in range(5)]
+    assert all(o.ok for o in facade.put_events(day1 + day2))
+    facade.set_shard_count(key, 4)
+    facade.metadata.invalidate(key)
+    assert all(o.ok for o in facade.put_events(day2))
+    facade.set_shard_count(key, 2)  # a shrink never lowers a bucket's record
+    facade.metadata.invalidate(key)
+    assert all(o.ok for o in facade.put_events(day2))
+    # Then the metadata says which counts each bucket's GSI1 keys can have
+    info = facade.shard_info(key)
+    assert dict(info.gsi1_shards) == {"2013-01-01": 1, "2013-01-02": 4}
+    assert gsi1_shard_count(info, "2013-01-01") == 1
+    assert gsi1_shard_count(info, "2013-01-03") == 4  # no record: every shard ever had
+    assert info.to_json()["number_of_shards"] == 2
+
+
+def test_recorder_caches_and_never_creates_an_item(ddb_client: Any) -> None:
+    client = CountingClient(ddb_client)
+    recorder = Gsi1BucketRecorder(client, METADATA_TABLE.default_name)  # type: ignore[arg-type]
+    # A key without a metadata item: the record is refused, no item appears
+    recorder.ensure("NEVER#SEEN", "2013-01-01", 4)
+    got = ddb_client.get_item(
+        TableName=METADATA_TABLE.default_name, Key={"key": {"S": "NEVER#SEEN"}}
+    )
+    assert "Item" not in got
+    # A known count is not written again
+    recorder.ensure("NEVER#SEEN", "2013-01-01", 2)
+    recorder.ensure("NEVER#SEEN", "2013-01-01", 4)
+    assert client.updates == 1
+
+
+def test_failed_record_fails_the_bucket_events_not_the_others(facade: Dynashard) -> None:
+    # Given the metadata table failing the bucket records
+    facade.gsi1_recorder = Gsi1BucketRecorder(
+        CountingClient(facade.client, fail=True),  # type: ignore[arg-type]
+        METADATA_TABLE.default_name,
+    )
+    events = [Event(key="K", id=f"e{i}", ts=T0) for i in range(3)]
+    # When events are written
+    outcomes = facade.put_events(events)
+    # Then each fails, naming the cause, and none is in the table (a GSI1 reader would
+    # not know which shards to query for it)
+    assert [o.ok for o in outcomes] == [False] * 3
+    assert all(o.error and o.error.startswith("MetadataError: recording") for o in outcomes)
+    assert facade.query_events("K").items == []
+    with pytest.raises(MetadataError):
+        facade.gsi1_recorder.ensure("K", "2013-01-01", 1)
+
+
+def test_key_families_get_their_own_time_bucket(ddb_client: Any) -> None:
+    # Given departures bucketed by hour, everything else by day (the default)
+    from dynashard import DynashardConfig
+    from dynashard.settings import FunctionSettings
+    from infra.table_specs import DATA_TABLE
+
+    settings = FunctionSettings.model_validate(
+        {
+            "DYNASHARD_DATA_TABLE": DATA_TABLE.default_name,
+            "DYNASHARD_METADATA_TABLE": METADATA_TABLE.default_name,
+            "DYNASHARD_TIME_BUCKETS": "DEPARTURES#=hour",
+        }
+    )
+    config: DynashardConfig = settings.to_config()
+    ds = Dynashard(config, client=ddb_client)
+    events = [
+        Event(key="DEPARTURES#JFK", id="d1", ts=T0),
+        Event(key="ARRIVALS#JFK", id="a1", ts=T0),
+    ]
+    assert all(o.ok for o in ds.put_events(events))
+    # Then each item's GSI1 key and each bucket record uses its family's unit
+    scanned = ddb_client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    assert sorted(i["GSI1PK"]["S"] for i in scanned) == [
+        "ARRIVALS#JFK#2013-01-01#0",
+        "DEPARTURES#JFK#2013-01-01T10#0",
+    ]
+    assert dict(ds.shard_info("DEPARTURES#JFK").gsi1_shards) == {"2013-01-01T10": 1}
+    # And a GSI1 read of the hour bucket finds the event
+    page = ds.query_events(
+        "DEPARTURES#JFK",
+        start=T0,
+        end=T0 + timedelta(minutes=5),
+        consistent=False,
+        path="gsi1",
+    )
+    assert [i["id"] for i in page.items] == ["d1"]
+    assert page.plan is not None and page.plan.buckets == ("2013-01-01T10",)
+    ds.close()
+
+
+def test_malformed_time_buckets_name_the_setting() -> None:
+    from dynashard.errors import InvalidInputError
+    from dynashard.strategies import parse_time_buckets
+
+    for text in ("DEPARTURES#", "=hour", "X=week", "A=hour,A=day"):
+        with pytest.raises(InvalidInputError) as info:
+            parse_time_buckets(text)
+        assert info.value.field == "time_buckets"
+
+
+class FailingGsiClient(CountingClient):
+    """Fails the GSI1 Queries of one GSI1 partition key."""
+
+    def __init__(self, inner: Any, failing_pk: str) -> None:
+        super().__init__(inner)
+        self.failing_pk = failing_pk
+
+    def query(self, **request: Any) -> Any:
+        pk = request["ExpressionAttributeValues"][":pk"]["S"]
+        if request.get("IndexName") == "GSI1" and pk == self.failing_pk:
+            error = {"Error": {"Code": "InternalServerError", "Message": "boom"}}
+            raise ClientError(error, "Query")  # type: ignore[arg-type]
+        return self.inner.query(**request)
+
+
+def test_failed_gsi1_query_fails_the_read_or_is_named_when_partial(
+    facade: Dynashard, ddb_client: Any
+) -> None:
+    from dynashard.errors import ShardQueryError
+
+    # Given a key on 2 shards and a GSI1 partition that fails its queries
+    facade.set_shard_count("K", 2)
+    events = [Event(key="K", id=f"e{i:02d}", ts=T0 + timedelta(minutes=i)) for i in range(20)]
+    assert all(o.ok for o in facade.put_events(events))
+    facade.client = FailingGsiClient(ddb_client, "K#2013-01-01#1")  # type: ignore[assignment]
+    window: dict[str, Any] = {
+        "start": T0,
+        "end": T0 + timedelta(hours=1),
+        "consistent": False,
+        "path": "gsi1",
+    }
+    # When it is read without partial results, the read fails naming the GSI1 key
+    with pytest.raises(ShardQueryError) as info:
+        facade.query_events("K", **window)
+    assert info.value.shards == ["GSI1:K#2013-01-01#1"]
+    # And with partial results, the healthy partition is served and the other named
+    page = facade.query_events("K", allow_partial=True, **window)
+    assert page.missing_shards == ["GSI1:K#2013-01-01#1"]
+    healthy = [e.id for e in events if facade.put_events([e])[0].physical_key == "K#0"]
+    assert 0 < len(healthy) < len(events)
+    assert [i["id"] for i in page.items] == healthy
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    minutes=st.lists(st.integers(0, 3 * 24 * 60), min_size=0, max_size=60, unique=True),
+    redeliver=st.integers(0, 10),
+    window=st.tuples(st.integers(0, 3 * 24 * 60), st.integers(1, 3 * 24 * 60)),
+    limit=st.integers(1, 30),
+    descending=st.booleans(),
+    unit=st.sampled_from(["hour", "day"]),
+)
+def test_gsi1_pages_equal_base_pages(
+    ddb_client: Any,
+    minutes: list[int],
+    redeliver: int,
+    window: tuple[int, int],
+    limit: int,
+    descending: bool,
+    unit: str,
+) -> None:
+    """Property: over a resize (1 -> 3 shards) with redelivered events stored twice,
+    a GSI1 read returns the base read's events, once each, in the same order."""
+    from dynashard import DynashardConfig
+    from dynashard.strategies import TimeBucket
+    from infra.table_specs import DATA_TABLE
+
+    key = f"K{uuid.uuid4().hex[:6]}"
+    config = DynashardConfig(
+        DATA_TABLE.default_name, METADATA_TABLE.default_name, time_bucket=TimeBucket(unit)
+    )
+    ds = Dynashard(config, client=ddb_client)
+    events = [Event(key=key, id=f"e{m}", ts=T0 + timedelta(minutes=m)) for m in minutes]
+    half = len(events) // 2
+    assert all(o.ok for o in ds.put_events(events[:half]))
+    ds.set_shard_count(key, 3)
+    ds.metadata.invalidate(key)
+    # the first events again, under N = 3: some land on a second item (invariant 2)
+    assert all(o.ok for o in ds.put_events(events[half:] + events[:redeliver]))
+    start = T0 + timedelta(minutes=min(window))
+    end = start + timedelta(minutes=max(window))
+
+    def pages(**path: Any) -> list[str]:
+        ids: list[str] = []
+        cursor = None
+        while True:
+            page = ds.query_events(
+                key, start=start, end=end, limit=limit, descending=descending, cursor=cursor, **path
+            )
+            ids.extend(i["id"] for i in page.items)
+            cursor = page.cursor
+            if cursor is None:
+                return ids
+
+    expected = sorted((e for e in events if start <= e.ts < end), key=lambda e: e.sort_key)
+    base = pages(path="base")
+    assert base == [e.id for e in (expected[::-1] if descending else expected)]
+    assert pages(path="gsi1", consistent=False) == base
+    ds.close()
