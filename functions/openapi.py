@@ -13,6 +13,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
 
+from dynashard import api
+
 #: Title of the merged document.
 TITLE = "dynashard API"
 #: Version of the API the document describes.
@@ -39,14 +41,22 @@ def _merge() -> OpenAPIMerge:
 def _document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     # Powertools documents its own 422 body (HTTPValidationError); both functions answer
     # validation errors with {"message", "field", "errors"} instead (their handlers).
+    # Bodies parsed by dynashard.api (api.REQUEST_MODELS) answer 400, never 422; their
+    # schemas join the components here, as Powertools never saw them.
     ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    parsed = {f"#/components/schemas/{m.__name__}" for m in api.REQUEST_MODELS}
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is not None and body["schema"].get("$ref") in parsed:
+                operation["responses"].pop("422", None)
+                continue
             operation.setdefault("responses", {})["422"] = {
                 "description": "Validation error: `field` names the offending input",
                 "content": {"application/json": {"schema": ref}},
             }
-    schemas = schema.get("components", {}).get("schemas", {})
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(api.request_schemas())
     if "HTTPValidationError" not in json.dumps(schema["paths"]):
         schemas.pop("HTTPValidationError", None)
     return schema

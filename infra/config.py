@@ -75,6 +75,14 @@ class StackParameters(BaseModel):
         using partition keys effectively").
     target_utilization : float
         Fraction of a partition's ceiling a shard should carry after growth, in (0, 1].
+    shrink_utilization : float or None
+        The scaler's low-water mark (``DYNASHARD_SHRINK_UTILIZATION``): a key whose peak
+        load per shard stays below this share of the partition ceiling for
+        ``shrink_cool_period_s`` shrinks; 0 turns shrinking off; None (default) is half
+        of ``target_utilization``. Must be below ``target_utilization`` (hysteresis).
+    shrink_cool_period_s : float
+        Seconds a key must stay below the low-water mark before it shrinks, >= 60
+        (``DYNASHARD_SHRINK_COOL_PERIOD_S``).
     write_max_attempts : int
         Attempts a writer makes on throttled items, the first included, 1-20
         (``DYNASHARD_WRITE_MAX_ATTEMPTS``). Set once for every function: the scaler
@@ -130,6 +138,8 @@ class StackParameters(BaseModel):
     partition_wcu: float = Field(default=1000.0, gt=0)
     partition_rcu: float = Field(default=3000.0, gt=0)
     target_utilization: float = Field(default=0.8, gt=0, le=1)
+    shrink_utilization: float | None = Field(default=None, ge=0, lt=1)
+    shrink_cool_period_s: float = Field(default=1800.0, ge=60)
     write_max_attempts: int = Field(default=8, ge=1, le=20)
     max_read_request_units: int | None = Field(default=None, ge=1)
     max_write_request_units: int | None = Field(default=None, ge=1)
@@ -151,6 +161,7 @@ class StackParameters(BaseModel):
     function_timeout_s: int = Field(default=30, ge=1, le=900)
 
     @field_validator(
+        "shrink_utilization",
         "max_read_request_units",
         "max_write_request_units",
         "warm_read_units_per_second",
@@ -177,6 +188,10 @@ class StackParameters(BaseModel):
         """Check the parameters against each other."""
         if self.default_shards > self.max_shards:
             raise ValueError("default_shards must not exceed max_shards")
+        if self.shrink_utilization is not None and (
+            self.shrink_utilization >= self.target_utilization
+        ):
+            raise ValueError("shrink_utilization must be below target_utilization")
         return self
 
     @property

@@ -13,6 +13,9 @@ Routes (the API's resources)::
     GET  /events             -> functions.query.app.handler
     GET  /counters/{name}    -> functions.query.app.handler
     GET  /shards/{key}       -> functions.query.app.handler
+    PUT  /index/{key}/layout -> functions.ingest.app.api_handler
+    POST /index/{key}        -> functions.ingest.app.api_handler
+    GET  /index/{key}        -> functions.query.app.handler
 
 As on API Gateway, ``path`` keeps the percent-encoding the client sent (``#`` in a key
 travels as ``%23``) while ``pathParameters`` and the query string parameters are
@@ -75,6 +78,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/events", QUERY_HANDLER),
     Route("GET", "/counters/{name}", QUERY_HANDLER),
     Route("GET", "/shards/{key}", QUERY_HANDLER),
+    Route("PUT", "/index/{key}/layout", INGEST_API_HANDLER),
+    Route("POST", "/index/{key}", INGEST_API_HANDLER),
+    Route("GET", "/index/{key}", QUERY_HANDLER),
 )
 
 

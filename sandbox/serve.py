@@ -45,6 +45,12 @@ def curl_examples(base_url: str) -> str:
             f"curl -s -X POST {base_url}/counters/CARRIER%23UA "
             "-H 'Content-Type: application/json' -d '{\"by\": 5}'",
             f"curl -s {base_url}/counters/CARRIER%23UA",
+            f"curl -s -X PUT {base_url}/index/TAILNUM/layout "
+            "-H 'Content-Type: application/json' "
+            """-d '{"shards": 2, "sample": ["N14228", "N24211", "N619AA", "N804JB"]}'""",
+            f"curl -s -X POST {base_url}/index/TAILNUM -H 'Content-Type: application/json' "
+            """-d '{"items": [{"id": "UA1545", "value": "N14228", "data": {"dest": "IAH"}}]}'""",
+            f"curl -s '{base_url}/index/TAILNUM?prefix=n1&limit=10'",
             f"curl -s {base_url}/shards/DEPARTURES%23JFK",
         ]
     )

@@ -1,4 +1,4 @@
-"""Ingest function: API Gateway ``POST /events``, ``POST /counters/{name}``, SQS and Kinesis.
+"""Ingest function: the API's write routes (events, counters, ordered index), SQS, Kinesis.
 
 Entry points (the deployed handler strings are ``app.api_handler``, ``app.sqs_handler``
 and ``app.kinesis_handler``; tests import ``functions.ingest.app``):
@@ -7,6 +7,8 @@ and ``app.kinesis_handler``; tests import ``functions.ingest.app``):
   ``POST /events`` answers 200 when every event is durable, else 503 with
   ``Retry-After`` and the events to send again (not a 207: clients treat any 2xx as
   success); 422 for an invalid body, 400 for a broken dynashard rule.
+  ``PUT /index/{key}/layout``, ``POST /index/{key}``: an ordered index's layout (409
+  if another is stored) and entries; bodies parsed by :mod:`dynashard.api` (400).
 - :func:`sqs_handler` / :func:`kinesis_handler` -- partial batch responses: the batch
   is one bulk write (:func:`dynashard.ingest.write_batch`), and each invalid or
   unwritten record is reported back, alone.
@@ -45,6 +47,7 @@ app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
 
 #: Seconds a client should wait before sending the failed events of a 503 again.
 RETRY_AFTER_S = 1
+
 
 #: The facade of this invocation: the injected one, else the container's.
 facade_of: Dependency[IngestPort] = Dependency("facade", get_facade)
@@ -146,8 +149,45 @@ def post_counter(
     return api.CounterResponse(name=counter, by=body.by, applied=applied)
 
 
+@app.put(
+    "/index/<key>/layout",
+    summary="Configure a key's ordered index (range shards), once",
+    openapi_extensions=api.request_body_doc(api.OrderedLayoutBody),
+    responses=lambda_kit.openapi_responses("The layout in force", 400, 409, 500),
+)
+def put_layout(key: Annotated[str, Path(min_length=1)]) -> api.OrderedLayoutResponse:
+    """Store ``key``'s layout (body: ``OrderedLayoutBody``); the same one again is a no-op.
+
+    Returns
+    -------
+    OrderedLayoutResponse
+        ``{"key", "shards", "boundaries", "sub_shards"}``.
+    """
+    index = facade_of().ordered_index(lambda_kit.path_value(key))
+    layout = api.parse_body(api.OrderedLayoutBody, app.current_event.decoded_body).to_layout()
+    return api.OrderedLayoutResponse.of(index.key, index.configure(layout))
+
+
+@app.post(
+    "/index/<key>",
+    summary="Write 1 to 100 entries to a key's ordered index",
+    openapi_extensions=api.request_body_doc(api.OrderedPutBody),
+    responses=lambda_kit.openapi_responses("Every entry is durable", 400, 500),
+)
+def post_index(key: Annotated[str, Path(min_length=1)]) -> api.OrderedPutResponse:
+    """Write entries (body: ``OrderedPutBody``) to a configured key's range shards.
+
+    Returns
+    -------
+    OrderedPutResponse
+        ``{"key", "written", "items": [{"id", "value", "shard"}]}``.
+    """
+    body = api.parse_body(api.OrderedPutBody, app.current_event.decoded_body)
+    return api.write_ordered(facade_of().ordered_index(lambda_kit.path_value(key)), body)
+
+
 api_handler = kit.rest_api_handler(app, facade_of, name="api_handler", fallback_field="body")
-"""Entry point of ``POST /events`` and ``POST /counters/{name}`` (REST API proxy events)."""
+"""Entry point of the ingest routes (REST API proxy events)."""
 
 
 # --- SQS and Kinesis -------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Query function: API Gateway ``GET /events``, ``GET /counters/{name}``, ``GET /shards/{key}``.
+"""Query function: ``GET /events``, ``/counters/{name}``, ``/shards/{key}``, ``/index/{key}``.
 
 Read-only: it reads events (scatter-gather over every shard a key has had in the read
 window, merged in exact sort-key order), counters (summed over their shards) and shard
@@ -31,7 +31,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 
 from dynashard import lambda_kit
-from dynashard.api import CounterBody, EventsPage, ShardsBody
+from dynashard.api import CounterBody, EventsPage, OrderedPageBody, ShardsBody
 from dynashard.keys import parse_ts
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
 from dynashard.model import dumps
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from dynashard import CounterValue, Page, ShardInfo
+    from dynashard.ordered_index import OrderedIndex
     from dynashard.reader import QueryOptions
 
 Settings = FunctionSettings
@@ -68,6 +69,10 @@ class QueryPort(Protocol):
 
     def shard_info(self, key: str) -> ShardInfo:
         """Read a key's shard metadata."""
+        ...
+
+    def ordered_index(self, key: str) -> OrderedIndex:
+        """Return a key's ordered index (range shards)."""
         ...
 
 
@@ -212,6 +217,35 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
         ``{"key", "number_of_shards", "last_updated", "shard_history": [{"since", "count"}]}``.
     """
     return ShardsBody.model_validate(facade_of().shard_info(lambda_kit.path_value(key)).to_json())
+
+
+@app.get(
+    "/index/<key>",
+    summary="Read a key's ordered index in value order: all, a prefix, or [from, to)",
+    responses=lambda_kit.openapi_responses("One page, in order", 400, 503),
+)
+def get_index(
+    key: Annotated[str, Path(min_length=1)],
+    prefix: Annotated[str | None, Query(description="Values starting with it")] = None,
+    start: Annotated[str | None, Query(alias="from", description="Inclusive lower value")] = None,
+    end: Annotated[str | None, Query(alias="to", description="Exclusive upper value")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+    cursor: Annotated[str | None, Query(min_length=1)] = None,
+) -> OrderedPageBody:
+    """Read one page of ``key``'s ordered index (values compared normalised).
+
+    ``prefix`` excludes ``from``/``to`` (400, field ``prefix``); only the range shards
+    intersecting the query are read, as ``shards_in_range`` shows.
+
+    Returns
+    -------
+    OrderedPageBody
+        ``{"key", "items", "cursor", "shards_in_range", "shards_queried", "queries"}``.
+    """
+    index = facade_of().ordered_index(lambda_kit.path_value(key))
+    page = index.query(prefix=prefix, start=start, end=end, limit=limit, cursor=cursor)
+    metrics.add_metric(name="ShardsQueried", unit=MetricUnit.Count, value=len(page.shards_queried))
+    return OrderedPageBody.of(index.key, page)
 
 
 # --- errors, in one place; the entry point ------------------------------------------------

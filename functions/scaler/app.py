@@ -1,10 +1,11 @@
-"""Scaler function: grows the shard count of hot keys when a throttling alarm fires.
+"""Scaler function: grows hot keys' shard counts on throttling alarms, shrinks cool ones.
 
 Invoked by a key-range throttle alarm (its Lambda action, ``"source":
 "aws.cloudwatch"``, or SNS, ``Records[0].Sns.Message``), and every minute by a schedule
-that sweeps the alarms still in ``ALARM``. The deployed handler string is
-``app.handler``. Wiring only: settings, default adapters (:mod:`dynashard.adapters`),
-event shapes and metrics; the policy is :func:`dynashard.scaling.handle_alarm`.
+that sweeps the alarms still in ``ALARM`` and then shrinks the keys that stayed cool.
+The deployed handler string is ``app.handler``. Wiring only: settings, default adapters
+(:mod:`dynashard.adapters`), event shapes and metrics; the policies are
+:func:`dynashard.scaling.handle_alarm` and :func:`dynashard.shrinking.shrink_cool_keys`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from aws_lambda_powertools.utilities.data_classes import (
 )
 from pydantic import Field
 
-from dynashard import lambda_kit, names, scaling
+from dynashard import lambda_kit, names, scaling, shrinking
 from dynashard.errors import DynashardError
 from dynashard.settings import FunctionSettings
 from dynashard.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME, DYNAMODB_NAMESPACE
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from dynashard.adapters.insights import InsightRuleOfferedLoad
 
 
 class Settings(FunctionSettings):
@@ -75,8 +78,8 @@ def get_hot_key_source() -> scaling.HotKeySource:
 
 
 @lambda_kit.container_cache
-def get_offered_load_source() -> scaling.OfferedLoadSource | None:
-    """Return the offered-load adapter on ``DYNASHARD_WRITE_LOAD_RULE``, or None if unset."""
+def get_offered_load_source() -> InsightRuleOfferedLoad | None:
+    """Return the adapter on ``DYNASHARD_WRITE_LOAD_RULE`` (offered load and its history)."""
     from dynashard.adapters.insights import InsightRuleOfferedLoad
 
     rule = get_settings().write_load_rule
@@ -152,20 +155,22 @@ def is_scheduled_event(event: Mapping[str, Any]) -> bool:
     return event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event"
 
 
-def _emit_metrics(outcomes: list[scaling.AlarmOutcome]) -> None:
+def _emit_metrics(outcomes: list[scaling.AlarmOutcome], shrink: shrinking.ShrinkOutcome) -> None:
     grown = [g for o in outcomes for g in o.grown]
     metrics.add_metric(name="ShardsGrown", unit=MetricUnit.Count, value=len(grown))
-    for growth in grown:
+    metrics.add_metric(name="ShardsShrunk", unit=MetricUnit.Count, value=len(shrink.shrunk))
+    changes = [(g.key, g.previous, g.current) for g in grown]
+    for key, previous, current in changes + [(s.key, s.previous, s.current) for s in shrink.shrunk]:
         # One EMF blob per key with the key as metadata, not as a dimension: logical
         # keys are unbounded, and each dimension value would be its own metric.
         with single_metric(
             name="ShardCount",
             unit=MetricUnit.Count,
-            value=growth.current,
+            value=current,
             namespace=names.METRICS_NAMESPACE,
         ) as metric:
-            metric.add_metadata(key="key", value=growth.key)
-            metric.add_metadata(key="previous", value=growth.previous)
+            metric.add_metadata(key="key", value=key)
+            metric.add_metadata(key="previous", value=previous)
 
 
 @kit.entry_point()
@@ -176,12 +181,16 @@ def handler(
     hot_keys: scaling.HotKeySource | None = None,
     alarm_states: scaling.AlarmStateSource | None = None,
     offered_load: scaling.OfferedLoadSource | None = None,
+    load_history: shrinking.LoadHistorySource | None = None,
+    shrinker: shrinking.ShrinkPort | None = None,
 ) -> dict[str, Any]:
-    """Grow the shard count of the keys behind key-range throttling alarms.
+    """Grow the shard count of the keys behind key-range throttling alarms; shrink cool keys.
 
-    An alarm event is handled alone. A scheduled event sweeps: every alarm of
-    ``DYNASHARD_SCALER_ALARM_NAMES`` still in ``ALARM`` is handled as if it had just
-    fired, since CloudWatch invokes an action only on a state change.
+    An alarm event is handled alone (it only grows). A scheduled event sweeps: every
+    alarm of ``DYNASHARD_SCALER_ALARM_NAMES`` still in ``ALARM`` is handled as if it had
+    just fired, since CloudWatch invokes an action only on a state change; then the keys
+    above the default count whose offered load stayed cool are shrunk, when there is a
+    load history to tell (the stack's write-load rule).
 
     Parameters
     ----------
@@ -190,41 +199,51 @@ def handler(
         ``Scheduled Event``.
     context : LambdaContext
         Lambda context.
-    facade, hot_keys, alarm_states, offered_load : optional
-        Ports of :mod:`dynashard.scaling`; default: the container's ``Dynashard``,
-        Contributor Insights, ``DescribeAlarms``, the stack's offered-load rule (or none).
+    facade, hot_keys, alarm_states, offered_load, load_history, shrinker : optional
+        Ports of :mod:`dynashard.scaling` and :mod:`dynashard.shrinking`; default: the
+        container's ``Dynashard`` (also the shrinker), Contributor Insights,
+        ``DescribeAlarms``, the stack's write-load rule (or none: no shrinking).
 
     Returns
     -------
     dict
         For an alarm, :meth:`~dynashard.scaling.AlarmOutcome.to_dict`; for a sweep,
-        ``{"sweep": time, "alarms": [those]}``.
+        ``{"sweep": time, "alarms": [those], "shrink":``
+        :meth:`~dynashard.shrinking.ShrinkOutcome.to_dict` ``}``.
 
     Raises
     ------
     ValueError
         If the event is neither an alarm nor a schedule.
     DynashardError
-        If growing some key failed for a reason other than the cooldown (after the
-        other keys were handled), so the invocation is retried.
+        If growing or shrinking some key failed for a reason other than the cooldown
+        (after the other keys were handled), so the invocation is retried.
     """
     alarm = None if is_scheduled_event(event) else parse_alarm(event)  # fails before set-up
     settings = get_settings()
     facade = facade or get_facade()
     source = hot_keys or get_hot_key_source()
     offered = offered_load or get_offered_load_source()
+    now = scaling.parse_time(event.get("time"))
     if alarm is None:
-        now = scaling.parse_time(event.get("time"))
         states = alarm_states or get_alarm_states()
         due = states.alarms_in_alarm(settings.alarm_name_list, now)
     else:
         logger.append_keys(alarm=alarm.name)
         due = [alarm]
     outcomes = [scaling.handle_alarm(a, facade, source, settings, offered, logger) for a in due]
+    history = None if alarm is not None else load_history or get_offered_load_source()
+    shrink = shrinking.ShrinkOutcome()
+    if history is not None:  # only the sweep shrinks, and only when it can see the load
+        shrinker = shrinker or get_facade()
+        shrink = shrinking.shrink_cool_keys(now, shrinker, history, settings, logger)
     reports = [o.to_dict() for o in outcomes]
-    result = reports[0] if alarm is not None else {"sweep": now.isoformat(), "alarms": reports}
-    _emit_metrics(outcomes)
+    result: dict[str, Any] = reports[0] if alarm else {"sweep": now.isoformat(), "alarms": reports}
+    if alarm is None:
+        result["shrink"] = shrink.to_dict()
+    _emit_metrics(outcomes, shrink)
     logger.info("scaler done", extra=result)
-    if errors := [e for o in outcomes for e in o.errors]:
-        raise DynashardError(f"growing {len(errors)} key(s) failed: {', '.join(errors)}")
+    if errors := [e for o in outcomes for e in o.errors] + list(shrink.errors):
+        what = "growing or shrinking" if shrink.errors else "growing"
+        raise DynashardError(f"{what} {len(errors)} key(s) failed: {', '.join(errors)}")
     return result

@@ -1,7 +1,8 @@
 """The REST API shared by the ingest and query functions.
 
-``POST /events`` and ``POST /counters/{name}`` go to the ingest function (it may
-write); ``GET /events``, ``GET /counters/{name}`` and ``GET /shards/{key}`` go to the
+``POST /events``, ``POST /counters/{name}``, ``PUT /index/{key}/layout`` and
+``POST /index/{key}`` go to the ingest function (it may write); ``GET /events``,
+``GET /counters/{name}``, ``GET /shards/{key}`` and ``GET /index/{key}`` go to the
 query function. IAM (SigV4) authorization by default; an API key with a usage plan
 as an option (context ``api_auth=api_key``). Requests are validated by API Gateway
 before any function runs: JSON bodies against a model, required path and query
@@ -68,8 +69,9 @@ def _build_rest_api(scope: Construct, config: StackParameters) -> apigw.RestApi:
 def _build_json_model(api: apigw.RestApi) -> apigw.Model:
     """Return the request model of POST bodies: a JSON object.
 
-    Both POST bodies are objects (one event, ``{"events": [...]}`` or ``{"by": n}``).
-    Their fields are checked by the function (pydantic, a 422 naming each field);
+    Every body is an object (one event, ``{"events": [...]}``, ``{"by": n}``, a layout
+    or ``{"items": [...]}``). Their fields are checked by the function (pydantic, a
+    422 or 400 naming the field);
     the model keeps non-JSON, scalar and array bodies away from it.
     """
     return api.add_model(
@@ -152,7 +154,7 @@ class EventsApi(Construct):
         Parameters
         ----------
         http_method : str
-            ``GET`` or ``POST``.
+            ``GET``, ``POST`` or ``PUT``.
         path : str
             Resource path, e.g. ``/counters/{name}``.
         function : aws_cdk.aws_lambda.IFunction

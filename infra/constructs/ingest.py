@@ -212,7 +212,9 @@ class Ingest(Construct):
             )
 
         self.api_function = _function(
-            "ApiFunction", "app.api_handler", "dynashard ingest: POST /events, POST /counters"
+            "ApiFunction",
+            "app.api_handler",
+            "dynashard ingest: POST /events, /counters, PUT/POST /index",
         )
         self.queue_function = _function(
             "QueueFunction", "app.sqs_handler", "dynashard ingest: SQS batches"
@@ -229,6 +231,8 @@ class Ingest(Construct):
         )
         api.add_route("POST", "/events", self.api_function.function, json_body=True)
         api.add_route("POST", "/counters/{name}", self.api_function.function, json_body=True)
+        api.add_route("PUT", "/index/{key}/layout", self.api_function.function, json_body=True)
+        api.add_route("POST", "/index/{key}", self.api_function.function, json_body=True)
 
     def _build_event_sources(self, config: StackParameters) -> None:
         """Wire the queue and the stream to their functions with partial batch responses."""

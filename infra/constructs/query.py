@@ -89,3 +89,4 @@ class Query(Construct):
         api.add_route("GET", "/events", fn, required_query=(EVENTS_KEY_PARAM,))
         api.add_route("GET", "/counters/{name}", fn)
         api.add_route("GET", "/shards/{key}", fn)
+        api.add_route("GET", "/index/{key}", fn)

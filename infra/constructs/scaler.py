@@ -14,6 +14,11 @@ without a reference to the alarms, which reference the function (a cycle).
 The scaler also reads the report of the ingest functions' write-load Contributor
 Insights rule (:mod:`dynashard.load`), named in its environment and policy by the
 rule's name, so this construct does not reference the ingest construct either.
+
+The sweep also shrinks the keys that stayed cool (:mod:`dynashard.shrinking`): it finds
+the keys above the default count with a paginated ``Scan`` of the metadata table
+(``dynamodb:Scan`` on that table only) and reads their load history from the same
+write-load rule.
 """
 
 from __future__ import annotations
@@ -124,6 +129,11 @@ def _build_scaler_statements(
     return [
         build_metadata_statement(tables, update=True),
         iam.PolicyStatement(
+            sid="FindShardedKeysToShrink",
+            actions=["dynamodb:Scan"],
+            resources=[tables.metadata_table.table_arn],
+        ),
+        iam.PolicyStatement(
             sid="ReadContributorInsightsReports",
             actions=["cloudwatch:GetInsightRuleReport"],
             resources=[rule_arn],
@@ -155,6 +165,14 @@ def _build_scaler_statements(
             ],
         ),
     ]
+
+
+def _shrink_environment(config: StackParameters) -> dict[str, str]:
+    """Return the shrink sweep's settings (the low-water mark only when set)."""
+    env = {names.ENV_SHRINK_COOL_PERIOD_S: f"{config.shrink_cool_period_s:g}"}
+    if config.shrink_utilization is not None:
+        env[names.ENV_SHRINK_UTILIZATION] = f"{config.shrink_utilization:g}"
+    return env
 
 
 class Scaler(Construct):
@@ -213,6 +231,7 @@ class Scaler(Construct):
             environment={
                 names.ENV_SCALER_ALARM_NAMES: ",".join(alarm_names),
                 names.ENV_WRITE_LOAD_RULE: write_load_rule_name,
+                **_shrink_environment(config),
             },
         )
         self.alarms = [

@@ -36,6 +36,8 @@ PROD_CONTEXT: dict[str, Any] = {
     "queue_max_receive_count": "7",
     "kinesis_retry_attempts": "4",
     "max_shards": "64",
+    "shrink_utilization": "0.3",
+    "shrink_cool_period_s": "3600",
     "log_retention_days": "90",
 }
 

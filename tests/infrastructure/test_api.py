@@ -16,6 +16,9 @@ ROUTES = {
     ("GET", "/events"): "query",
     ("GET", "/counters/{name}"): "query",
     ("GET", "/shards/{key}"): "query",
+    ("PUT", "/index/{key}/layout"): "ingest",
+    ("POST", "/index/{key}"): "ingest",
+    ("GET", "/index/{key}"): "query",
 }
 
 
@@ -87,7 +90,7 @@ def test_request_validation(dev: Synth) -> None:
     for route, method in methods.items():
         validator = validators[method["RequestValidatorId"]["Ref"]]
         assert validator["ValidateRequestParameters"] is True, route
-        if route[0] == "POST":
+        if route[0] in ("POST", "PUT"):
             assert validator["ValidateRequestBody"] is True, route
             assert "application/json" in method["RequestModels"], route
     assert methods[("GET", "/events")]["RequestParameters"] == {
@@ -99,6 +102,24 @@ def test_request_validation(dev: Synth) -> None:
     assert methods[("POST", "/counters/{name}")]["RequestParameters"] == {
         "method.request.path.name": True
     }
+
+
+def test_ordered_index_routes_are_iam_authorized_and_validated(dev: Synth) -> None:
+    # PUT /index/{key}/layout and POST /index/{key} to ingest, GET /index/{key} to query,
+    # each SigV4-signed, with its path parameter required and JSON bodies as objects.
+    methods = _methods(dev)
+    index_routes = [r for r in ROUTES if r[1].startswith("/index/")]
+    assert sorted(index_routes) == [
+        ("GET", "/index/{key}"),
+        ("POST", "/index/{key}"),
+        ("PUT", "/index/{key}/layout"),
+    ]
+    for route in index_routes:
+        method = methods[route]
+        assert _target(dev, method) == ROUTES[route], route
+        assert method["AuthorizationType"] == "AWS_IAM", route
+        assert method["RequestParameters"] == {"method.request.path.key": True}, route
+        assert ("RequestModels" in method) == (route[0] != "GET"), route
 
 
 def test_stage_access_logs_tracing_throttling(dev: Synth) -> None:

@@ -44,3 +44,12 @@ def test_command_line_strings_are_converted() -> None:
 def test_invalid_parameters_are_rejected(bad: dict[str, object]) -> None:
     with pytest.raises(pydantic.ValidationError):
         StackParameters.model_validate(bad)
+
+
+def test_the_shrink_mark_must_stay_below_the_growth_target() -> None:
+    assert StackParameters().shrink_utilization is None  # half the target, in the function
+    assert StackParameters.model_validate({"shrink_utilization": "0.3"}).shrink_utilization == 0.3
+    with pytest.raises(pydantic.ValidationError, match="shrink_utilization"):
+        StackParameters.model_validate({"shrink_utilization": "0.8", "target_utilization": "0.8"})
+    with pytest.raises(pydantic.ValidationError, match="shrink_cool_period_s"):
+        StackParameters.model_validate({"shrink_cool_period_s": "30"})

@@ -85,6 +85,9 @@ def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
                 env.pop(names.ENV_WRITE_LOAD_RULE)
                 == f"{dev.stack.stack_name}-{WRITE_LOAD_RULE_SUFFIX}"
             )
+            # the shrink sweep's cool period (the low-water mark defaults in the function)
+            assert env.pop(names.ENV_SHRINK_COOL_PERIOD_S) == "1800"
+            assert names.ENV_SHRINK_UTILIZATION not in env
         assert env == {
             names.ENV_DATA_TABLE: {"Ref": data_id},
             names.ENV_METADATA_TABLE: {"Ref": meta_id},
@@ -102,3 +105,7 @@ def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
         }, name
     scaler = prod.resources[prod.logical_id(prod.stack.scaler.function.function)]
     assert scaler["Properties"]["Environment"]["Variables"][names.ENV_MAX_SHARDS] == "64"
+    # the shrink sweep's low-water mark and cool period, from the stack's context
+    scaler_env = scaler["Properties"]["Environment"]["Variables"]
+    assert scaler_env[names.ENV_SHRINK_UTILIZATION] == "0.3"
+    assert scaler_env[names.ENV_SHRINK_COOL_PERIOD_S] == "3600"

@@ -203,6 +203,14 @@ def test_route_matching_decodes_parameters_and_tells_405_from_404() -> None:
     assert params == {"name": "CARRIER#UA"}
     route, _, _ = match_route("POST", "/counters/X")
     assert route is not None and route.handler == INGEST_API_HANDLER
+    route, params, _ = match_route("PUT", "/index/TAIL%23NUM/layout")
+    assert route is not None and route.handler == INGEST_API_HANDLER
+    assert (route.resource, params) == ("/index/{key}/layout", {"key": "TAIL#NUM"})
+    route, _, _ = match_route("POST", "/index/TAILNUM")
+    assert route is not None and route.handler == INGEST_API_HANDLER
+    route, _, _ = match_route("GET", "/index/TAILNUM")
+    assert route is not None and route.handler == QUERY_HANDLER
+    assert match_route("DELETE", "/index/TAILNUM")[0::2] == (None, True)
     assert match_route("DELETE", "/events")[0::2] == (None, True)
     assert match_route("GET", "/nowhere")[0::2] == (None, False)
 

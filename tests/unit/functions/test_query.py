@@ -207,6 +207,9 @@ def test_openapi_document_lists_every_route() -> None:
         ("/events", "get"),
         ("/counters/{name}", "get"),
         ("/shards/{key}", "get"),
+        ("/index/{key}/layout", "put"),
+        ("/index/{key}", "post"),
+        ("/index/{key}", "get"),
     }
     params = {p["name"] for p in document["paths"]["/events"]["get"]["parameters"]}
     assert params == {"key", "from", "to", "limit", "order", "cursor", "partial", "attr"}
@@ -214,8 +217,13 @@ def test_openapi_document_lists_every_route() -> None:
     assert "shards_queried" in page["required"]
     # error bodies are documented as the handlers answer them, not Powertools' default
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
-    for ops in document["paths"].values():
-        for op in ops.values():
+    # (the ordered index's bodies are parsed by dynashard.api: a 400, never a 422)
+    parsed = {("/index/{key}/layout", "put"), ("/index/{key}", "post")}
+    for path, ops in document["paths"].items():
+        for method, op in ops.items():
+            if (path, method) in parsed:
+                assert "422" not in op["responses"]
+                continue
             assert op["responses"]["422"]["content"]["application/json"]["schema"] == error_ref
     assert document["paths"]["/events"]["post"]["responses"]["503"]["content"]["application/json"][
         "schema"

@@ -398,3 +398,86 @@ def test_a_sweep_without_alarms_in_alarm_does_nothing(
     # Then CloudWatch was asked, and nothing else happened
     assert states.calls == [(["dynashard-dev-TableWriteKeyRange"], SWEEP_TIME)]
     assert result["alarms"] == [] and hot.calls == [] and facade.grow_calls == []
+
+
+# --- the sweep shrinks cool keys -----------------------------------------------------------------
+class FixedHistory:
+    """A LoadHistorySource with fixed peaks (WCU/s), recording its windows."""
+
+    def __init__(self, peaks: dict[str, float]) -> None:
+        self.peaks = peaks
+        self.calls: list[tuple[datetime, datetime, int]] = []
+
+    def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> Any:
+        from dynashard.shrinking import LoadHistory
+
+        self.calls.append((start, end, period_s))
+        return LoadHistory(start, end, period_s, dict(self.peaks))
+
+
+class FakeShrinker:
+    def __init__(self, counts: dict[str, int]) -> None:
+        from dynashard.metadata import ShardInfo
+
+        self.infos = [ShardInfo(k, n, 0, ((0, 1), (1, n))) for k, n in counts.items()]
+        self.calls: list[tuple[str, int]] = []
+
+    def sharded_keys(self) -> list[Any]:
+        return list(self.infos)
+
+    def shrink(self, key: str, target: int) -> Any:
+        from dynashard.metadata import GrowthResult
+
+        self.calls.append((key, target))
+        return GrowthResult(key, 8, target, True, "shrunk")
+
+
+def test_a_sweep_shrinks_the_keys_that_stayed_cool(
+    monkeypatch: pytest.MonkeyPatch, context: LambdaContext
+) -> None:
+    # Given two keys at 8 shards: JFK cool (150 WCU/s), EWR above 8 x 1000 x 0.4 WCU/s
+    monkeypatch.setenv("DYNASHARD_SHRINK_COOL_PERIOD_S", "900")
+    history = FixedHistory({"DEPARTURES#JFK": 150.0, "DEPARTURES#EWR": 3500.0})
+    shrinker = FakeShrinker({"DEPARTURES#JFK": 8, "DEPARTURES#EWR": 8})
+    # When the schedule invokes the scaler
+    result = scaler.handler(
+        load_event("eventbridge_scheduled_sweep"),
+        context,
+        facade=FakeFacade(),
+        hot_keys=_jfk_hot(),
+        alarm_states=FakeAlarmStates([]),
+        load_history=history,
+        shrinker=shrinker,
+    )
+    # Then the last 15 minutes were read per minute, JFK shrank to 1, EWR was kept
+    assert history.calls == [(SWEEP_TIME - timedelta(seconds=900), SWEEP_TIME, 60)]
+    assert shrinker.calls == [("DEPARTURES#JFK", 1)]
+    assert result["shrink"]["shrunk"] == [
+        {"key": "DEPARTURES#JFK", "previous": 8, "current": 1, "peak_units_per_s": 150.0}
+    ]
+    assert [k["key"] for k in result["shrink"]["kept"]] == ["DEPARTURES#EWR"]
+
+
+def test_an_alarm_never_shrinks(context: LambdaContext) -> None:
+    history, shrinker = FixedHistory({}), FakeShrinker({"DEPARTURES#JFK": 8})
+    result = scaler.handler(
+        load_event("cloudwatch_alarm_lambda_action"),
+        context,
+        facade=FakeFacade(),
+        hot_keys=FakeHotKeys([]),
+        load_history=history,
+        shrinker=shrinker,
+    )
+    assert history.calls == [] and shrinker.calls == [] and "shrink" not in result
+
+
+def test_a_sweep_without_the_write_load_rule_does_not_shrink(context: LambdaContext) -> None:
+    # The default history is the stack's rule; without it the scaler cannot tell cool keys
+    result = scaler.handler(
+        load_event("eventbridge_scheduled_sweep"),
+        context,
+        facade=FakeFacade(),
+        hot_keys=_jfk_hot(),
+        alarm_states=FakeAlarmStates([]),
+    )
+    assert result["shrink"] == {"candidates": 0, "shrunk": [], "kept": [], "errors": []}

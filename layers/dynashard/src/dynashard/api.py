@@ -1,23 +1,51 @@
 """The bodies of the dynashard HTTP API: what the ingest and query functions accept and answer.
 
-One REST API, served by two functions (ingest: ``POST /events``, ``POST /counters/{name}``;
-query: ``GET /events``, ``GET /counters/{name}``, ``GET /shards/{key}``). Their
+One REST API, served by two functions (ingest: ``POST /events``, ``POST /counters/{name}``,
+``PUT /index/{key}/layout``, ``POST /index/{key}``; query: ``GET /events``,
+``GET /counters/{name}``, ``GET /shards/{key}``, ``GET /index/{key}``). Their
 Powertools resolvers validate requests with these models and document responses with
 them; ``functions/openapi.py`` merges both documents. The error body of every route is
 :class:`dynashard.lambda_kit.ErrorResponse`.
+
+The bodies of the ordered-index routes are parsed here (:func:`parse_body`), not by
+Powertools, so that bad input is a 400 naming the field (``items[3].value``), as every
+other broken dynashard rule is; :data:`REQUEST_MODELS` lets the OpenAPI document
+describe them all the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    StrictStr,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 
+from dynashard.errors import InvalidInputError
+from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.model import MAX_EVENTS_PER_REQUEST, Event
 
 if TYPE_CHECKING:
     from dynashard.ingest import OutcomeLike
+    from dynashard.ordered import OrderedLayout
+    from dynashard.ordered_index import OrderedIndex, OrderedItem, OrderedPage
+
+M = TypeVar("M", bound=BaseModel)
+
+#: Most entries of one ``POST /index/{key}`` (as ``POST /events``).
+MAX_ORDERED_ITEMS_PER_REQUEST: Final = MAX_EVENTS_PER_REQUEST
+#: Most values of one layout sample: 100,000 tail-number-sized values stay well under
+#: Lambda's 6 MB synchronous request payload (Lambda quotas).
+MAX_SAMPLE_VALUES: Final = 100_000
 
 
 # --- ingest: requests -----------------------------------------------------------------------
@@ -186,7 +214,345 @@ class ShardsBody(BaseModel):
     )
 
 
+# --- ordered index (range shards) --------------------------------------------------------
+def _field(loc: Sequence[Any]) -> str:
+    name = ""
+    for part in loc:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or "body"
+
+
+def parse_body(model: type[M], raw: str | bytes | None) -> M:
+    """Parse a JSON request body into ``model``; bad input is an ``InvalidInputError``.
+
+    Parameters
+    ----------
+    model : type of BaseModel
+        The body model, e.g. :class:`OrderedPutBody`.
+    raw : str, bytes or None
+        The request body as sent.
+
+    Returns
+    -------
+    BaseModel
+        The validated body.
+
+    Raises
+    ------
+    InvalidInputError
+        Field ``body`` when the body is missing or not JSON; else the first offending
+        field as the client spelt it, e.g. ``items[3].value`` (an HTTP 400).
+
+    Examples
+    --------
+    >>> parse_body(OrderedPutBody, '{"items": [{"id": "a"}]}')
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.InvalidInputError: items[0].value: Field required
+    """
+    if raw is None or not raw.strip():
+        raise InvalidInputError("body", "a JSON object is required")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            raise InvalidInputError("body", f"not JSON: {first['msg']}") from exc
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise InvalidInputError(_field(first["loc"]), message) from exc
+
+
+class OrderedLayoutBody(BaseModel):
+    """Body of ``PUT /index/{key}/layout``: a sample and N, or the boundaries themselves.
+
+    Attributes
+    ----------
+    shards : int, optional
+        N, ``1..1000`` range shards (:data:`~dynashard.keys.MAX_SHARD_COUNT`); with
+        ``sample``.
+    sample : list of str, optional
+        Raw values the boundaries are cut from (equal counts per range shard), at least
+        N distinct after normalisation, at most 100,000; hot values get sub-shards.
+    boundaries : list of str, optional
+        N - 1 normalised, strictly increasing boundaries; one physical key per range
+        shard. Excludes ``shards`` and ``sample``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    shards: StrictInt | None = Field(None, ge=1, le=MAX_SHARD_COUNT, description="N, with sample")
+    sample: list[StrictStr] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_SAMPLE_VALUES,
+        description="Raw values to cut N equal-count ranges from",
+    )
+    boundaries: list[StrictStr] | None = Field(
+        None,
+        max_length=MAX_SHARD_COUNT - 1,
+        description="N - 1 normalised, strictly increasing boundaries (without shards/sample)",
+    )
+
+    def to_layout(self) -> OrderedLayout:
+        """Return the layout this body asks for.
+
+        Returns
+        -------
+        OrderedLayout
+            From the sample (:meth:`OrderedLayout.from_sample`) or the boundaries
+            (:meth:`OrderedLayout.uniform`).
+
+        Raises
+        ------
+        InvalidInputError
+            Naming ``boundaries``, ``shards`` or ``sample``: both forms or neither, a
+            sample with fewer than N distinct values, invalid boundaries.
+        """
+        from dynashard.ordered import OrderedLayout
+
+        if self.boundaries is not None:
+            if self.shards is not None or self.sample is not None:
+                raise InvalidInputError("boundaries", "give boundaries, or shards and sample")
+            return OrderedLayout.uniform(self.boundaries)
+        if self.sample is None:
+            raise InvalidInputError("sample", "required with shards (or give boundaries)")
+        if self.shards is None:
+            raise InvalidInputError("shards", "required with sample")
+        try:
+            return OrderedLayout.from_sample(self.sample, self.shards)
+        except InvalidInputError as exc:
+            if exc.field != "values":
+                raise
+            raise InvalidInputError("sample", exc.message.removeprefix("values: ")) from exc
+
+
+class OrderedLayoutResponse(BaseModel):
+    """Body of a ``PUT /index/{key}/layout`` answer: the layout in force."""
+
+    key: str
+    shards: int = Field(description="N, range shards")
+    boundaries: list[str] = Field(description="Range shard i holds boundaries[i-1] <= v < [i]")
+    sub_shards: list[int] = Field(description="Physical keys per range shard")
+
+    @classmethod
+    def of(cls, key: str, layout: OrderedLayout) -> OrderedLayoutResponse:
+        """Describe ``layout`` of ``key``.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        layout : OrderedLayout
+            Its layout.
+
+        Returns
+        -------
+        OrderedLayoutResponse
+            ``{"key", "shards", "boundaries", "sub_shards"}``.
+        """
+        return cls(
+            key=key,
+            shards=layout.shard_count,
+            boundaries=list(layout.boundaries),
+            sub_shards=list(layout.sub_shards),
+        )
+
+
+class OrderedItemBody(BaseModel):
+    """One entry of ``POST /index/{key}``.
+
+    Attributes
+    ----------
+    id : str
+        Unique within the key; the same id and value again overwrites.
+    value : str
+        The value the index orders by (compared normalised: case- and accent-folded).
+    data : dict
+        Payload (JSON object).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictStr = Field(min_length=1)
+    value: StrictStr = Field(min_length=1)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class OrderedPutBody(BaseModel):
+    """Body of ``POST /index/{key}``: 1 to 100 entries with distinct ids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[OrderedItemBody] = Field(min_length=1, max_length=MAX_ORDERED_ITEMS_PER_REQUEST)
+
+    def to_items(self) -> list[OrderedItem]:
+        """Return the entries as :class:`~dynashard.ordered_index.OrderedItem`.
+
+        Returns
+        -------
+        list of OrderedItem
+            In request order.
+
+        Raises
+        ------
+        InvalidInputError
+            Field ``items[i].id`` when an id repeats an earlier one.
+        """
+        from dynashard.ordered_index import OrderedItem
+
+        seen: set[str] = set()
+        for index, item in enumerate(self.items):
+            if item.id in seen:
+                raise InvalidInputError(f"items[{index}].id", f"{item.id!r} repeats an earlier id")
+            seen.add(item.id)
+        return [OrderedItem(item.id, item.value, item.data) for item in self.items]
+
+
+class OrderedWritten(BaseModel):
+    """One entry written by ``POST /index/{key}``."""
+
+    id: str
+    value: str
+    shard: int = Field(description="Range shard the entry went to")
+
+
+class OrderedPutResponse(BaseModel):
+    """Body of a ``POST /index/{key}`` answer: every entry is durable."""
+
+    key: str
+    written: int
+    items: list[OrderedWritten]
+
+
+def write_ordered(index: OrderedIndex, body: OrderedPutBody) -> OrderedPutResponse:
+    """Write the entries of a ``POST /index/{key}`` through ``index`` and describe them.
+
+    Every entry is checked (key and item limits) before anything is written, so a bad
+    entry writes nothing. Writing the same ids and values again is idempotent.
+
+    Parameters
+    ----------
+    index : OrderedIndex
+        The key's index.
+    body : OrderedPutBody
+        The parsed body.
+
+    Returns
+    -------
+    OrderedPutResponse
+        ``{"key", "written", "items": [{"id", "value", "shard"}]}``.
+
+    Raises
+    ------
+    InvalidInputError
+        Field ``key`` when the key has no layout; ``items[i].id`` for a repeated id;
+        ``items[i].<field>`` for an entry over a DynamoDB limit (1,024-byte sort key,
+        400 KB item).
+    WriteFailedError
+        If a batch could not be written after the retries (some earlier batches may
+        be; sending the request again is safe).
+    """
+    items = body.to_items()
+    layout = index.layout()
+    for position, item in enumerate(items):
+        try:
+            index.build_item(item)
+        except InvalidInputError as exc:
+            detail = exc.message.removeprefix(f"{exc.field}: ")
+            raise InvalidInputError(f"items[{position}].{exc.field}", detail) from exc
+    written = index.put(items)
+    return OrderedPutResponse(
+        key=index.key,
+        written=written,
+        items=[
+            OrderedWritten(id=i.id, value=i.value, shard=layout.shard_of(i.value)) for i in items
+        ],
+    )
+
+
+class OrderedPageBody(BaseModel):
+    """Body of ``GET /index/{key}``: one page in normalised-value order."""
+
+    key: str
+    items: list[dict[str, Any]] = Field(
+        description='Entries {"id","value","shard","data"} in order (ties by id)'
+    )
+    cursor: str | None = Field(
+        description="Pass back as `cursor` (same prefix/from/to) for the next page; null at the end"
+    )
+    shards_in_range: list[int] = Field(
+        description="Range shards whose ranges intersect the query (all N for a full listing)"
+    )
+    shards_queried: list[int] = Field(description="Range shards this page read")
+    queries: int = Field(description="DynamoDB Query calls this page made")
+
+    @classmethod
+    def of(cls, key: str, page: OrderedPage) -> OrderedPageBody:
+        """Describe one :class:`~dynashard.ordered_index.OrderedPage` of ``key``.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        page : OrderedPage
+            The page.
+
+        Returns
+        -------
+        OrderedPageBody
+            The page with its key.
+        """
+        return cls(
+            key=key,
+            items=page.items,
+            cursor=page.cursor,
+            shards_in_range=page.shards_in_range,
+            shards_queried=page.shards_queried,
+            queries=page.queries,
+        )
+
+
+#: Request bodies parsed by :func:`parse_body`, for the OpenAPI document's components.
+REQUEST_MODELS: Final[tuple[type[BaseModel], ...]] = (OrderedLayoutBody, OrderedPutBody)
+
+
+def request_body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    """Return an OpenAPI ``requestBody`` naming ``model`` (one of :data:`REQUEST_MODELS`).
+
+    Parameters
+    ----------
+    model : type of BaseModel
+        The body model.
+
+    Returns
+    -------
+    dict
+        ``{"requestBody": {...}}``, for a route's ``openapi_extensions``.
+    """
+    ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
+
+
+def request_schemas() -> dict[str, Any]:
+    """Return the JSON schemas of :data:`REQUEST_MODELS` (and their parts) as components.
+
+    Returns
+    -------
+    dict
+        Schema name -> JSON schema, refs under ``#/components/schemas/``.
+    """
+    schemas: dict[str, Any] = {}
+    for model in REQUEST_MODELS:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    return schemas
+
+
 __all__ = [
+    "MAX_ORDERED_ITEMS_PER_REQUEST",
+    "MAX_SAMPLE_VALUES",
+    "REQUEST_MODELS",
     "CounterBody",
     "CounterIncrement",
     "CounterResponse",
@@ -195,7 +561,18 @@ __all__ = [
     "EventsBody",
     "EventsPage",
     "FailedEvent",
+    "OrderedItemBody",
+    "OrderedLayoutBody",
+    "OrderedLayoutResponse",
+    "OrderedPageBody",
+    "OrderedPutBody",
+    "OrderedPutResponse",
+    "OrderedWritten",
     "PostEventsResponse",
     "ShardHistoryEntry",
     "ShardsBody",
+    "parse_body",
+    "request_body_doc",
+    "request_schemas",
+    "write_ordered",
 ]

@@ -66,6 +66,14 @@ class CursorError(InvalidInputError):
         super().__init__("cursor", message)
 
 
+class LayoutConflictError(InvalidInputError):
+    """A logical key already has another ordered layout (its boundaries are fixed).
+
+    An HTTP API answers it with 409 Conflict rather than 400: the request is valid on
+    its own, but contradicts what is stored.
+    """
+
+
 class MetadataError(DynashardError):
     """The shard metadata table could not be read or written."""
 

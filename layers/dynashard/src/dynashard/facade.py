@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.ordered_index import OrderedIndex
+
 
 @dataclass(frozen=True)
 class DynashardConfig:
@@ -327,6 +329,33 @@ class Dynashard:
         """
         return self.metadata.adopt(key)
 
+    def shrink(self, key: str, target: int) -> GrowthResult:
+        """Lower a key's shard count to ``target`` (not below the default); honours the cooldown.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        target : int
+            Wanted N.
+
+        Returns
+        -------
+        GrowthResult
+            What changed (:meth:`ShardMetadata.shrink`).
+        """
+        return self.metadata.shrink(key, target)
+
+    def sharded_keys(self) -> list[ShardInfo]:
+        """Return the keys whose shard count is above the default (a Scan of the metadata).
+
+        Returns
+        -------
+        list of ShardInfo
+            Their metadata (:meth:`ShardMetadata.sharded_keys`).
+        """
+        return self.metadata.sharded_keys()
+
     def set_shard_count(self, key: str, count: int) -> GrowthResult:
         """Set a key's shard count (operator path; may shrink).
 
@@ -398,6 +427,29 @@ class Dynashard:
         """
         return self.metadata.set_strategy(
             key, strategy, attribute, force=force, initial_shards=initial_shards
+        )
+
+    def ordered_index(self, key: str) -> OrderedIndex:
+        """Return the ordered index (range shards) of a logical key; see :mod:`dynashard.ordered`.
+
+        Parameters
+        ----------
+        key : str
+            Logical key of the index.
+
+        Returns
+        -------
+        OrderedIndex
+            Sharing this facade's client and tables.
+        """
+        from dynashard.ordered_index import OrderedIndex
+
+        return OrderedIndex(
+            key,
+            self.config.data_table,
+            self.config.metadata_table,
+            self.client,
+            backoff=self.config.write_backoff,
         )
 
     def close(self) -> None:

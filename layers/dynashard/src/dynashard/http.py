@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from dynashard.errors import DynashardError, InvalidInputError, ShardQueryError
+from dynashard.errors import (
+    DynashardError,
+    InvalidInputError,
+    LayoutConflictError,
+    ShardQueryError,
+)
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -86,9 +91,9 @@ def register_error_handlers(
     """Map request-validation and dynashard errors to JSON responses on ``app``.
 
     ``RequestValidationError`` -> 422 with every error; ``InvalidInputError`` (and
-    ``CursorError``) -> 400; ``ShardQueryError`` -> 503 naming the failed shards; any
-    other ``DynashardError`` -> 500. Registered most specific first, as Powertools
-    looks handlers up along the exception's MRO.
+    ``CursorError``) -> 400, except ``LayoutConflictError`` -> 409; ``ShardQueryError``
+    -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
+    most specific first, as Powertools looks handlers up along the exception's MRO.
 
     Parameters
     ----------
@@ -121,6 +126,9 @@ def register_error_handlers(
     def dynashard_invalid(exc: InvalidInputError) -> Response[Any]:
         return error_response(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
 
+    def layout_conflict(exc: LayoutConflictError) -> Response[Any]:
+        return error_response(HTTPStatus.CONFLICT, exc.message, exc.field)
+
     def shard_failed(exc: ShardQueryError) -> Response[Any]:
         logger.error("shard query failed", extra={"failures": exc.failures})
         return error_response(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
@@ -130,6 +138,7 @@ def register_error_handlers(
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
 
     app.exception_handler(RequestValidationError)(request_invalid)
+    app.exception_handler(LayoutConflictError)(layout_conflict)
     app.exception_handler(InvalidInputError)(dynashard_invalid)
     app.exception_handler(ShardQueryError)(shard_failed)
     app.exception_handler(DynashardError)(dynashard_failed)

@@ -40,6 +40,7 @@ from dynashard.load import (
 from dynashard.model import Event
 
 if TYPE_CHECKING:
+    from dynashard.ordered_index import OrderedIndex
     from dynashard.strategies import TimeBucket
 
 
@@ -99,6 +100,10 @@ class IngestPort(EventWriter, Protocol):
 
     def increment_counter(self, name: str, by: int, idempotency_key: str | None = None) -> bool:
         """Add ``by`` to a sharded counter; False when ``idempotency_key`` was already applied."""
+        ...
+
+    def ordered_index(self, key: str) -> OrderedIndex:
+        """Return the ordered index (range shards) of a logical key."""
         ...
 
 

@@ -45,6 +45,7 @@ from dynashard import names
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics, Tracer
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
     from aws_lambda_powertools.utilities.batch import EventType
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -534,6 +535,40 @@ class ErrorResponse(BaseModel):
 
 #: OpenAPI content of every 4xx/5xx answer (``responses={400: {..., "content": ...}}``).
 ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
+#: What each error status of :func:`dynashard.http.register_error_handlers` means.
+ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "Bad input: `field` names it",
+    409: "Conflicts with what is stored: `field` names it",
+    500: "A dynashard error, e.g. a write that failed after its retries",
+    503: "A shard query failed; `shards` names the physical keys",
+}
+
+
+def openapi_responses(ok: str, *errors: int) -> dict[int, OpenAPIResponse]:
+    """Return a route's OpenAPI ``responses``: 200 and the error statuses it answers.
+
+    Parameters
+    ----------
+    ok : str
+        Description of the 200 answer (its body is the route's return model).
+    *errors : int
+        Error statuses, keys of :data:`ERROR_DESCRIPTIONS`; their body is
+        :class:`ErrorResponse`.
+
+    Returns
+    -------
+    dict
+        Status -> OpenAPI response, for the resolver's ``responses=``.
+
+    Raises
+    ------
+    KeyError
+        If a status has no description.
+    """
+    answers: dict[int, OpenAPIResponse] = {200: {"description": ok}}
+    for status in errors:
+        answers[status] = {"description": ERROR_DESCRIPTIONS[status], "content": ERROR_CONTENT}
+    return answers
 
 
 def path_value(raw: str) -> str:
@@ -689,6 +724,7 @@ def partial_batch_response(
 __all__ = [
     "API_GATEWAY_REST_REQUEST_ID",
     "ERROR_CONTENT",
+    "ERROR_DESCRIPTIONS",
     "ContainerCache",
     "Dependency",
     "ErrorResponse",
@@ -699,6 +735,7 @@ __all__ = [
     "batch_payloads",
     "container_cache",
     "function_kit",
+    "openapi_responses",
     "partial_batch_response",
     "path_value",
     "powertools",

@@ -38,6 +38,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dynashard import names
 from dynashard.errors import InvalidInputError, MetadataError, StrategyConflictError
 from dynashard.keys import MAX_SHARD_COUNT
+from dynashard.ordered import ORDERED_STRATEGY, OrderedLayout
 from dynashard.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 
 if TYPE_CHECKING:
@@ -137,8 +138,10 @@ class GrowthResult:
     changed : bool
         True when this call changed N.
     reason : str
-        ``grown``, ``set``, ``already_sufficient``, ``cooldown`` (changed less than
-        ``cooldown_s`` ago, by this or another grower) or ``capped`` (at ``max_shards``).
+        ``grown``, ``shrunk``, ``set``, ``already_sufficient``, ``already_smaller`` (a
+        shrink to a count N is already at or below), ``not_stored`` (a shrink of a key
+        never stored), ``cooldown`` (changed less than ``cooldown_s`` ago, by this or
+        another grower) or ``capped`` (at ``max_shards``).
     """
 
     key: str
@@ -212,6 +215,10 @@ class MetadataStore(Protocol):
 
     def adopt(self, key: str, count: int, now: int) -> ShardInfo | None:
         """Mark a key adopted, creating it with N = ``count`` if new; None on a lost race."""
+        ...
+
+    def scan_sharded(self, min_count: int) -> list[ShardInfo]:
+        """Return every key whose N is above ``min_count`` (a full read of the table)."""
         ...
 
 
@@ -506,6 +513,175 @@ class DynamoDBMetadataStore:
         except BotoCoreError as exc:
             raise MetadataError(f"adopting {key!r} failed: {exc}") from exc
         return ShardInfo(key, count, now, ((now, count),), adopted=True)
+
+    def get_layout(self, key: str) -> tuple[OrderedLayout | None, int | None]:
+        """Read an ordered key's range boundaries, strongly consistent.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        tuple of (OrderedLayout or None, int or None)
+            The layout (None when the key is not ``ordered``) and ``last_updated``
+            (None when the key has no item).
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails the read or the stored layout is malformed.
+        """
+        try:
+            response = self.client.get_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                ConsistentRead=True,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise MetadataError(f"reading the layout of {key!r} failed: {exc}") from exc
+        item = response.get("Item")
+        if item is None:
+            return None, None
+        try:
+            last_updated = int(item[names.ATTR_LAST_UPDATED]["N"])
+            if item.get(names.ATTR_STRATEGY, {}).get("S") != ORDERED_STRATEGY:
+                return None, last_updated
+            boundaries = tuple(b["S"] for b in item[names.ATTR_BOUNDARIES]["L"])
+            subs = tuple(int(n["N"]) for n in item[names.ATTR_SUB_SHARDS]["L"])
+            return OrderedLayout(boundaries, subs), last_updated
+        except (KeyError, ValueError) as exc:
+            raise MetadataError(f"the layout of {key!r} is malformed: {exc}") from exc
+
+    def put_layout(
+        self, key: str, layout: OrderedLayout, expected_last_updated: int | None, now: int
+    ) -> bool:
+        """Make a key ``ordered`` with this layout: a conditional write, like every change.
+
+        Sets ``strategy``, ``boundaries``, ``sub_shards`` and ``number_of_shards`` (N)
+        and adds N to ``shard_history``, conditional on ``last_updated`` (or on the item
+        not existing when ``expected_last_updated`` is None).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        layout : OrderedLayout
+            Boundaries and sub-shard counts.
+        expected_last_updated : int or None
+            The ``last_updated`` read before; None for a key never stored.
+        now : int
+            Epoch seconds; the new ``last_updated``.
+
+        Returns
+        -------
+        bool
+            False when another writer changed the key first.
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        values: dict[str, Any] = {
+            ":s": {"S": ORDERED_STRATEGY},
+            ":b": {"L": [{"S": b} for b in layout.boundaries]},
+            ":sub": {"L": [{"N": str(n)} for n in layout.sub_shards]},
+            ":n": {"N": str(layout.shard_count)},
+            ":now": {"N": str(now)},
+            ":entry": {"SS": [f"{now}:{layout.shard_count}"]},
+        }
+        attribute_names = {
+            "#s": names.ATTR_STRATEGY,
+            "#b": names.ATTR_BOUNDARIES,
+            "#sub": names.ATTR_SUB_SHARDS,
+            "#n": names.ATTR_NUMBER_OF_SHARDS,
+            "#u": names.ATTR_LAST_UPDATED,
+            "#h": names.ATTR_SHARD_HISTORY,
+        }
+        if expected_last_updated is None:
+            condition = "attribute_not_exists(#k)"
+            attribute_names["#k"] = names.ATTR_META_KEY
+        else:
+            condition = "#u = :expected"
+            values[":expected"] = {"N": str(expected_last_updated)}
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression=(
+                    "SET #s = :s, #b = :b, #sub = :sub, #n = :n, #u = :now ADD #h :entry"
+                ),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=attribute_names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise MetadataError(f"storing the layout of {key!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise MetadataError(f"storing the layout of {key!r} failed: {exc}") from exc
+        return True
+
+    def scan_sharded(self, min_count: int) -> list[ShardInfo]:
+        """Return every key whose N is above ``min_count``: a paginated, filtered ``Scan``.
+
+        The scaler's shrink sweep asks this for the keys above the default count. The
+        metadata table is small (one item per logical key, about 100 to 300 bytes with
+        its history), so reading it whole once a sweep is cheap; a sparse GSI of the
+        sharded keys would be the next step for millions of keys.
+
+        Cost: a ``Scan`` is billed for every item it reads, before the
+        ``FilterExpression`` drops any and whatever the ``ProjectionExpression``
+        returns; eventually consistent reads cost 0.5 RCU per 4 KB, so about one read
+        unit per 8 KB of table, e.g. ~250 read units for 10,000 keys, and one call
+        returns at most 1 MB (Developer Guide, "Scanning tables in DynamoDB": filter
+        expressions, read consumption, pagination). Eventually consistent is enough:
+        a shrink re-reads its key with a strongly consistent ``GetItem`` and changes it
+        with the conditional update on ``last_updated``.
+
+        Parameters
+        ----------
+        min_count : int
+            Keys with ``number_of_shards > min_count`` are returned.
+
+        Returns
+        -------
+        list of ShardInfo
+            In the table's scan order.
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails a page, or an item is malformed.
+        """
+        attrs = (
+            names.ATTR_META_KEY,
+            names.ATTR_NUMBER_OF_SHARDS,
+            names.ATTR_LAST_UPDATED,
+            names.ATTR_SHARD_HISTORY,
+            names.ATTR_STRATEGY,
+            names.ATTR_SHARD_ATTRIBUTE,
+            names.ATTR_ADOPTED,
+        )
+        found: list[ShardInfo] = []
+        try:
+            pages = self.client.get_paginator("scan").paginate(
+                TableName=self.table_name,
+                ProjectionExpression=", ".join(f"#a{i}" for i in range(len(attrs))),
+                FilterExpression="#a1 > :min",
+                ExpressionAttributeNames={f"#a{i}": a for i, a in enumerate(attrs)},
+                ExpressionAttributeValues={":min": {"N": str(min_count)}},
+            )
+            for page in pages:
+                for item in page.get("Items", []):
+                    key = item[names.ATTR_META_KEY]["S"]
+                    found.append(_from_item(key, dict(item)))
+        except (ClientError, BotoCoreError) as exc:
+            raise MetadataError(f"scanning the shard metadata failed: {exc}") from exc
+        return found
 
 
 def _strategy_update(
@@ -850,6 +1026,60 @@ class ShardMetadata:
             raise InvalidInputError("count", f"must be within 1..{self.max_shards}, got {count}")
         return self._change(key, count, grow_only=False, max_attempts=max_attempts)
 
+    def shrink(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
+        """Lower a key's N to ``target`` (never raises it), honouring the cooldown.
+
+        The scaler's shrink sweep calls this (:mod:`dynashard.shrinking`). The same
+        conditional ``UpdateItem`` on ``last_updated`` as :meth:`grow`, and the new
+        count joins ``shard_history``, so readers keep querying every shard any count
+        in force could have used; data written under the larger N stays where it is.
+        Unlike a growth, a shrink is refused within ``cooldown_s`` of the key's
+        creation too.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        target : int
+            Wanted N; raised to ``default_shards`` when below it.
+        max_attempts : int
+            Conditional-update attempts before giving up.
+
+        Returns
+        -------
+        GrowthResult
+            ``reason`` is ``shrunk`` when changed, else ``already_smaller``,
+            ``cooldown`` or ``not_stored``.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``target < 1``.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        if target < 1:
+            raise InvalidInputError("target", f"must be >= 1, got {target}")
+        target = max(target, self.default_shards)
+        return self._change(
+            key, target, grow_only=False, max_attempts=max_attempts, shrink_only=True
+        )
+
+    def sharded_keys(self) -> list[ShardInfo]:
+        """Return every key whose N is above ``default_shards`` (a Scan of the table).
+
+        Returns
+        -------
+        list of ShardInfo
+            See :meth:`DynamoDBMetadataStore.scan_sharded` for the cost.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table cannot be scanned.
+        """
+        return self.store.scan_sharded(self.default_shards)
+
     def set_strategy(
         self,
         key: str,
@@ -935,21 +1165,35 @@ class ShardMetadata:
             self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"strategy of {key!r} kept changing under {max_attempts} attempts")
 
-    def _change(self, key: str, target: int, *, grow_only: bool, max_attempts: int) -> GrowthResult:
+    def _change(
+        self,
+        key: str,
+        target: int,
+        *,
+        grow_only: bool,
+        max_attempts: int,
+        shrink_only: bool = False,
+    ) -> GrowthResult:
         first: int | None = None
+        done = "grown" if grow_only else "shrunk" if shrink_only else "set"
         for attempt in range(max_attempts):
             now = self.clock()
             info = self.store.get(key)
+            if info is None and shrink_only:
+                return GrowthResult(
+                    key, self.default_shards, self.default_shards, False, "not_stored"
+                )
             if info is None:
                 created = self.store.create(key, target, int(now))
                 if created is not None:
                     self._remember(created, now)
-                    return GrowthResult(
-                        key, self.default_shards, target, True, "grown" if grow_only else "set"
-                    )
+                    return GrowthResult(key, self.default_shards, target, True, done)
                 continue
             if first is None:
                 first = info.number_of_shards
+            if shrink_only and info.number_of_shards <= target:
+                self._remember(info, now)
+                return GrowthResult(key, first, info.number_of_shards, False, "already_smaller")
             if info.number_of_shards == target or (grow_only and info.number_of_shards > target):
                 self._remember(info, now)
                 reason = (
@@ -962,7 +1206,7 @@ class ShardMetadata:
             # one second get distinct epochs), so a zero cooldown must not compare it.
             changed_before = len(info.history) > 1
             in_cooldown = self.cooldown_s > 0 and now - info.last_updated < self.cooldown_s
-            if grow_only and changed_before and in_cooldown:
+            if (grow_only and changed_before and in_cooldown) or (shrink_only and in_cooldown):
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
             updated = self.store.update(
@@ -970,7 +1214,7 @@ class ShardMetadata:
             )
             if updated is not None:
                 self._remember(updated, now)
-                return GrowthResult(key, first, target, True, "grown" if grow_only else "set")
+                return GrowthResult(key, first, target, True, done)
             # Lost the race: back off a random fraction of a second, then re-read.
             self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"shard count of {key!r} kept changing under {max_attempts} attempts")

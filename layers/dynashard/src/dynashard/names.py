@@ -31,6 +31,11 @@ ENV_SCALER_ALARM_NAMES: Final = "DYNASHARD_SCALER_ALARM_NAMES"
 #: The Contributor Insights rule that ranks logical keys by the write units the ingest
 #: function was offered (:mod:`dynashard.load`); empty when the stack has none.
 ENV_WRITE_LOAD_RULE: Final = "DYNASHARD_WRITE_LOAD_RULE"
+#: The scaler's low-water mark: a key shrinks when its load per shard stays below this
+#: share of the partition limit (0 turns shrinking off).
+ENV_SHRINK_UTILIZATION: Final = "DYNASHARD_SHRINK_UTILIZATION"
+#: Seconds a key's load must stay below the low-water mark before the scaler shrinks it.
+ENV_SHRINK_COOL_PERIOD_S: Final = "DYNASHARD_SHRINK_COOL_PERIOD_S"
 ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 
@@ -69,3 +74,7 @@ ATTR_SHARD_ATTRIBUTE: Final = "shard_attribute"
 ATTR_MAX_SHARDS: Final = "max_shards"
 #: True on a key adopted with items under its bare partition key (readers query it too).
 ATTR_ADOPTED: Final = "adopted"
+#: Ordered keys (:mod:`dynashard.ordered`): N - 1 range boundaries (list of strings) and
+#: the sub-shard count of each range shard (list of numbers).
+ATTR_BOUNDARIES: Final = "boundaries"
+ATTR_SUB_SHARDS: Final = "sub_shards"

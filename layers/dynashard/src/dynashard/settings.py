@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dynashard import names
@@ -56,6 +56,21 @@ class FunctionSettings(BaseSettings):
         The scaler reads the same value to tell retries from demand. At most 20, a
         project bound: with :class:`~dynashard.retry.Backoff`'s 5 s cap, 20 attempts may
         wait about 66 s in all, already past most functions' timeouts.
+    shrink_utilization : float or None
+        The scaler's low-water mark, in [0, ``target_utilization``): a key whose peak
+        load per shard stays below this share of the partition limit for
+        ``shrink_cool_period_s`` is shrunk (:mod:`dynashard.shrinking`); 0 turns
+        shrinking off; unset (None) is half of ``target_utilization`` (0.4 at 0.8).
+        Below ``target_utilization``, so that growth and shrink thresholds differ
+        (hysteresis).
+    shrink_cool_period_s : float
+        Seconds a key's load must stay below the low-water mark, at least 60 (one
+        Contributor Insights period).
+
+    Raises
+    ------
+    pydantic.ValidationError
+        If a value is out of range, or ``shrink_utilization >= target_utilization``.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore")
@@ -79,6 +94,25 @@ class FunctionSettings(BaseSettings):
     write_max_attempts: int = Field(
         Backoff().max_attempts, ge=1, le=20, validation_alias=names.ENV_WRITE_MAX_ATTEMPTS
     )
+
+    shrink_utilization: float | None = Field(
+        None, ge=0, lt=1, validation_alias=names.ENV_SHRINK_UTILIZATION
+    )
+    shrink_cool_period_s: float = Field(
+        1800.0, ge=60, validation_alias=names.ENV_SHRINK_COOL_PERIOD_S
+    )
+
+    @model_validator(mode="after")
+    def _hysteresis(self) -> FunctionSettings:
+        """Keep the shrink threshold below the growth one."""
+        if self.shrink_utilization is not None and (
+            self.shrink_utilization >= self.target_utilization
+        ):
+            raise ValueError(
+                f"{names.ENV_SHRINK_UTILIZATION} ({self.shrink_utilization}) must be below "
+                f"{names.ENV_TARGET_UTILIZATION} ({self.target_utilization})"
+            )
+        return self
 
     def to_config(self) -> DynashardConfig:
         """Build the library configuration.

@@ -35,6 +35,9 @@ class Strategy(StrEnum):
 
     RANDOM = "random"
     CALCULATED = "calculated"
+    #: Range boundaries + bisect (:mod:`dynashard.ordered`); written through
+    #: :class:`dynashard.ordered_index.OrderedIndex`, not through the event writer.
+    ORDERED = "ordered"
 
 
 class TimeBucket(StrEnum):

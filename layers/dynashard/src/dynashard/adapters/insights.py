@@ -17,7 +17,8 @@ The names carry a timestamp, so the adapter asks DynamoDB for them
 each report with CloudWatch ``GetInsightRuleReport``. The local emulator brings its own
 source implementing the same port (``sandbox.emulator.insights.EmulatorHotKeySource``).
 
-:class:`InsightRuleOfferedLoad` implements :class:`dynashard.scaling.OfferedLoadSource`.
+:class:`InsightRuleOfferedLoad` implements :class:`dynashard.scaling.OfferedLoadSource`
+and, for the shrink sweep, :class:`dynashard.shrinking.LoadHistorySource`.
 The ingest functions log one line per logical key and invocation with the write units
 they were offered (:mod:`dynashard.load`); the stack's Contributor Insights rule
 (:func:`dynashard.load.write_load_rule_body`) ranks logical keys by their sum. The
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynashard.load import MAX_CONTRIBUTORS
 from dynashard.scaling import HotKey
+from dynashard.shrinking import LoadHistory
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -286,3 +288,50 @@ class InsightRuleOfferedLoad:
             ``ResourceNotFoundException`` for a rule that does not exist).
         """
         return insight_rule_totals(self.client, self.rule_name, start, end, self.max_contributors)
+
+    def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+        """Return each key's busiest period of offered WCU over the window (the shrink sweep).
+
+        One ``GetInsightRuleReport`` with ``Period = period_s``: the top contributors by
+        their sum over the window, each with one datapoint per period.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window (UTC), e.g. the last 30 minutes.
+        period_s : int
+            Seconds per datapoint, a multiple of 60 (Contributor Insights aggregates per
+            minute at best).
+
+        Returns
+        -------
+        LoadHistory
+            Peak WCU/s per logical key; keys missing from a report cut at
+            ``max_contributors`` are bounded by the smallest reported total
+            (``ApproximateUniqueCount`` tells whether it was cut).
+
+        Raises
+        ------
+        botocore.exceptions.ClientError
+            If CloudWatch refuses (e.g. missing ``cloudwatch:GetInsightRuleReport``).
+        """
+        period = max(60, int(math.ceil(period_s / 60.0) * 60))
+        response = self.client.get_insight_rule_report(
+            RuleName=self.rule_name,
+            StartTime=start,
+            EndTime=end,
+            Period=period,
+            MaxContributorCount=self.max_contributors,
+            OrderBy="Sum",
+        )
+        contributors: dict[str, tuple[float, list[float]]] = {}
+        for contributor in response.get("Contributors", []):
+            keys = contributor.get("Keys") or []
+            if keys:
+                points = [float(d["ApproximateValue"]) for d in contributor.get("Datapoints", [])]
+                total = float(contributor.get("ApproximateAggregateValue", 0.0))
+                contributors[keys[0]] = (total, points)
+        unique = response.get("ApproximateUniqueCount")
+        return LoadHistory.from_report(
+            start, end, period, contributors, None if unique is None else int(unique)
+        )

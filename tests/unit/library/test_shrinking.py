@@ -1,0 +1,307 @@
+"""Shrinking: the pure policy, the sweep over ports, the metadata round trip (moto), the adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dynashard.adapters.insights import InsightRuleOfferedLoad
+from dynashard.errors import InvalidInputError, MetadataError
+from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
+from dynashard.planning import plan_shard_count
+from dynashard.shrinking import (
+    HISTORY_PERIOD_S,
+    LoadHistory,
+    low_water_utilization,
+    plan_shrink,
+    shrink_cool_keys,
+)
+from dynashard.strategies import Strategy
+from infra.table_specs import METADATA_TABLE
+
+NOW = datetime(2013, 1, 1, 12, 0, tzinfo=UTC)
+LONG_AGO = int(NOW.timestamp()) - 3 * 3600
+
+
+@dataclass(frozen=True)
+class Settings:
+    default_shards: int = 1
+    max_shards: int = 1000
+    partition_wcu: float = 1000.0
+    target_utilization: float = 0.8
+    shrink_utilization: float | None = 0.5
+    shrink_cool_period_s: float = 1800.0
+    cooldown_s: float = 60.0
+
+
+def info(n: int, last_updated: int = LONG_AGO, key: str = "DEPARTURES#JFK") -> ShardInfo:
+    return ShardInfo(key, n, last_updated, ((0, 1), (last_updated, n)))
+
+
+# --- the pure policy -------------------------------------------------------------------------
+def test_a_cool_key_shrinks_in_one_step_to_what_its_peak_needs() -> None:
+    # Given 8 shards of 1,000 WCU/s and a peak of 1,500 WCU/s (below 8 x 1000 x 0.5)
+    plan = plan_shrink(info(8), 1500.0, NOW.timestamp(), Settings())
+    # Then it shrinks to ceil(1500 / 800) = 2, not to 7
+    assert (plan.current, plan.target, plan.shrinks, plan.reason) == (8, 2, True, "cool")
+
+
+def test_a_key_at_the_growth_threshold_neither_grows_nor_shrinks() -> None:
+    # Given 4 shards carrying exactly their planned 80% (3,200 WCU/s)
+    load = 4 * 1000.0 * 0.8
+    # Then growth plans no more shards, and shrinking keeps it
+    assert plan_shard_count(4, load, 1000.0, 0.8) == 4
+    assert not plan_shrink(info(4), load, NOW.timestamp(), Settings()).shrinks
+
+
+def test_a_key_at_the_low_water_mark_is_kept_just_below_it_shrinks() -> None:
+    at_mark = 4 * 1000.0 * 0.5
+    kept = plan_shrink(info(4), at_mark, NOW.timestamp(), Settings())
+    assert not kept.shrinks and "not below the low-water mark 2000.0" in kept.reason
+    assert plan_shrink(info(4), at_mark - 1, NOW.timestamp(), Settings()).target == 3
+
+
+def test_the_cooldown_is_honoured() -> None:
+    changed = int(NOW.timestamp()) - 30
+    plan = plan_shrink(info(8, last_updated=changed), 0.0, NOW.timestamp(), Settings())
+    assert not plan.shrinks and "cooldown 60 s" in plan.reason
+    later = plan_shrink(info(8, last_updated=changed), 0.0, NOW.timestamp() + 31, Settings())
+    assert later.target == 1
+
+
+def test_never_below_the_default_count() -> None:
+    plan = plan_shrink(info(8), 0.0, NOW.timestamp(), Settings(default_shards=3))
+    assert plan.target == 3
+    at_default = plan_shrink(info(3), 0.0, NOW.timestamp(), Settings(default_shards=3))
+    assert not at_default.shrinks and "default" in at_default.reason
+
+
+def test_a_zero_low_water_mark_turns_shrinking_off_and_counters_are_kept() -> None:
+    off = plan_shrink(info(8), 0.0, NOW.timestamp(), Settings(shrink_utilization=0.0))
+    assert not off.shrinks and "off" in off.reason
+    counter = plan_shrink(info(8, key="COUNTER#flights"), 0.0, NOW.timestamp(), Settings())
+    assert not counter.shrinks and "counters" in counter.reason
+
+
+def test_an_ordered_key_keeps_the_count_of_its_range_layout() -> None:
+    # Given an ordered key of 8 range shards that no event writer reports load for
+    ordered = ShardInfo("INDEX#TAILNUM", 8, LONG_AGO, ((LONG_AGO, 8),), strategy=Strategy.ORDERED)
+    # When the sweep plans it at zero offered load
+    plan = plan_shrink(ordered, 0.0, NOW.timestamp(), Settings())
+    # Then it keeps its 8 shards
+    assert (plan.shrinks, plan.target) == (False, 8) and "ordered" in plan.reason
+
+
+def test_the_low_water_mark_defaults_to_half_the_target_and_must_stay_below_it() -> None:
+    assert low_water_utilization(Settings(shrink_utilization=None)) == 0.4
+    with pytest.raises(InvalidInputError, match="shrink_utilization"):
+        plan_shrink(info(8), 0.0, NOW.timestamp(), Settings(shrink_utilization=0.8))
+    with pytest.raises(InvalidInputError, match="peak_units_per_s"):
+        plan_shrink(info(8), -1.0, NOW.timestamp(), Settings())
+
+
+@given(
+    n=st.integers(2, 64),
+    peak=st.floats(0, 100_000, allow_nan=False),
+    default=st.integers(1, 4),
+    low=st.sampled_from([0.2, 0.4, 0.5, 0.7]),
+)
+def test_a_shrink_never_goes_below_what_the_load_needs_nor_triggers_growth(
+    n: int, peak: float, default: int, low: float
+) -> None:
+    settings = Settings(default_shards=default, shrink_utilization=low)
+    plan = plan_shrink(info(n), peak, NOW.timestamp(), settings)
+    assert default <= plan.target <= n
+    if plan.shrinks:
+        # the load fits the new count at the planned utilization: no growth follows,
+        assert plan.target >= plan_shard_count(1, peak, 1000.0, 0.8)
+        assert plan_shard_count(plan.target, peak, 1000.0, 0.8) == plan.target
+        # and it was below the low-water mark of the old count
+        assert peak < n * 1000.0 * low
+
+
+# --- the history of a top-N report -----------------------------------------------------------
+def test_a_key_missing_from_a_truncated_report_is_bounded_by_the_smallest_total() -> None:
+    report = {"A": (6000.0, [3000.0, 3000.0]), "B": (1200.0, [1200.0, 0.0])}
+    full = LoadHistory.from_report(NOW, NOW, 60, report, unique_count=2)
+    cut = LoadHistory.from_report(NOW, NOW, 60, report, unique_count=500)
+    assert full.peak("A") == 50.0 and full.peak("C") == 0.0
+    assert cut.peak("C") == 20.0  # at most 1,200 units in the window, so <= 20 WCU/s
+
+
+# --- the sweep over ports ----------------------------------------------------------------------
+class SeriesHistory:
+    """A LoadHistorySource over per-minute offered WCU: key -> {minute start: units}."""
+
+    def __init__(self, series: dict[str, dict[datetime, float]]) -> None:
+        self.series = series
+        self.calls: list[tuple[datetime, datetime, int]] = []
+
+    def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+        self.calls.append((start, end, period_s))
+        peaks = {
+            key: max((u for t, u in points.items() if start <= t < end), default=0.0) / period_s
+            for key, points in self.series.items()
+        }
+        return LoadHistory(start, end, period_s, peaks)
+
+
+class FakeShrinker:
+    def __init__(self, infos: list[ShardInfo], fail: set[str] | None = None) -> None:
+        self.infos = infos
+        self.fail = fail or set()
+        self.calls: list[tuple[str, int]] = []
+
+    def sharded_keys(self) -> list[ShardInfo]:
+        return list(self.infos)
+
+    def shrink(self, key: str, target: int) -> GrowthResult:
+        self.calls.append((key, target))
+        if key in self.fail:
+            raise MetadataError("injected")
+        current = next(i.number_of_shards for i in self.infos if i.key == key)
+        return GrowthResult(key, current, target, True, "shrunk")
+
+
+def test_a_key_cool_for_less_than_the_cool_period_is_not_shrunk() -> None:
+    # Given JFK at 5,000 WCU/s for one minute 20 minutes ago, cool since; EWR always cool
+    hot_minute = NOW - timedelta(minutes=20)
+    history = SeriesHistory(
+        {"DEPARTURES#JFK": {hot_minute: 5000.0 * 60}, "DEPARTURES#EWR": {hot_minute: 60.0}}
+    )
+    port = FakeShrinker([info(8, key="DEPARTURES#JFK"), info(8, key="DEPARTURES#EWR")])
+    # When the sweep looks back 30 minutes
+    outcome = shrink_cool_keys(NOW, port, history, Settings())
+    # Then it read that window per minute, kept JFK (5,000 WCU/s 20 min ago) and shrank EWR
+    assert history.calls == [(NOW - timedelta(minutes=30), NOW, HISTORY_PERIOD_S)]
+    assert port.calls == [("DEPARTURES#EWR", 1)]
+    assert [k.key for k in outcome.kept] == ["DEPARTURES#JFK"]
+    # and with a 10-minute cool period the hot minute is out of the window: JFK shrinks too
+    port.calls.clear()
+    shrink_cool_keys(NOW, port, history, Settings(shrink_cool_period_s=600.0))
+    assert sorted(port.calls) == [("DEPARTURES#EWR", 1), ("DEPARTURES#JFK", 1)]
+
+
+def test_a_failed_shrink_is_reported_and_the_others_still_shrink() -> None:
+    port = FakeShrinker([info(4, key="A"), info(4, key="B")], fail={"A"})
+    outcome = shrink_cool_keys(NOW, port, SeriesHistory({}), Settings())
+    assert outcome.errors == ("A",)
+    assert [(s.key, s.previous, s.current) for s in outcome.shrunk] == [("B", 4, 1)]
+    assert outcome.to_dict()["kept"] == [{"key": "A", "reason": "error: injected"}]
+
+
+def test_no_candidate_reads_no_load() -> None:
+    history = SeriesHistory({})
+    assert shrink_cool_keys(NOW, FakeShrinker([]), history, Settings()).candidates == 0
+    assert history.calls == []
+
+
+# --- the metadata round trip (moto) ------------------------------------------------------------
+def test_shrink_round_trip_through_the_conditional_update(ddb_client: object) -> None:
+    store = DynamoDBMetadataStore(METADATA_TABLE.default_name, ddb_client)  # type: ignore[arg-type]
+    now = [1_357_000_000.0]
+    meta = ShardMetadata(store, default_shards=2, cooldown_s=60.0, clock=lambda: now[0])
+    # Given a key grown 1 -> 8, and one at the default
+    meta.for_writer("HOT")
+    meta.for_writer("COLD")
+    meta.grow("HOT", 8)
+    # Then the scan finds the sharded key only
+    assert [i.key for i in meta.sharded_keys()] == ["HOT"]
+    # and a shrink within the cooldown is refused
+    assert meta.shrink("HOT", 2).reason == "cooldown"
+    now[0] += 120
+    # A shrink never raises N, never goes below the default, and is one conditional step
+    assert meta.shrink("HOT", 16).reason == "already_smaller"
+    result = meta.shrink("HOT", 1)
+    assert (result.previous, result.current, result.changed, result.reason) == (
+        8,
+        2,
+        True,
+        "shrunk",
+    )
+    fresh = meta.for_reader("HOT")
+    assert fresh.number_of_shards == 2 and sorted(fresh.counts) == [2, 8] and fresh.max_count == 8
+    assert [c for _, c in fresh.history] == [2, 8, 2]
+    assert meta.sharded_keys() == []  # back at the default
+    assert meta.shrink("NEVER", 1).reason == "not_stored"
+
+
+def test_a_shrink_loses_to_a_racing_change_and_rereads(ddb_client: object) -> None:
+    store = DynamoDBMetadataStore(METADATA_TABLE.default_name, ddb_client)  # type: ignore[arg-type]
+    now = [1_357_000_000.0]
+    meta = ShardMetadata(store, cooldown_s=60.0, clock=lambda: now[0], sleep=lambda _: None)
+    meta.for_writer("K")
+    meta.grow("K", 8)
+    now[0] += 120
+    racer = ShardMetadata(store, cooldown_s=60.0, clock=lambda: now[0])
+    real_update = store.update
+
+    def update_after_a_racer(key: str, count: int, expected: int, at: int) -> ShardInfo | None:
+        store.update = real_update  # type: ignore[method-assign]
+        racer.grow("K", 16)  # moves last_updated under the shrinker's feet
+        return real_update(key, count, expected, at)
+
+    store.update = update_after_a_racer  # type: ignore[method-assign]
+    result = meta.shrink("K", 2)
+    # The conditional update failed, the re-read saw the growth within the cooldown
+    assert (result.changed, result.reason, meta.for_reader("K").number_of_shards) == (
+        False,
+        "cooldown",
+        16,
+    )
+
+
+def test_a_scan_failure_is_a_metadata_error() -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    with Stubber(client) as stub:
+        stub.add_client_error("scan", "InternalServerError")
+        with pytest.raises(MetadataError, match="scanning"):
+            DynamoDBMetadataStore("m", client).scan_sharded(1)
+
+
+# --- the Contributor Insights adapter (Stubber: moto has no GetInsightRuleReport) -------------
+def test_the_adapter_reads_each_keys_peak_minute() -> None:
+    client = boto3.client("cloudwatch", region_name="us-east-1")
+    start, end = NOW - timedelta(minutes=30), NOW
+    response = {
+        "KeyLabels": ["logical_key"],
+        "AggregationStatistic": "Sum",
+        "ApproximateUniqueCount": 3,
+        "Contributors": [
+            {
+                "Keys": ["HOT"],
+                "ApproximateAggregateValue": 9000.0,
+                "Datapoints": [
+                    {"Timestamp": start, "ApproximateValue": 6000.0},
+                    {"Timestamp": start + timedelta(minutes=1), "ApproximateValue": 3000.0},
+                ],
+            },
+            {
+                "Keys": ["WARM"],
+                "ApproximateAggregateValue": 600.0,
+                "Datapoints": [{"Timestamp": start, "ApproximateValue": 600.0}],
+            },
+        ],
+    }
+    expected = {
+        "RuleName": "stack-offered-write-units",
+        "StartTime": start,
+        "EndTime": end,
+        "Period": 60,
+        "MaxContributorCount": 100,
+        "OrderBy": "Sum",
+    }
+    with Stubber(client) as stub:
+        stub.add_response("get_insight_rule_report", response, expected)
+        history = InsightRuleOfferedLoad("stack-offered-write-units", client).peak_offered_wcu(
+            start, end, 60
+        )
+    assert history.peak("HOT") == 100.0 and history.peak("WARM") == 10.0
+    # three contributors, two reported: a third is bounded by WARM's 600 units / 60 s
+    assert history.peak("OTHER") == 10.0
