@@ -750,6 +750,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.sample, args.reps, args.gather_span_reps = 600, 2, 1
     wall0 = time.monotonic()
+    load_before = os.getloadavg()
     events = load_events(args.sample)
     tag = uuid.uuid4().hex[:6]
     windows = [Window("day", *local_day_window(DAY)), month_window(*MONTH)]
@@ -800,6 +801,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
+            # 1-minute load averages at the start and the end: the machine is shared.
+            "load_average_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
             "platform": platform.platform(),
         },
         "settings": {
