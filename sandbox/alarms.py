@@ -48,7 +48,9 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext as PowertoolsContext
 
     from dynashard.scaling import OfferedLoadSource, ScalerPort
+    from dynashard.shrinking import ShrinkPort
     from sandbox.emulator.server import PartitionEmulator
+    from sandbox.logs import LocalInsightRule
 
 _log = logging.getLogger(__name__)
 
@@ -668,12 +670,21 @@ def scaler_action(
     mode: ContributorInsightsMode = "ACCESSED_AND_THROTTLED_KEYS",
     alarm_states: LocalAlarmStates | None = None,
     offered_load: OfferedLoadSource | None = None,
+    load_history: LocalInsightRule | None = None,
+    shrinker: ShrinkPort | None = None,
 ) -> AlarmAction:
     """Bind the scaler handler as an alarm action, with hot keys from the emulator.
 
     The handler reads its settings from the environment (point it at the sandbox with
     :func:`sandbox.env_vars.function_environment`, whose ``DYNASHARD_PARTITION_WCU``
     must be the emulator's scaled limit).
+
+    A sweep (a :class:`LocalSchedule`'s event) also shrinks the keys whose offered load
+    stayed cool, once ``load_history`` has observed a whole cool period
+    (``DYNASHARD_SHRINK_COOL_PERIOD_S``, emulated seconds) before the sweep: a rule
+    deployed on AWS has watched the writers long before, while the local rule saw
+    nothing before it was created, and that silence says nothing about the load.
+    Until then the sweep gets no load history, so it grows exactly as without one.
 
     Parameters
     ----------
@@ -690,6 +701,13 @@ def scaler_action(
         The offered write units per logical key (the stack's Contributor Insights rule
         evaluated locally, :class:`sandbox.logs.LocalInsightRule`); default none, so
         the scaler estimates writes from the hot keys alone.
+    load_history : LocalInsightRule, optional
+        The same rule, read per period for the shrink sweep
+        (:meth:`sandbox.logs.LocalInsightRule.peak_offered_wcu`); default none: the
+        sweep never shrinks (the sandbox's environment names no AWS rule).
+    shrinker : ShrinkPort, optional
+        What lists and shrinks the sharded keys (a ``Dynashard``, on the emulated clock
+        so that the cooldown is emulated seconds); default the function's own facade.
 
     Returns
     -------
@@ -702,7 +720,8 @@ def scaler_action(
     ValueError
         For an unknown Contributor Insights mode.
     """
-    from functions.scaler.app import handler
+    from dynashard.scaling import parse_time
+    from functions.scaler.app import get_settings, handler, is_scheduled_event
     from sandbox.aws_events import LambdaContext
     from sandbox.emulator.insights import EmulatorHotKeySource
 
@@ -714,6 +733,11 @@ def scaler_action(
     def action(event: dict[str, Any]) -> Any:
         # The stand-in has the attributes Powertools reads; the handler is typed for its.
         context = cast("PowertoolsContext", LambdaContext(function_name="dynashard-scaler"))
+        history = None
+        if load_history is not None and is_scheduled_event(event):
+            window_start = parse_time(event.get("time")).timestamp()
+            window_start -= get_settings().shrink_cool_period_s
+            history = load_history if window_start >= load_history.started else None
         return handler(
             event,
             context,
@@ -721,6 +745,8 @@ def scaler_action(
             hot_keys=hot_keys,
             alarm_states=states,
             offered_load=offered_load,
+            load_history=history,
+            shrinker=shrinker,
         )
 
     return action

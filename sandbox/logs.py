@@ -12,6 +12,11 @@ Rule syntax supported (CloudWatch User Guide, "Contributor Insights rule syntax"
 ``LogFormat`` ``JSON``; ``Contribution.Keys`` (1 to 4 JSON paths), ``ValueOf`` (a JSON
 path; without it each matching line counts 1), ``Filters`` with ``Match`` and ``In``;
 ``AggregateOn`` ``Sum`` or ``Count``. Anything else raises ``ValueError``.
+
+The rule answers both of the scaler's load ports: :meth:`LocalInsightRule.offered_wcu`
+(one window, for growth) and :meth:`LocalInsightRule.peak_offered_wcu` (each key's
+busiest period of a window, for the shrink sweep), as
+:class:`dynashard.adapters.insights.InsightRuleOfferedLoad` reads them on AWS.
 """
 
 from __future__ import annotations
@@ -19,10 +24,14 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from dynashard.load import MAX_CONTRIBUTORS
+from dynashard.shrinking import LoadHistory
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -59,6 +68,11 @@ class LocalInsightRule:
     ------
     ValueError
         If the body uses syntax this emulation does not support.
+
+    Attributes
+    ----------
+    started : float
+        The clock when the rule was created, epoch seconds: it has seen no line before.
     """
 
     def __init__(self, body: str | Mapping[str, Any], clock: Callable[[], float] = time.time):
@@ -82,6 +96,7 @@ class LocalInsightRule:
                 raise ValueError(f"filter {spec!r}: only Match with In is emulated")
             self._filters.append((_path(spec["Match"]), list(spec["In"])))
         self.clock = clock
+        self.started = clock()
         self._times: list[float] = []
         self._rows: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -172,6 +187,53 @@ class LocalInsightRule:
             Logical key -> write units offered in the window.
         """
         return self.report(start.timestamp(), end.timestamp())
+
+    def peak_offered_wcu(
+        self,
+        start: datetime,
+        end: datetime,
+        period_s: int,
+        max_contributors: int = MAX_CONTRIBUTORS,
+    ) -> LoadHistory:
+        """Answer the shrink sweep's ``LoadHistorySource`` port: each key's busiest period.
+
+        What :meth:`dynashard.adapters.insights.InsightRuleOfferedLoad.peak_offered_wcu`
+        asks of ``GetInsightRuleReport`` (``Period = period_s``, ``OrderBy`` ``Sum``):
+        the top contributors by their sum over the window, each with one datapoint per
+        period, periods aligned on multiples of the period since the epoch (as
+        CloudWatch aggregates per clock minute) and cut at the window's ends.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window (aware datetimes); lines stamped in ``[start, end)`` count.
+        period_s : int
+            Seconds per datapoint, rounded up to a whole minute (at least 60).
+        max_contributors : int
+            Top-N (``GetInsightRuleReport`` allows 1..100, :data:`MAX_CONTRIBUTORS`).
+
+        Returns
+        -------
+        LoadHistory
+            Peak WCU/s per logical key (its busiest period's sum over the period);
+            keys cut by the top-N are bounded by the smallest reported window total,
+            as :meth:`LoadHistory.from_report` reads a truncated report.
+        """
+        period = max(60, int(math.ceil(period_s / 60.0) * 60))
+        lo_s, hi_s = start.timestamp(), end.timestamp()
+        with self._lock:
+            lo = bisect.bisect_left(self._times, lo_s)
+            hi = bisect.bisect_left(self._times, hi_s)
+            rows = list(zip(self._times[lo:hi], self._rows[lo:hi], strict=True))
+        points: dict[str, dict[int, float]] = {}
+        for stamp, (key, value) in rows:
+            per_period = points.setdefault(key, {})
+            bucket = int(stamp // period)
+            per_period[bucket] = per_period.get(bucket, 0.0) + value
+        totals = {key: sum(p.values()) for key, p in points.items()}
+        top = sorted(totals, key=lambda k: (-totals[k], k))[: max(1, max_contributors)]
+        contributors = {k: (totals[k], list(points[k].values())) for k in top}
+        return LoadHistory.from_report(start, end, period, contributors, len(totals))
 
 
 class LogTap(logging.Filter):

@@ -66,6 +66,12 @@ class GrowthSettings:
     in_band_growth : bool
         Whether throttled writers also grow keys themselves; off by default so that
         the act shows the alarm-driven loop alone.
+    shrink_cool_period_s : float
+        Emulated seconds a key's offered load must stay cool before the sweep shrinks
+        it (the stack's default, 1,800). The sweep shrinks only once the act's write-load
+        rule has watched a whole cool period (:func:`sandbox.alarms.scaler_action`), so
+        an act shorter than this (the second act lasts about 7 minutes at x1 or x2
+        time) never shrinks a key.
 
     Raises
     ------
@@ -80,6 +86,7 @@ class GrowthSettings:
     target_utilization: float = 0.8
     max_shards: int = 64
     in_band_growth: bool = False
+    shrink_cool_period_s: float = 1800.0
 
     def __post_init__(self) -> None:
         if self.scale <= 0 or self.speed <= 0:
@@ -102,8 +109,8 @@ class GrowthSettings:
         -------
         dict of str to str
             Scaled partition limits (the scaler plans with them), target utilization,
-            maximum shard count, in-band growth switch, and the writers' cache lifetime
-            in wall seconds (their clock is the wall clock).
+            maximum shard count, in-band growth switch, shrink cool period, and the
+            writers' cache lifetime in wall seconds (their clock is the wall clock).
         """
         return {
             names.ENV_PARTITION_WCU: str(self.partition_wcu),
@@ -113,6 +120,7 @@ class GrowthSettings:
             names.ENV_COOLDOWN_S: str(self.cooldown_s),
             names.ENV_METADATA_CACHE_TTL_S: str(self.metadata_cache_ttl_s / self.speed),
             names.ENV_IN_BAND_GROWTH: str(self.in_band_growth).lower(),
+            names.ENV_SHRINK_COOL_PERIOD_S: str(self.shrink_cool_period_s),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -251,7 +259,12 @@ class GrowthLoop:
         self._log_tap = LogTap(SERVICE_NAME, [self.write_load_rule]).__enter__()
         states = LocalAlarmStates()
         action = scaler_action(
-            self.server.emulator, grower, alarm_states=states, offered_load=self.write_load_rule
+            self.server.emulator,
+            grower,
+            alarm_states=states,
+            offered_load=self.write_load_rule,
+            load_history=self.write_load_rule,
+            shrinker=grower,
         )
         metrics = self.server.emulator.metrics
         self.alarms = [

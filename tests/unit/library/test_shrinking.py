@@ -117,7 +117,8 @@ def test_a_shrink_never_goes_below_what_the_load_needs_nor_triggers_growth(
 ) -> None:
     settings = Settings(default_shards=default, shrink_utilization=low)
     plan = plan_shrink(info(n), peak, NOW.timestamp(), settings)
-    assert default <= plan.target <= n
+    # a key already at or below the default keeps its count; shrinking never raises N
+    assert min(default, n) <= plan.target <= n
     if plan.shrinks:
         # the load fits the new count at the planned utilization: no growth follows,
         assert plan.target >= plan_shard_count(1, peak, 1000.0, 0.8)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from dynashard import names
+from dynashard.load import write_load_rule_body
 from dynashard.metadata import GrowthResult, ShardInfo
 from functions.scaler import app as scaler
 from infra.alarm_specs import SCALER_ALARMS, AlarmSpec, Comparison
@@ -30,6 +31,7 @@ from sandbox.emulator import EmulatorConfig
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.server import PartitionEmulator
 from sandbox.env_vars import reset_function_caches
+from sandbox.logs import LocalInsightRule
 
 EVENTS_DIR = Path(__file__).resolve().parents[3] / "events"
 TABLE = "dynashard-data"
@@ -356,6 +358,75 @@ def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
     assert run is not None and run.error is None
     assert [a["alarm"] for a in run.result["alarms"]] == [alarm_name]
     assert facade.grown == [("HOT", 3), ("HOT", 8)]
+
+
+class FakeShrinker:
+    """The part of Dynashard the shrink sweep uses: two keys at 8 shards, recording shrinks."""
+
+    def __init__(self) -> None:
+        self.listed = 0
+        self.shrunk: list[tuple[str, int]] = []
+
+    def sharded_keys(self) -> list[ShardInfo]:
+        self.listed += 1
+        return [ShardInfo(k, 8, 0, ((0, 8),), True) for k in ("BUSY", "COOL")]
+
+    def shrink(self, key: str, target: int) -> GrowthResult:
+        self.shrunk.append((key, target))
+        return GrowthResult(key, 8, target, True, "shrunk")
+
+
+def test_a_sweep_shrinks_only_once_the_local_rule_has_watched_a_whole_cool_period(
+    scaler_environment: ScalerEnvironment,
+) -> None:
+    # Given the write-load rule created at T0 with BUSY offered 200 WCU/s (half of its 8
+    # shards x 50 WCU/s) and COOL 30 WCU/s, every minute from then on, and a cool
+    # period of 5 minutes
+    now = [T0]
+    rule = LocalInsightRule(write_load_rule_body(["g"]), clock=lambda: now[0])
+    for minute in range(10):
+        for key, wcu in (("BUSY", 200 * 60), ("COOL", 30 * 60)):
+            line = {"message": "write load", "logical_key": key, "offered_wcu": wcu}
+            rule.put(json.dumps(line), timestamp=T0 + 60 * minute + 1)
+    scaler_environment({names.ENV_SHRINK_COOL_PERIOD_S: "300", names.ENV_COOLDOWN_S: "0"})
+    shrinker = FakeShrinker()
+    emulator = PartitionEmulator("http://127.0.0.1:9", EmulatorConfig(scale=0.05))
+    action = scaler_action(emulator, FakeFacade(), load_history=rule, shrinker=shrinker)
+    sweep = LocalSchedule(action, rate_s=60.0, clock=lambda: now[0])
+    # When the sweep runs every minute before the rule has seen 5 minutes
+    for minute in range(1, 5):
+        now[0] = T0 + 60 * minute
+        run = sweep.tick()
+        # Then it reads no load history yet: no key is listed, none shrinks
+        assert run is not None and run.error is None, run
+        assert run.result["shrink"] == {"candidates": 0, "shrunk": [], "kept": [], "errors": []}
+    assert (shrinker.listed, shrinker.shrunk) == (0, [])
+    # When it runs once the rule has seen 5 minutes
+    now[0] = T0 + 300
+    run = sweep.tick()
+    # Then COOL shrinks to what 30 WCU/s needs at 80 % of 50: 1 shard; BUSY stays
+    assert run is not None and run.error is None, run
+    assert shrinker.shrunk == [("COOL", 1)]
+    (kept,) = run.result["shrink"]["kept"]
+    assert kept["key"] == "BUSY" and "low-water" in kept["reason"]
+
+
+def test_an_alarm_event_never_reads_the_load_history(
+    scaler_environment: ScalerEnvironment,
+) -> None:
+    # Given a rule that has watched an hour of nothing, and an alarm on a hot key
+    now = [T0 + 3600.0]
+    rule = LocalInsightRule(write_load_rule_body(["g"]), clock=lambda: T0)
+    emulator = PartitionEmulator("http://127.0.0.1:9", EmulatorConfig(scale=0.05))
+    emulator.metrics.add(WRITE_KEY_RANGE.metric_name, Resource(TABLE), 9000.0, T0 + 3540)
+    scaler_environment({names.ENV_SHRINK_COOL_PERIOD_S: "300"})
+    shrinker = FakeShrinker()
+    action = scaler_action(emulator, FakeFacade(), load_history=rule, shrinker=shrinker)
+    alarm = LocalAlarm(WRITE_KEY_RANGE, TABLE, emulator.metrics, action, clock=lambda: now[0])
+    # When the alarm fires
+    assert alarm.evaluate(now[0] + 1).fired
+    # Then the scaler did not look for keys to shrink
+    assert shrinker.listed == 0
 
 
 def test_local_alarm_states_lists_only_named_alarms_in_alarm() -> None:

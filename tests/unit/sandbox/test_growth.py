@@ -18,3 +18,14 @@ def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
     assert env[names.ENV_IN_BAND_GROWTH] == "false"
     with pytest.raises(ValueError, match="scale and speed"):
         GrowthSettings(speed=0)
+
+
+def test_the_act_is_shorter_than_the_cool_period_so_its_sweep_never_shrinks() -> None:
+    # The sweep shrinks only once the act's write-load rule has watched a whole cool
+    # period (sandbox.alarms.scaler_action); the second act lasts about 7 wall minutes,
+    # at x1 time (x2 with --sample): at most 840 emulated seconds, with room to spare.
+    settings = GrowthSettings()
+    longest_act_emulated_s = 10 * 60 * 2.0
+    assert settings.shrink_cool_period_s == 1800.0 > longest_act_emulated_s
+    env = settings.function_environment()
+    assert float(env[names.ENV_SHRINK_COOL_PERIOD_S]) == settings.shrink_cool_period_s

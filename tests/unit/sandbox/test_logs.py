@@ -144,6 +144,47 @@ def test_offered_wcu_reports_the_window_of_two_aware_datetimes(rule: LocalInsigh
     assert offered == {"K": 3.0}
 
 
+def test_peak_offered_wcu_is_each_keys_busiest_minute_per_second(
+    rule: LocalInsightRule,
+) -> None:
+    # Given K offered 60 WCU in the minute from 12:00, 180 in the next, 30 in the last;
+    # L offered 6 WCU in each minute; and a line of K just before the window
+    t0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC).timestamp()
+    rule.put(line("K", 999), timestamp=t0 - 1)
+    for minute, wcu in enumerate([60, 180, 30]):
+        for second in (0, 30, 59.5):
+            rule.put(line("K", wcu / 3), timestamp=t0 + 60 * minute + second)
+            rule.put(line("L", 2), timestamp=t0 + 60 * minute + second)
+    start = datetime.fromtimestamp(t0, UTC)
+    end = datetime.fromtimestamp(t0 + 180, UTC)
+    # When the shrink sweep asks for the window, per minute
+    history = rule.peak_offered_wcu(start, end, 60)
+    # Then each key's peak is its busiest minute over 60 s, the window's line before not counted
+    assert history.peak_units_per_s == {"K": pytest.approx(3.0), "L": pytest.approx(0.1)}
+    assert (history.start, history.end, history.period_s) == (start, end, 60)
+    # And the report named every contributor, so an unseen key is known to be idle
+    assert history.unreported_units_per_s == 0.0
+    assert history.peak("M") == 0.0
+    # And a period is rounded up to whole minutes, as Contributor Insights aggregates
+    two_minutes = rule.peak_offered_wcu(start, end, 90)
+    assert two_minutes.period_s == 120
+    assert two_minutes.peak("K") == pytest.approx(240 / 120)
+
+
+def test_peak_offered_wcu_bounds_keys_cut_by_the_top_n(rule: LocalInsightRule) -> None:
+    # Given three keys offering 50, 20 and 10 WCU in one minute
+    t0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC).timestamp()
+    for key, wcu in [("A", 50), ("B", 20), ("C", 10)]:
+        rule.put(line(key, wcu), timestamp=t0 + 5)
+    start, end = (datetime.fromtimestamp(t, UTC) for t in (t0, t0 + 60))
+    # When only the top 2 are reported
+    history = rule.peak_offered_wcu(start, end, 60, max_contributors=2)
+    # Then C, cut, is bounded by the smallest reported total, as the AWS adapter reads it
+    assert set(history.peak_units_per_s) == {"A", "B"}
+    assert history.peak("C") == pytest.approx(20 / 60)
+    assert history.unreported_units_per_s == pytest.approx(20 / 60)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
