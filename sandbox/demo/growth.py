@@ -238,7 +238,13 @@ class GrowthLoop:
         s = self.settings
         self.clock = clock = AcceleratedClock(speed=s.speed)
         self.started_wall = time.monotonic()
-        self.server = EmulatorServer(self.upstream_url, EmulatorConfig(scale=s.scale, clock=clock))
+        # The metadata table keeps DynamoDB's real key-range ceilings: its traffic (the
+        # writers' per-bucket GSI1 records, the scaler's conditional updates) is not
+        # scaled down with the data table's.
+        config = EmulatorConfig(
+            scale=s.scale, clock=clock, unscaled_tables=frozenset({self.metadata_table})
+        )
+        self.server = EmulatorServer(self.upstream_url, config)
         self.server.start()
         grower = Dynashard(
             DynashardConfig(

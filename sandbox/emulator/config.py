@@ -108,6 +108,11 @@ class EmulatorConfig:
         Returns the time, epoch seconds; inject one in tests.
     seed : int or None
         Seed of the latency draws.
+    unscaled_tables : frozenset of str
+        Tables whose key ranges keep DynamoDB's real ceilings (``scale`` not applied).
+        The demo scales the data table down so that a replay can make it hot; the shard
+        metadata table's traffic (a few conditional writes per container and time
+        bucket) is not scaled down with it, so its keys keep the real 1,000 WCU/s.
     """
 
     partition_wcu: float = PARTITION_WCU
@@ -121,6 +126,7 @@ class EmulatorConfig:
     account_id: str = "000000000000"
     clock: Callable[[], float] = field(default=time.time, compare=False)
     seed: int | None = None
+    unscaled_tables: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if min(self.partition_wcu, self.partition_rcu, self.scale) <= 0:

@@ -255,6 +255,8 @@ class Limiter:
         Key-range read ceiling before scaling, RCU/s (DynamoDB: 3,000).
     scale : float
         Factor applied to both ceilings, so a laptop can reach them (0.05 -> 50 WCU/s).
+    unscaled_tables : frozenset of str
+        Tables whose key ranges keep the ceilings before scaling.
 
     Raises
     ------
@@ -267,7 +269,9 @@ class Limiter:
         partition_wcu: float = PARTITION_WCU,
         partition_rcu: float = PARTITION_RCU,
         scale: float = 1.0,
+        unscaled_tables: frozenset[str] = frozenset(),
     ) -> None:
+        self.unscaled_tables = unscaled_tables
         self._key_buckets: dict[tuple[Operation, Resource, str], TokenBucket] = {}
         self._resource_buckets: dict[tuple[Operation, Resource], TokenBucket] = {}
         self._resource_limits: dict[tuple[Operation, Resource], ResourceLimit] = {}
@@ -296,20 +300,25 @@ class Limiter:
         self.partition_wcu, self.partition_rcu, self.scale = partition_wcu, partition_rcu, scale
         self._key_buckets.clear()
 
-    def key_range_rate(self, operation: Operation) -> float:
-        """Return the scaled key-range ceiling, units/s.
+    def key_range_rate(self, operation: Operation, resource: Resource | None = None) -> float:
+        """Return the key-range ceiling, units/s: scaled, unless the table is unscaled.
 
         Parameters
         ----------
         operation : Operation
             Read or write.
+        resource : Resource, optional
+            The table or GSI; one of ``unscaled_tables`` keeps the ceiling unscaled.
 
         Returns
         -------
         float
-            ``partition_rcu * scale`` or ``partition_wcu * scale``.
+            ``partition_rcu * scale`` or ``partition_wcu * scale`` (without ``scale``
+            for an unscaled table).
         """
         base = self.partition_wcu if operation is Operation.WRITE else self.partition_rcu
+        if resource is not None and resource.table in self.unscaled_tables:
+            return base
         return base * self.scale
 
     def set_resource_limit(
@@ -375,7 +384,7 @@ class Limiter:
     def _key_bucket(self, op: Operation, resource: Resource, key: str, now: float) -> TokenBucket:
         bucket = self._key_buckets.get((op, resource, key))
         if bucket is None:
-            rate = self.key_range_rate(op)
+            rate = self.key_range_rate(op, resource)
             bucket = TokenBucket(rate, rate, now, initial=rate)
             self._key_buckets[(op, resource, key)] = bucket
         return bucket

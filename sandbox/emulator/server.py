@@ -130,7 +130,10 @@ class PartitionEmulator:
         self.upstream_url = upstream_url.rstrip("/") + "/"
         self.config = config or EmulatorConfig()
         self.limiter = Limiter(
-            self.config.partition_wcu, self.config.partition_rcu, self.config.scale
+            self.config.partition_wcu,
+            self.config.partition_rcu,
+            self.config.scale,
+            self.config.unscaled_tables,
         )
         self.metrics = m.Metrics()
         self.images = ImageCache()
@@ -235,6 +238,7 @@ class PartitionEmulator:
             For an unknown field or an invalid value.
         """
         self.config = dataclasses.replace(self.config, **changes)
+        self.limiter.unscaled_tables = self.config.unscaled_tables
         self.limiter.configure(
             self.config.partition_wcu, self.config.partition_rcu, self.config.scale
         )

@@ -51,6 +51,18 @@ def test_key_never_exceeds_scaled_ceiling_per_second() -> None:
     assert later == 50
 
 
+def test_an_unscaled_table_keeps_the_real_key_range_ceiling() -> None:
+    # Given a 1,000 WCU/s ceiling scaled to 50 WCU/s, except on the table "meta"
+    limiter = Limiter(partition_wcu=1000, scale=0.05, unscaled_tables=frozenset({"meta"}))
+    meta = Resource("meta")
+    # When 2,000 one-WCU writes hit one key of each table within the same instant
+    on_data = sum(not limiter.admit(W, [Charge(TABLE, "hot", 1.0)], 0.0) for _ in range(2000))
+    on_meta = sum(not limiter.admit(W, [Charge(meta, "hot", 1.0)], 0.0) for _ in range(2000))
+    # Then the data table admits its scaled second, the metadata table the real one
+    assert (on_data, on_meta) == (50, 1000)
+    assert limiter.key_range_rate(W, meta) == 1000 and limiter.key_range_rate(W, TABLE) == 50
+
+
 def test_other_keys_and_reads_are_independent() -> None:
     limiter = Limiter(scale=0.01)  # 10 WCU/s, 30 RCU/s
     for _ in range(10):
