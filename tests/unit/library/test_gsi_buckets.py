@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dynashard import Dynashard, Event
 from dynashard.errors import MetadataError
-from dynashard.gsi_buckets import Gsi1BucketRecorder
+from dynashard.gsi_buckets import Gsi1BucketRecorder, records_to_prune
 from dynashard.read_plan import gsi1_shard_count
 from infra.table_specs import METADATA_TABLE
 
@@ -243,3 +243,35 @@ def test_gsi1_pages_equal_base_pages(
     assert base == [e.id for e in (expected[::-1] if descending else expected)]
     assert pages(path="gsi1", consistent=False) == base
     ds.close()
+
+
+def test_records_stay_bounded_and_pruned_buckets_read_every_shard(
+    facade: Dynashard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a key that may keep only 3 bucket records
+    monkeypatch.setattr("dynashard.gsi_buckets.MAX_RECORDS", 3)
+    monkeypatch.setattr(
+        "dynashard.writer.records_to_prune",
+        lambda recorded, keep: records_to_prune(recorded, keep, limit=3),
+    )
+    key = "DEPARTURES#EWR"
+    # When it is written on 6 days, one day at a time (each write sees the records so far)
+    for day in range(6):
+        facade.metadata.invalidate(key)
+        events = [Event(key=key, id=f"d{day}-{i}", ts=T0 + timedelta(days=day)) for i in range(3)]
+        assert all(o.ok for o in facade.put_events(events))
+    # Then only the newest 3 records remain, and an old bucket falls back to every shard
+    info = facade.shard_info(key)
+    assert [label for label, _ in info.gsi1_shards] == ["2013-01-04", "2013-01-05", "2013-01-06"]
+    assert gsi1_shard_count(info, "2013-01-01") == info.max_count
+
+
+def test_records_to_prune_keeps_the_new_bucket_and_removes_the_oldest() -> None:
+    recorded = [f"2013-01-{d:02d}" for d in range(1, 11)]
+    assert records_to_prune(recorded, "2013-01-11", limit=8) == [
+        "2013-01-01",
+        "2013-01-02",
+        "2013-01-03",
+    ]
+    assert records_to_prune(recorded, "2013-01-05", limit=10) == []
+    assert "2013-01-10" not in records_to_prune(recorded, "2013-01-10", limit=2)

@@ -15,11 +15,19 @@ even when the key has since had 32 shards, so a window inside it takes one GSI1 
 instead of 32 base-table Queries. Each container records a ``(key, bucket)`` once per
 count (cached), so the cost is one small conditional write per key, bucket and
 container.
+
+The records live on the key's metadata item, which every read and write fetches and
+which DynamoDB caps at 400 KB (Developer Guide, "Service, account, and table quotas":
+item size). An hour bucket adds about 30 bytes a record, 8,760 a year, so the records
+are bounded: when a key holds more than :data:`MAX_RECORDS`, the write that records a
+new bucket also removes the oldest (bucket labels sort in time order). Removing a record
+is always safe: a bucket without one is read over every shard the key ever had.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -32,6 +40,39 @@ if TYPE_CHECKING:
 
 #: Entries the recorder's cache holds before it starts afresh (bounds a container's memory).
 CACHE_LIMIT: Final = 100_000
+#: Most ``gsi1_shards#{bucket}`` records a key keeps (about 15 KB of its metadata item).
+MAX_RECORDS: Final = 500
+#: Most records one update removes (keeps the UpdateExpression far below its 4 KB limit).
+PRUNE_BATCH: Final = 100
+
+
+def records_to_prune(recorded: Sequence[str], keep: str, limit: int = MAX_RECORDS) -> list[str]:
+    """Return the oldest bucket records to remove so that a key keeps at most ``limit``.
+
+    Parameters
+    ----------
+    recorded : sequence of str
+        Bucket labels recorded on the key (any order); labels sort in time order.
+    keep : str
+        The bucket being recorded now (never pruned).
+    limit : int
+        Records a key keeps, the new one included.
+
+    Returns
+    -------
+    list of str
+        The oldest labels past the limit, at most :data:`PRUNE_BATCH`, oldest first.
+
+    Examples
+    --------
+    >>> records_to_prune(["2013-01-03", "2013-01-01", "2013-01-02"], "2013-01-04", limit=2)
+    ['2013-01-01', '2013-01-02']
+    >>> records_to_prune(["2013-01-01"], "2013-01-02", limit=2)
+    []
+    """
+    others = sorted(label for label in set(recorded) if label != keep)
+    excess = len(others) + 1 - limit
+    return others[: min(max(excess, 0), PRUNE_BATCH)]
 
 
 class Gsi1BucketRecorder:
@@ -51,11 +92,12 @@ class Gsi1BucketRecorder:
         self._known: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
-    def ensure(self, key: str, bucket: str, count: int) -> None:
+    def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
         """Make sure ``gsi1_shards#{bucket}`` of ``key`` is at least ``count``.
 
         Call it before writing items of the bucket, so a reader that sees an item also
-        sees the count that covers it.
+        sees the count that covers it. A write that records also removes the ``prune``
+        records (see :func:`records_to_prune`).
 
         Parameters
         ----------
@@ -65,6 +107,8 @@ class Gsi1BucketRecorder:
             Time-bucket label, e.g. ``2013-01-01``.
         count : int
             The shard count the writer uses, >= 1.
+        prune : sequence of str
+            Bucket labels whose records to remove in the same update.
 
         Raises
         ------
@@ -75,17 +119,19 @@ class Gsi1BucketRecorder:
             if self._known.get((key, bucket), 0) >= count:
                 return
         attribute = f"{names.ATTR_GSI1_SHARDS_PREFIX}{bucket}"
+        removed = {f"#p{i}": f"{names.ATTR_GSI1_SHARDS_PREFIX}{old}" for i, old in enumerate(prune)}
+        update = "SET #g = :g" + (f" REMOVE {', '.join(removed)}" if removed else "")
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key={names.ATTR_META_KEY: {"S": key}},
-                UpdateExpression="SET #g = :g",
+                UpdateExpression=update,
                 # Never create an item: a key without one has no record, which readers
                 # take as "any shard the key ever had" (safe).
                 ConditionExpression=(
                     "attribute_exists(#k) AND (attribute_not_exists(#g) OR #g < :g)"
                 ),
-                ExpressionAttributeNames={"#k": names.ATTR_META_KEY, "#g": attribute},
+                ExpressionAttributeNames={"#k": names.ATTR_META_KEY, "#g": attribute, **removed},
                 ExpressionAttributeValues={":g": {"N": str(count)}},
             )
         except ClientError as exc:

@@ -27,6 +27,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.errors import DynashardError
+from dynashard.gsi_buckets import records_to_prune
 from dynashard.keys import (
     format_ts,
     gsi1_partition_key,
@@ -229,9 +230,11 @@ class ShardedWriter:
         items: dict[tuple[str, str], dict[str, Any]] = {}
         units: dict[tuple[str, str], int] = {}
         buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]] = {}
+        recorded: dict[str, list[str]] = {}
         for index, event in enumerate(events):
             try:
                 info = self.metadata.for_writer(event.key)
+                recorded[event.key] = [label for label, _ in info.gsi1_shards]
                 shard = choose_shard(
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
@@ -249,7 +252,7 @@ class ShardedWriter:
             bucket = (event.key, time_bucket(event.ts, unit))
             count, bucket_items = buckets.get(bucket, (0, []))
             buckets[bucket] = (max(count, info.number_of_shards), [*bucket_items, item_key])
-        for item_key, why in self._record_gsi1_buckets(buckets).items():
+        for item_key, why in self._record_gsi1_buckets(buckets, recorded).items():
             del items[item_key]
             for index in slots[item_key]:
                 outcomes[index] = WriteOutcome(events[index].id, events[index].key, False, why)
@@ -272,15 +275,21 @@ class ShardedWriter:
         return [o for o in outcomes if o is not None]
 
     def _record_gsi1_buckets(
-        self, buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]]
+        self,
+        buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]],
+        recorded: dict[str, list[str]],
     ) -> dict[tuple[str, str], str]:
-        """Record each bucket's shard count; return the items whose record failed."""
+        """Record each bucket's shard count (pruning the oldest records past the bound).
+
+        Returns the items whose record failed, with the reason.
+        """
         failed: dict[tuple[str, str], str] = {}
         if self.gsi1_recorder is None:
             return failed
         for (key, bucket), (count, item_keys) in buckets.items():
+            prune = records_to_prune(recorded.get(key, ()), bucket)
             try:
-                self.gsi1_recorder.ensure(key, bucket, count)
+                self.gsi1_recorder.ensure(key, bucket, count, prune)
             except DynashardError as exc:
                 failed.update(dict.fromkeys(item_keys, f"{type(exc).__name__}: {exc}"))
         return failed
