@@ -49,7 +49,7 @@ from dynashard.reader import (
     Page,
     QueryOptions,
     ShardedReader,
-    _to_event,
+    item_to_event,
     shard_page_limit,
 )
 from dynashard.strategies import TimeBucket
@@ -323,7 +323,7 @@ class GsiBucketReader:
         if not finished and last is not None:
             next_cursor = Cursor(fingerprint, last, frozenset(done)).encode()
         return Page(
-            items=[_to_event(item) for item in items],
+            items=[item_to_event(item) for item in items],
             cursor=next_cursor,
             missing_shards=sorted(failures),
             shards_queried=sum(1 for s in streams_used if s.queries),

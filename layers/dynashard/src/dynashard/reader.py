@@ -347,7 +347,7 @@ class ShardedReader:
         if merged.last_sort_key is not None and len(done & every.keys()) < len(every):
             next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
         return Page(
-            items=[_to_event(item) for item in merged.items],
+            items=[item_to_event(item) for item in merged.items],
             cursor=next_cursor,
             missing_shards=sorted(failures),
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
@@ -549,7 +549,36 @@ def _filter_by(request: dict[str, Any], attribute: str, value: str) -> None:
         request["FilterExpression"] = "#d.#a IN (:v, :vn)"
 
 
-def _to_event(item: dict[str, Any]) -> dict[str, Any]:
+def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
+    """Return the event a stored data item (or its GSI1 projection) stands for.
+
+    Both read paths, the base-table fan-out (:class:`ShardedReader`) and the GSI1
+    bucket fan-out (:mod:`dynashard.gsi_reader`), return their items through this.
+
+    Parameters
+    ----------
+    item : dict of str to Any
+        The item in DynamoDB's typed JSON (``{"key": {"S": ...}, ...}``) as a Query
+        returns it; it must hold the key, id and timestamp attributes.
+
+    Returns
+    -------
+    dict of str to Any
+        ``{"key", "id", "ts", "data"}``; numbers in ``data`` become ``int`` or
+        ``float`` (:func:`dynashard.model.from_dynamodb_numbers`), a missing ``data``
+        becomes ``{}``.
+
+    Raises
+    ------
+    KeyError
+        If the item lacks the key, id or timestamp attribute.
+
+    Examples
+    --------
+    >>> item_to_event({"key": {"S": "K"}, "id": {"S": "e1"}, "ts": {"S": "t"},
+    ...                "data": {"M": {"n": {"N": "2"}}}})
+    {'key': 'K', 'id': 'e1', 'ts': 't', 'data': {'n': 2}}
+    """
     plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
     return {
         "key": plain[names.ATTR_KEY],
