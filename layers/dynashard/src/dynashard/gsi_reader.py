@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from dynashard import names
 from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
 from dynashard.keys import MAX_SHARD_COUNT, SEPARATOR, format_ts
@@ -50,6 +48,7 @@ from dynashard.reader import (
     QueryOptions,
     ShardedReader,
     item_to_event,
+    run_query,
     shard_page_limit,
 )
 from dynashard.strategies import TimeBucket
@@ -150,13 +149,7 @@ class _GsiStream:
             request["ExclusiveStartKey"] = self.start_key
         self.queries += 1
         label = self.label
-        try:
-            response = self.client.query(**request)
-        except ClientError as exc:
-            error = exc.response["Error"]
-            raise ShardQueryError({label: f"{error['Code']}: {error.get('Message', '')}"}) from exc
-        except BotoCoreError as exc:
-            raise ShardQueryError({label: f"{type(exc).__name__}: {exc}"}) from exc
+        response = run_query(self.client, request, label)
         self.buffer.extend(response.get("Items", []))
         self.start_key = response.get("LastEvaluatedKey")
         self.finished = self.start_key is None

@@ -128,15 +128,7 @@ class _ShardStream:
 
     def _query(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run one Query (in a worker thread); raise ShardQueryError naming the shard."""
-        try:
-            return dict(self.reader.client.query(**request))
-        except ClientError as exc:
-            error = exc.response["Error"]
-            raise ShardQueryError(
-                {self.pk: f"{error['Code']}: {error.get('Message', '')}"}
-            ) from exc
-        except BotoCoreError as exc:
-            raise ShardQueryError({self.pk: f"{type(exc).__name__}: {exc}"}) from exc
+        return run_query(self.reader.client, request, self.pk)
 
     def receive(self) -> None:
         """Wait for the page in flight (starting it if none is) and buffer its items.
@@ -547,6 +539,41 @@ def _filter_by(request: dict[str, Any], attribute: str, value: str) -> None:
     if value.lstrip("-").isdigit() and str(int(value)) == value:
         request["ExpressionAttributeValues"][":vn"] = {"N": value}
         request["FilterExpression"] = "#d.#a IN (:v, :vn)"
+
+
+def run_query(client: DynamoDBClient, request: dict[str, Any], label: str) -> dict[str, Any]:
+    """Run one DynamoDB ``Query`` page; a failure names the partition it was for.
+
+    Every sharded read path (base table, GSI1 buckets, ordered range shards) queries
+    one physical partition key at a time through this.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        boto3 DynamoDB client.
+    request : dict of str to Any
+        The ``Query`` arguments (table, key condition, ``ExclusiveStartKey`` ...).
+    label : str
+        What the query reads, e.g. the physical key ``K#3`` or ``GSI1:K#2013-01-01#0``.
+
+    Returns
+    -------
+    dict of str to Any
+        The response (``Items``, ``LastEvaluatedKey`` ...).
+
+    Raises
+    ------
+    ShardQueryError
+        On any ``ClientError`` (``{label: "Code: Message"}``) or ``BotoCoreError``
+        (``{label: "ExceptionType: text"}``).
+    """
+    try:
+        return dict(client.query(**request))
+    except ClientError as exc:
+        error = exc.response["Error"]
+        raise ShardQueryError({label: f"{error['Code']}: {error.get('Message', '')}"}) from exc
+    except BotoCoreError as exc:
+        raise ShardQueryError({label: f"{type(exc).__name__}: {exc}"}) from exc
 
 
 def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
