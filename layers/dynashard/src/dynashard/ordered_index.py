@@ -152,7 +152,6 @@ class OrderedIndex:
         validate_logical_key(key)
         self.key = key
         self.table_name = table_name
-        self._client = client
         self._store = DynamoDBMetadataStore(metadata_table, client)
         self.backoff = backoff or Backoff()
         self.clock = clock
@@ -161,12 +160,8 @@ class OrderedIndex:
 
     @property
     def client(self) -> DynamoDBClient:
-        """DynamoDBClient: The client, created on first use."""
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("dynamodb")
-        return self._client
+        """DynamoDBClient: The client (the metadata store's), created on first use."""
+        return self._store.client
 
     # --- layout ---------------------------------------------------------------------
 
