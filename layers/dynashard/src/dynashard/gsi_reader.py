@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from dynashard import names
 from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
 from dynashard.keys import MAX_SHARD_COUNT, SEPARATOR, format_ts
@@ -49,7 +47,8 @@ from dynashard.reader import (
     Page,
     QueryOptions,
     ShardedReader,
-    _to_event,
+    item_to_event,
+    run_query,
     shard_page_limit,
 )
 from dynashard.strategies import TimeBucket
@@ -150,13 +149,7 @@ class _GsiStream:
             request["ExclusiveStartKey"] = self.start_key
         self.queries += 1
         label = self.label
-        try:
-            response = self.client.query(**request)
-        except ClientError as exc:
-            error = exc.response["Error"]
-            raise ShardQueryError({label: f"{error['Code']}: {error.get('Message', '')}"}) from exc
-        except BotoCoreError as exc:
-            raise ShardQueryError({label: f"{type(exc).__name__}: {exc}"}) from exc
+        response = run_query(self.client, request, label)
         self.buffer.extend(response.get("Items", []))
         self.start_key = response.get("LastEvaluatedKey")
         self.finished = self.start_key is None
@@ -323,7 +316,7 @@ class GsiBucketReader:
         if not finished and last is not None:
             next_cursor = Cursor(fingerprint, last, frozenset(done)).encode()
         return Page(
-            items=[_to_event(item) for item in items],
+            items=[item_to_event(item) for item in items],
             cursor=next_cursor,
             missing_shards=sorted(failures),
             shards_queried=sum(1 for s in streams_used if s.queries),

@@ -18,13 +18,14 @@ import binascii
 import hashlib
 import heapq
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from dynashard.errors import CursorError
 
 T = TypeVar("T")
+F = TypeVar("F")
 _CURSOR_VERSION = 1
 
 
@@ -177,8 +178,7 @@ class Cursor:
             URL-safe base64 of a small JSON document, no padding.
         """
         doc = {"v": _CURSOR_VERSION, "q": self.query, "p": self.position, "d": sorted(self.done)}
-        raw = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        return encode_token(doc)
 
     @classmethod
     def decode(cls, text: str, expected_query: str) -> Cursor:
@@ -202,19 +202,109 @@ class Cursor:
             If the text is not a cursor, is of another version, or belongs to another
             query (another key, range or order).
         """
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            doc = json.loads(raw.decode("utf-8"))
-            version, query, position, done = doc["v"], doc["q"], doc["p"], doc["d"]
+
+        def fields(doc: dict[str, Any]) -> tuple[str, list[int]]:
+            position, done = doc["p"], doc["d"]
             if not isinstance(position, str) or not all(isinstance(d, int) for d in done):
                 raise TypeError("bad field types")
-        except (binascii.Error, ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
-            raise CursorError("is not a cursor returned by this API") from exc
-        if version != _CURSOR_VERSION:
-            raise CursorError(f"has version {version}, expected {_CURSOR_VERSION}")
-        if query != expected_query:
-            raise CursorError("belongs to another query (key, from, to or order differ)")
-        return cls(query, position, frozenset(done))
+            return position, done
+
+        position, done = decode_token(
+            text,
+            expected_query,
+            fields,
+            version=_CURSOR_VERSION,
+            origin="this API",
+            query_parts="key, from, to or order",
+        )
+        return cls(expected_query, position, frozenset(done))
+
+
+def encode_token(doc: dict[str, Any]) -> str:
+    """Return a small JSON document as opaque URL-safe text (a pagination token).
+
+    Parameters
+    ----------
+    doc : dict of str to Any
+        JSON-serializable document; cursors carry their version in ``"v"`` and their
+        query fingerprint in ``"q"`` so that :func:`decode_token` can check them.
+
+    Returns
+    -------
+    str
+        URL-safe base64 of the compact UTF-8 JSON, no padding.
+
+    Examples
+    --------
+    >>> encode_token({"v": 1, "q": "abc"})
+    'eyJ2IjoxLCJxIjoiYWJjIn0'
+    """
+    raw = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_token(
+    text: str,
+    expected_query: str,
+    fields: Callable[[dict[str, Any]], F],
+    *,
+    version: int,
+    origin: str,
+    query_parts: str,
+) -> F:
+    """Parse a token made by :func:`encode_token` and check its version and query.
+
+    Parameters
+    ----------
+    text : str
+        The opaque token.
+    expected_query : str
+        Fingerprint of the query now being run; the token's ``"q"`` must equal it.
+    fields : callable
+        Takes the parsed document and returns the caller's fields; raises
+        ``KeyError``, ``TypeError`` or ``ValueError`` when a field is missing or of
+        the wrong type.
+    version : int
+        The version the token's ``"v"`` must equal.
+    origin : str
+        Who makes such tokens, for the error message (``"this API"``).
+    query_parts : str
+        What defines the query, for the error message (``"key, from, to or order"``).
+
+    Returns
+    -------
+    F
+        What ``fields`` returned.
+
+    Raises
+    ------
+    CursorError
+        If the text is not such a token (bad base64, UTF-8 or JSON, a missing field or
+        one ``fields`` rejects), has another version, or belongs to another query.
+
+    Examples
+    --------
+    >>> decode_token(encode_token({"v": 1, "q": "abc", "n": 5}), "abc", lambda d: d["n"],
+    ...              version=1, origin="this API", query_parts="key")
+    5
+    >>> decode_token(encode_token({"v": 2, "q": "abc"}), "abc", lambda d: None,
+    ...              version=1, origin="this API", query_parts="key")
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.CursorError: cursor: has version 2, expected 1
+    """
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        doc = json.loads(raw.decode("utf-8"))
+        seen_version, query = doc["v"], doc["q"]
+        value = fields(doc)
+    except (binascii.Error, ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise CursorError(f"is not a cursor returned by {origin}") from exc
+    if seen_version != version:
+        raise CursorError(f"has version {seen_version}, expected {version}")
+    if query != expected_query:
+        raise CursorError(f"belongs to another query ({query_parts} differ)")
+    return value
 
 
 def query_fingerprint(*parts: object) -> str:

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -43,6 +43,8 @@ from dynashard.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -301,24 +303,9 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
-        try:
-            self.client.put_item(
-                TableName=self.table_name,
-                Item={
-                    names.ATTR_META_KEY: {"S": key},
-                    names.ATTR_NUMBER_OF_SHARDS: {"N": str(count)},
-                    names.ATTR_LAST_UPDATED: {"N": str(now)},
-                    names.ATTR_SHARD_HISTORY: {"SS": [f"{now}:{count}"]},
-                },
-                ConditionExpression="attribute_not_exists(#k)",
-                ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return None
-            raise MetadataError(f"creating shard metadata of {key!r} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise MetadataError(f"creating shard metadata of {key!r} failed: {exc}") from exc
+        item = _new_item(key, count, now)
+        if _conditional(f"creating shard metadata of {key!r}", lambda: self._put_new(item)) is None:
+            return None
         return ShardInfo(key, count, now, ((now, count),))
 
     def update(
@@ -347,8 +334,9 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
-        try:
-            response = self.client.update_item(
+        response = _conditional(
+            f"updating shard metadata of {key!r}",
+            lambda: self.client.update_item(
                 TableName=self.table_name,
                 Key={names.ATTR_META_KEY: {"S": key}},
                 UpdateExpression="SET #n = :n, #u = :now ADD #h :entry",
@@ -365,14 +353,9 @@ class DynamoDBMetadataStore:
                     ":entry": {"SS": [f"{now}:{count}"]},
                 },
                 ReturnValues="ALL_NEW",
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return None
-            raise MetadataError(f"updating shard metadata of {key!r} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise MetadataError(f"updating shard metadata of {key!r} failed: {exc}") from exc
-        return _from_item(key, response["Attributes"])
+            ),
+        )
+        return None if response is None else _from_item(key, response["Attributes"])
 
     def put_strategy(
         self,
@@ -420,37 +403,25 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
-        try:
-            if expected is None:
-                item = {
-                    names.ATTR_META_KEY: {"S": key},
-                    names.ATTR_NUMBER_OF_SHARDS: {"N": str(count)},
-                    names.ATTR_LAST_UPDATED: {"N": str(now)},
-                    names.ATTR_SHARD_HISTORY: {"SS": [f"{now}:{count}"]},
-                    names.ATTR_STRATEGY: {"S": strategy.value},
-                }
-                if attribute is not None:
-                    item[names.ATTR_SHARD_ATTRIBUTE] = {"S": attribute}
-                self.client.put_item(
-                    TableName=self.table_name,
-                    Item=item,  # type: ignore[arg-type]
-                    ConditionExpression="attribute_not_exists(#k)",
-                    ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
-                )
-                return _from_item(key, item)
-            response = self.client.update_item(
+        what = f"setting the strategy of {key!r}"
+        if expected is None:
+            item = _new_item(key, count, now)
+            item[names.ATTR_STRATEGY] = {"S": strategy.value}
+            if attribute is not None:
+                item[names.ATTR_SHARD_ATTRIBUTE] = {"S": attribute}
+            if _conditional(what, lambda: self._put_new(item)) is None:
+                return None
+            return _from_item(key, item)
+        response = _conditional(
+            what,
+            lambda: self.client.update_item(
                 TableName=self.table_name,
                 Key={names.ATTR_META_KEY: {"S": key}},
                 ReturnValues="ALL_NEW",
                 **_strategy_update(strategy, attribute, expected),
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return None
-            raise MetadataError(f"setting the strategy of {key!r} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise MetadataError(f"setting the strategy of {key!r} failed: {exc}") from exc
-        return _from_item(key, response["Attributes"])
+            ),
+        )
+        return None if response is None else _from_item(key, response["Attributes"])
 
     def adopt(self, key: str, count: int, now: int) -> ShardInfo | None:
         """Set ``adopted`` on a key's item, or create the item adopted with N = ``count``.
@@ -480,42 +451,25 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
-        try:
-            try:
-                response = self.client.update_item(
-                    TableName=self.table_name,
-                    Key={names.ATTR_META_KEY: {"S": key}},
-                    UpdateExpression="SET #a = :true",
-                    ConditionExpression="attribute_exists(#k)",
-                    ExpressionAttributeNames={
-                        "#a": names.ATTR_ADOPTED,
-                        "#k": names.ATTR_META_KEY,
-                    },
-                    ExpressionAttributeValues={":true": {"BOOL": True}},
-                    ReturnValues="ALL_NEW",
-                )
-                return _from_item(key, response["Attributes"])
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                    raise
-            self.client.put_item(
+        what = f"adopting {key!r}"
+        response = _conditional(
+            what,
+            lambda: self.client.update_item(
                 TableName=self.table_name,
-                Item={
-                    names.ATTR_META_KEY: {"S": key},
-                    names.ATTR_NUMBER_OF_SHARDS: {"N": str(count)},
-                    names.ATTR_LAST_UPDATED: {"N": str(now)},
-                    names.ATTR_SHARD_HISTORY: {"SS": [f"{now}:{count}"]},
-                    names.ATTR_ADOPTED: {"BOOL": True},
-                },
-                ConditionExpression="attribute_not_exists(#k)",
-                ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return None
-            raise MetadataError(f"adopting {key!r} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise MetadataError(f"adopting {key!r} failed: {exc}") from exc
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression="SET #a = :true",
+                ConditionExpression="attribute_exists(#k)",
+                ExpressionAttributeNames={"#a": names.ATTR_ADOPTED, "#k": names.ATTR_META_KEY},
+                ExpressionAttributeValues={":true": {"BOOL": True}},
+                ReturnValues="ALL_NEW",
+            ),
+        )
+        if response is not None:
+            return _from_item(key, response["Attributes"])
+        item = _new_item(key, count, now)
+        item[names.ATTR_ADOPTED] = {"BOOL": True}
+        if _conditional(what, lambda: self._put_new(item)) is None:
+            return None
         return ShardInfo(key, count, now, ((now, count),), adopted=True)
 
     def get_layout(self, key: str) -> tuple[OrderedLayout | None, int | None]:
@@ -610,8 +564,9 @@ class DynamoDBMetadataStore:
         else:
             condition = "#u = :expected"
             values[":expected"] = {"N": str(expected_last_updated)}
-        try:
-            self.client.update_item(
+        response = _conditional(
+            f"storing the layout of {key!r}",
+            lambda: self.client.update_item(
                 TableName=self.table_name,
                 Key={names.ATTR_META_KEY: {"S": key}},
                 UpdateExpression=(
@@ -620,14 +575,18 @@ class DynamoDBMetadataStore:
                 ConditionExpression=condition,
                 ExpressionAttributeNames=attribute_names,
                 ExpressionAttributeValues=values,
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise MetadataError(f"storing the layout of {key!r} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise MetadataError(f"storing the layout of {key!r} failed: {exc}") from exc
-        return True
+            ),
+        )
+        return response is not None
+
+    def _put_new(self, item: dict[str, Any]) -> Any:
+        """``PutItem`` of ``item`` conditional on its key having no item yet."""
+        return self.client.put_item(
+            TableName=self.table_name,
+            Item=item,
+            ConditionExpression="attribute_not_exists(#k)",
+            ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
+        )
 
     def scan_sharded(self, min_count: int) -> list[ShardInfo]:
         """Return every key whose N is above ``min_count``: a paginated, filtered ``Scan``.
@@ -686,6 +645,48 @@ class DynamoDBMetadataStore:
         except (ClientError, BotoCoreError) as exc:
             raise MetadataError(f"scanning the shard metadata failed: {exc}") from exc
         return found
+
+
+def _conditional(what: str, write: Callable[[], R]) -> R | None:
+    """Run one conditional write; None when its condition failed.
+
+    Parameters
+    ----------
+    what : str
+        What the write does, for the error message (``"adopting 'K'"``).
+    write : callable
+        Makes the DynamoDB call and returns its response (boto3 returns a dict, never
+        None).
+
+    Returns
+    -------
+    R or None
+        The response, or None on ``ConditionalCheckFailedException`` (another writer
+        got there first; the caller re-reads or retries).
+
+    Raises
+    ------
+    MetadataError
+        On any other ``ClientError`` or ``BotoCoreError``: ``"{what} failed: ..."``.
+    """
+    try:
+        return write()
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return None
+        raise MetadataError(f"{what} failed: {exc}") from exc
+    except BotoCoreError as exc:
+        raise MetadataError(f"{what} failed: {exc}") from exc
+
+
+def _new_item(key: str, count: int, now: int) -> dict[str, Any]:
+    """Return the metadata item of a key created now with N = ``count`` (history started)."""
+    return {
+        names.ATTR_META_KEY: {"S": key},
+        names.ATTR_NUMBER_OF_SHARDS: {"N": str(count)},
+        names.ATTR_LAST_UPDATED: {"N": str(now)},
+        names.ATTR_SHARD_HISTORY: {"SS": [f"{now}:{count}"]},
+    }
 
 
 def _strategy_update(

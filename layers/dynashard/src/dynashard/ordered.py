@@ -51,20 +51,17 @@ counts are fixed when a key is configured: changing them would move stored items
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
-import json
 import math
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-from dynashard.errors import CursorError, InvalidInputError, KeyLimitExceededError
+from dynashard.errors import InvalidInputError, KeyLimitExceededError
 from dynashard.keys import MAX_SHARD_COUNT, MAX_SORT_KEY_BYTES, SEPARATOR, utf8_len
-from dynashard.merge import query_fingerprint
+from dynashard.merge import decode_token, encode_token, query_fingerprint
 from dynashard.strategies import Strategy, hash64
 
 #: Separator between the normalised value and the item id in the sort key (U+001F).
@@ -615,8 +612,7 @@ class OrderedCursor:
     def encode(self) -> str:
         """Return the cursor as opaque URL-safe text (base64 of small JSON, no padding)."""
         doc = {"v": _CURSOR_VERSION, "q": self.query, "s": self.shard, "p": self.position}
-        raw = json.dumps(doc, separators=(",", ":")).encode("utf-8")
-        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        return encode_token(doc)
 
     @classmethod
     def decode(cls, text: str, expected_query: str) -> OrderedCursor:
@@ -640,21 +636,24 @@ class OrderedCursor:
             If the text is not a cursor, has another version, or belongs to another
             query or another layout of the key.
         """
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            doc = json.loads(raw.decode("utf-8"))
-            version, query, shard, position = doc["v"], doc["q"], doc["s"], doc["p"]
+
+        def fields(doc: dict[str, Any]) -> tuple[int, str | None]:
+            shard, position = doc["s"], doc["p"]
             if not isinstance(shard, int) or shard < 0:
                 raise TypeError("shard")
             if position is not None and not isinstance(position, str):
                 raise TypeError("position")
-        except (binascii.Error, ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
-            raise CursorError("is not a cursor returned by this index") from exc
-        if version != _CURSOR_VERSION:
-            raise CursorError(f"has version {version}, expected {_CURSOR_VERSION}")
-        if query != expected_query:
-            raise CursorError("belongs to another query (key, prefix, from or to differ)")
-        return cls(query, shard, position)
+            return shard, position
+
+        shard, position = decode_token(
+            text,
+            expected_query,
+            fields,
+            version=_CURSOR_VERSION,
+            origin="this index",
+            query_parts="key, prefix, from or to",
+        )
+        return cls(expected_query, shard, position)
 
 
 __all__ = [

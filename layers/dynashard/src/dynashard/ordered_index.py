@@ -30,7 +30,6 @@ from dynashard.errors import (
     InvalidInputError,
     LayoutConflictError,
     MetadataError,
-    ShardQueryError,
     WriteFailedError,
 )
 from dynashard.keys import validate_item_size, validate_logical_key
@@ -44,6 +43,7 @@ from dynashard.ordered import (
     shards_for_range,
     value_bounds,
 )
+from dynashard.reader import run_query
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
 
 if TYPE_CHECKING:
@@ -152,7 +152,6 @@ class OrderedIndex:
         validate_logical_key(key)
         self.key = key
         self.table_name = table_name
-        self._client = client
         self._store = DynamoDBMetadataStore(metadata_table, client)
         self.backoff = backoff or Backoff()
         self.clock = clock
@@ -161,12 +160,8 @@ class OrderedIndex:
 
     @property
     def client(self) -> DynamoDBClient:
-        """DynamoDBClient: The client, created on first use."""
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("dynamodb")
-        return self._client
+        """DynamoDBClient: The client (the metadata store's), created on first use."""
+        return self._store.client
 
     # --- layout ---------------------------------------------------------------------
 
@@ -470,13 +465,7 @@ class OrderedIndex:
             request["ExclusiveStartKey"] = {names.ATTR_PK: {"S": pk}, names.ATTR_SK: {"S": after}}
         while True:
             page.queries += 1
-            try:
-                response = self.client.query(**request)
-            except ClientError as exc:
-                error = exc.response["Error"]
-                raise ShardQueryError({pk: f"{error['Code']}: {error.get('Message', '')}"}) from exc
-            except BotoCoreError as exc:
-                raise ShardQueryError({pk: f"{type(exc).__name__}: {exc}"}) from exc
+            response = run_query(self.client, request, pk)
             yield from response.get("Items", [])
             last = response.get("LastEvaluatedKey")
             if last is None:

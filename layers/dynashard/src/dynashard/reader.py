@@ -128,15 +128,7 @@ class _ShardStream:
 
     def _query(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run one Query (in a worker thread); raise ShardQueryError naming the shard."""
-        try:
-            return dict(self.reader.client.query(**request))
-        except ClientError as exc:
-            error = exc.response["Error"]
-            raise ShardQueryError(
-                {self.pk: f"{error['Code']}: {error.get('Message', '')}"}
-            ) from exc
-        except BotoCoreError as exc:
-            raise ShardQueryError({self.pk: f"{type(exc).__name__}: {exc}"}) from exc
+        return run_query(self.reader.client, request, self.pk)
 
     def receive(self) -> None:
         """Wait for the page in flight (starting it if none is) and buffer its items.
@@ -347,7 +339,7 @@ class ShardedReader:
         if merged.last_sort_key is not None and len(done & every.keys()) < len(every):
             next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
         return Page(
-            items=[_to_event(item) for item in merged.items],
+            items=[item_to_event(item) for item in merged.items],
             cursor=next_cursor,
             missing_shards=sorted(failures),
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
@@ -549,7 +541,71 @@ def _filter_by(request: dict[str, Any], attribute: str, value: str) -> None:
         request["FilterExpression"] = "#d.#a IN (:v, :vn)"
 
 
-def _to_event(item: dict[str, Any]) -> dict[str, Any]:
+def run_query(client: DynamoDBClient, request: dict[str, Any], label: str) -> dict[str, Any]:
+    """Run one DynamoDB ``Query`` page; a failure names the partition it was for.
+
+    Every sharded read path (base table, GSI1 buckets, ordered range shards) queries
+    one physical partition key at a time through this.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        boto3 DynamoDB client.
+    request : dict of str to Any
+        The ``Query`` arguments (table, key condition, ``ExclusiveStartKey`` ...).
+    label : str
+        What the query reads, e.g. the physical key ``K#3`` or ``GSI1:K#2013-01-01#0``.
+
+    Returns
+    -------
+    dict of str to Any
+        The response (``Items``, ``LastEvaluatedKey`` ...).
+
+    Raises
+    ------
+    ShardQueryError
+        On any ``ClientError`` (``{label: "Code: Message"}``) or ``BotoCoreError``
+        (``{label: "ExceptionType: text"}``).
+    """
+    try:
+        return dict(client.query(**request))
+    except ClientError as exc:
+        error = exc.response["Error"]
+        raise ShardQueryError({label: f"{error['Code']}: {error.get('Message', '')}"}) from exc
+    except BotoCoreError as exc:
+        raise ShardQueryError({label: f"{type(exc).__name__}: {exc}"}) from exc
+
+
+def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
+    """Return the event a stored data item (or its GSI1 projection) stands for.
+
+    Both read paths, the base-table fan-out (:class:`ShardedReader`) and the GSI1
+    bucket fan-out (:mod:`dynashard.gsi_reader`), return their items through this.
+
+    Parameters
+    ----------
+    item : dict of str to Any
+        The item in DynamoDB's typed JSON (``{"key": {"S": ...}, ...}``) as a Query
+        returns it; it must hold the key, id and timestamp attributes.
+
+    Returns
+    -------
+    dict of str to Any
+        ``{"key", "id", "ts", "data"}``; numbers in ``data`` become ``int`` or
+        ``float`` (:func:`dynashard.model.from_dynamodb_numbers`), a missing ``data``
+        becomes ``{}``.
+
+    Raises
+    ------
+    KeyError
+        If the item lacks the key, id or timestamp attribute.
+
+    Examples
+    --------
+    >>> item_to_event({"key": {"S": "K"}, "id": {"S": "e1"}, "ts": {"S": "t"},
+    ...                "data": {"M": {"n": {"N": "2"}}}})
+    {'key': 'K', 'id': 'e1', 'ts': 't', 'data': {'n': 2}}
+    """
     plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
     return {
         "key": plain[names.ATTR_KEY],
