@@ -147,9 +147,7 @@ def test_later_shard_pages_are_fetched_in_parallel(
     reader = reader_of(client, pool, shards)
 
     # When one page of all 100 is read
-    started = time.perf_counter()
     page = reader.query("K", limit=100, descending=descending)
-    wall = time.perf_counter() - started
 
     # Then it is exact, and the shards' second pages were in flight at the same time
     expected = sorted((sk_of(i) for i in range(100)), reverse=descending)
@@ -162,9 +160,6 @@ def test_later_shard_pages_are_fetched_in_parallel(
         second[pk] = calls[1]
     pairs = [(a, b) for a in second.values() for b in second.values() if a[0] < b[0]]
     assert all(overlaps(a, b) for a, b in pairs), "second-page queries ran one at a time"
-    # 12 queries of 50 ms: one at a time after the first round would take >= 0.45 s;
-    # three parallel rounds take about 0.15 s.
-    assert wall < 0.5 * sum(end - start for _, start, end in client.calls)
 
 
 def test_the_page_does_not_read_ahead_what_it_cannot_need(pool: ThreadPoolExecutor) -> None:
