@@ -12,9 +12,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from dynashard.bucketed import BucketedReader, BucketFamily, bucket_key, family_of
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import InvalidInputError
 from dynashard.gsi_buckets import Gsi1BucketRecorder
@@ -63,6 +64,11 @@ class DynashardConfig:
     time_buckets : tuple of (str, TimeBucket)
         Per key family: logical-key prefix -> bucket, longest prefix first
         (:func:`~dynashard.strategies.parse_time_buckets`); see :meth:`bucket_of`.
+    bucketed_keys : tuple of BucketFamily
+        Time-bucketed key families (:func:`~dynashard.bucketed.parse_bucketed_keys`,
+        e.g. ``OPS_LOG=day,THREAT#=month``): an event under one is written to the
+        logical key of its time bucket, and a read of the family reads a window's
+        buckets; see :meth:`bucketed_family` and :mod:`dynashard.bucketed`.
     max_workers : int
         Threads for parallel BatchWriteItem calls and shard queries.
     endpoint_url : str or None
@@ -91,6 +97,7 @@ class DynashardConfig:
     metadata_cache_ttl_s: float = 30.0
     time_bucket: TimeBucket = TimeBucket.DAY
     time_buckets: tuple[tuple[str, TimeBucket], ...] = ()
+    bucketed_keys: tuple[BucketFamily, ...] = ()
     max_workers: int = 16
     endpoint_url: str | None = None
     partition_wcu: float = PARTITION_WCU_LIMIT
@@ -117,6 +124,21 @@ class DynashardConfig:
             The unit of its longest matching ``time_buckets`` prefix, else ``time_bucket``.
         """
         return bucket_for(key, self.time_buckets, self.time_bucket)
+
+    def bucketed_family(self, key: str) -> BucketFamily | None:
+        """Return the time-bucketed family of a logical key, if it is in one.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        BucketFamily or None
+            The family (:func:`~dynashard.bucketed.family_of`); None for a plain key.
+        """
+        return family_of(key, self.bucketed_keys)
 
 
 def make_client(
@@ -231,6 +253,13 @@ class Dynashard:
     def put_events(self, events: Sequence[Event]) -> list[WriteOutcome]:
         """Write events to their shards; see :meth:`ShardedWriter.write`.
 
+        An event whose ``key`` is a time-bucketed family (``config.bucketed_keys``) is
+        written under the logical key of its event time's bucket,
+        ``{key}#{label}`` (:func:`~dynashard.bucketed.bucket_key`), sharded like any
+        key: the stored item's ``key`` attribute and its physical key
+        (``OPS_LOG#2026-06-22#0``) carry the bucket key. Reads of the family give the
+        family key back (:meth:`query_events`).
+
         Parameters
         ----------
         events : sequence of Event
@@ -239,11 +268,25 @@ class Dynashard:
         Returns
         -------
         list of WriteOutcome
-            One per event, in input order.
+            One per event, in input order; ``key`` is the event's own key (the family),
+            ``physical_key`` the bucket key's shard.
         """
         if not events:
             return []
-        return self._writer().write(events)
+        if not self.config.bucketed_keys:
+            return self._writer().write(events)
+        mapped = [self._to_bucket(event) for event in events]
+        outcomes = self._writer().write(mapped)
+        return [
+            o if o.key == e.key else replace(o, key=e.key)
+            for o, e in zip(outcomes, events, strict=True)
+        ]
+
+    def _to_bucket(self, event: Event) -> Event:
+        family = self.config.bucketed_family(event.key)
+        if family is None:
+            return event
+        return event.model_copy(update={"key": bucket_key(event.key, event.ts, family.unit)})
 
     def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
         """Read one page of a logical key's events; see :meth:`PlannedReader.query`.
@@ -258,6 +301,11 @@ class Dynashard:
             :meth:`ShardedReader.query` takes them; ``consistent`` (default True: base
             table, strongly consistent) and ``path`` (``auto``, ``base``, ``gsi1``).
 
+        A time-bucketed family (``config.bucketed_keys``) needs both ``start`` and
+        ``end``; its window's bucket keys are read one after another in the page's
+        order (:class:`~dynashard.bucketed.BucketedReader`), from the base table, and
+        its items carry the family key.
+
         Returns
         -------
         Page
@@ -265,6 +313,9 @@ class Dynashard:
             ``plan`` (base table or GSI1, and why).
         """
         reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
+        family = self.config.bucketed_family(key)
+        if family is not None:
+            return BucketedReader(reader).query(key, family.unit, **options)
         gsi = GsiBucketReader(self.client, self.config.data_table, self.executor)
         planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of)
         return planned.query(key, **options)
