@@ -424,3 +424,19 @@ def test_failed_shard_in_a_bucket_fails_or_is_named(bucketed: Dynashard, ddb_cli
         assert [i["id"] for i in page.items] == [f"e{d}-{i}" for d in (0, 2) for i in range(7)]
     finally:
         ds.close()
+
+
+def test_the_scaler_grows_the_hot_bucket_key_alone() -> None:
+    # Given today's OPS_LOG bucket throttled on its one shard, yesterday's cool
+    from dynashard.scaling import HotKey, handle_alarm
+    from tests.unit.library.test_scaling import FakeHotKeys, FakeShards, Limits, write_alarm
+
+    hot = FakeHotKeys(
+        [HotKey("OPS_LOG#2026-06-23#0", 1000.0, 9_600), HotKey("OPS_LOG#2026-06-22#0", 50.0, 0)]
+    )
+    shards = FakeShards()
+    # When the write key-range alarm is handled
+    outcome = handle_alarm(write_alarm(), shards, hot, Limits())
+    # Then the bucket key is the logical key that grows; the cool bucket stays at 1
+    assert [(g.key, g.current) for g in outcome.grown] == [("OPS_LOG#2026-06-23", 2)]
+    assert [s.key for s in outcome.skipped] == ["OPS_LOG#2026-06-22"]
