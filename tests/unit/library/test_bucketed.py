@@ -244,7 +244,51 @@ def test_a_page_reads_only_the_buckets_it_needs() -> None:
         cursor=page.cursor,
     )
     assert [i["id"] for i in page.items] == ["a3", "b1"]
-    assert fake.calls == [("OPS_LOG#2026-06-22", 2), ("OPS_LOG#2026-06-23", 1)]
+    assert fake.calls[:2] == [("OPS_LOG#2026-06-22", 2), ("OPS_LOG#2026-06-23", 1)]
+    # (the day after was read ahead with it, in parallel, or cancelled before it ran)
+    assert fake.calls[2:] in ([], [("OPS_LOG#2026-06-24", 1)])
+
+
+def test_sparse_buckets_are_read_ahead_in_parallel_and_used_in_order() -> None:
+    # Given 30 day buckets, one event on days 0, 5, 6 and 29
+    days = [T0 + timedelta(days=d) for d in range(30)]
+    data = {f"OPS_LOG#{d:%Y-%m-%d}": [f"x{n}"] for n, d in enumerate(days) if n in (0, 5, 6, 29)}
+    data[f"OPS_LOG#{days[6]:%Y-%m-%d}"] += ["x6b", "x6c"]
+    fake = FakeBuckets(data)
+    window = {"start": T0, "end": T0 + timedelta(days=30)}
+    # When a page of 3 is read
+    page = BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, limit=3, **window)
+    # Then it holds days 0, 5 and the first of day 6, in order; day 6 was read ahead with
+    # room 2 (3 items), so it was read again with room 1 for an exact cursor
+    assert [i["id"] for i in page.items] == ["x0", "x5", "x6"]
+    assert fake.calls.count(("OPS_LOG#2026-06-28", 1)) == 1  # re-read of day 6
+    assert max(n for _, n in fake.calls) == 3
+    # And the following page resumes inside day 6, then crosses 22 empty days
+    page = BucketedReader(fake).query(
+        "OPS_LOG", TimeBucket.DAY, limit=3, cursor=page.cursor, **window
+    )
+    assert [i["id"] for i in page.items] == ["x6b", "x6c", "x29"]
+    assert page.cursor is None
+    assert page.queries >= 24  # days 6..29, each bucket needed (empty ones included)
+
+
+def test_a_failure_in_a_bucket_read_ahead_but_not_needed_is_not_the_pages() -> None:
+    data = {"OPS_LOG#2026-06-23": ["b1"]}
+    fake = FakeBuckets(data, fail=frozenset({"OPS_LOG#2026-06-24"}))
+    page = BucketedReader(fake).query(
+        "OPS_LOG", TimeBucket.DAY, start=T0, end=T0 + timedelta(days=3), limit=1
+    )
+    assert [i["id"] for i in page.items] == ["b1"]
+    assert page.missing_shards == []
+    with pytest.raises(ShardQueryError):  # the next page needs that bucket: it fails
+        BucketedReader(fake).query(
+            "OPS_LOG",
+            TimeBucket.DAY,
+            start=T0,
+            end=T0 + timedelta(days=3),
+            limit=1,
+            cursor=page.cursor,
+        )
 
 
 def test_reader_refuses_what_it_cannot_serve() -> None:

@@ -14,8 +14,10 @@ A read of a window ``[from, to)`` of the family reads the window's bucket keys o
 another in the page's order: the buckets partition event time and the sort key starts
 with the event time, so the window's order is the buckets' order, and inside a bucket
 the scatter-gather over its shards (:meth:`dynashard.reader.ShardedReader.query`) puts
-the items in exact order. A page reads only as many buckets as it needs; the cursor
-(:class:`BucketCursor`) carries the bucket and the bucket reader's own cursor.
+the items in exact order. A page reads its first bucket alone and, while buckets come
+up short (sparse ones), the next few in parallel; it uses them in order and stops in the
+bucket that fills it. The cursor (:class:`BucketCursor`) carries that bucket and the
+bucket reader's own cursor.
 
 Family matching (:func:`family_of`): a configured name ending in ``#`` (``THREAT#``) is a
 prefix and matches every longer key that starts with it (``THREAT#brand-abc``); any
@@ -34,6 +36,7 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -55,6 +58,9 @@ if TYPE_CHECKING:
 #: bounded (a dynashard choice: 1,000 days is about 2.7 years, 1,000 hours about 41
 #: days, 1,000 months about 83 years).
 MAX_WINDOW_BUCKETS: Final = 1000
+#: Most buckets read at once when buckets come up short of the page (sparse buckets):
+#: after the first bucket, a page reads the next 2, then 4, then 8 buckets in parallel.
+MAX_PARALLEL_BUCKETS: Final = 8
 #: Tag of bucketed-read cursors in the query fingerprint.
 BUCKETED_TAG: Final = "bucketed"
 _CURSOR_VERSION: Final = 1
@@ -418,6 +424,15 @@ class BucketedReader:
         runs out hands over to the next, and the page stops in the bucket that fills
         it. Buckets are disjoint in event time, so the concatenation is in exact order.
 
+        The first bucket is read alone (a page of a busy bucket reads nothing else).
+        While buckets come up short of the page (sparse or empty buckets), the next 2,
+        then 4, then up to :data:`MAX_PARALLEL_BUCKETS` buckets are read in parallel,
+        each with the limit left when the batch started, and used in order: a bucket
+        that returned more than the room left is read again with that room (so its
+        cursor is exact), and buckets after the one that fills the page are dropped
+        (their Queries are counted in ``queries``; a failure in one is not the page's).
+        A window of 1,000 empty buckets takes 128 rounds instead of 1,000.
+
         Parameters
         ----------
         key : str
@@ -486,33 +501,70 @@ class BucketedReader:
             order = order[order.index(position.bucket) :]
         inner = position.inner if position is not None else None
 
-        items: list[dict[str, Any]] = []
-        missing: list[str] = []
-        shards = queries = 0
-        next_cursor: str | None = None
-        for n, b in enumerate(order):
-            page = self.reader.query(
+        def read(b: int, cursor: str | None, size: int) -> Page:
+            return self.reader.query(
                 buckets[b],
                 start=start,
                 end=end,
-                limit=limit - len(items),
+                limit=size,
                 descending=descending,
-                cursor=inner,
+                cursor=cursor,
                 allow_partial=allow_partial,
                 attribute_value=attribute_value,
             )
-            inner = None
-            items.extend({**item, "key": key} for item in page.items)
-            missing.extend(page.missing_shards)
-            shards += page.shards_queried
-            queries += page.queries
-            if page.cursor is not None:  # the page filled (or a shard failed) in here
-                next_cursor = BucketCursor(fingerprint, b, page.cursor).encode()
-                break
-            if len(items) >= limit:
-                if n + 1 < len(order):
-                    next_cursor = BucketCursor(fingerprint, order[n + 1]).encode()
-                break
+
+        items: list[dict[str, Any]] = []
+        missing: list[str] = []
+        stats = [0, 0]  # shards queried, queries sent
+
+        def count(page: Page) -> None:
+            stats[0] += page.shards_queried
+            stats[1] += page.queries
+
+        next_cursor: str | None = None
+        pos, width = 0, 1
+        pool: ThreadPoolExecutor | None = None
+        spare: list[Future[Page]] = []
+        try:
+            while pos < len(order):
+                batch = order[pos : pos + width]
+                remaining = limit - len(items)
+                if len(batch) == 1:
+                    futures: list[Future[Page]] = [_done(read(batch[0], inner, remaining))]
+                else:
+                    if pool is None:
+                        pool = ThreadPoolExecutor(MAX_PARALLEL_BUCKETS, "dynashard-buckets")
+                    futures = [pool.submit(read, b, None, remaining) for b in batch]
+                inner = None
+                stop = False
+                for k, (b, future) in enumerate(zip(batch, futures, strict=True)):
+                    page = future.result()  # a bucket the page needs: its failure fails it
+                    count(page)
+                    room = limit - len(items)
+                    if len(page.items) > room:  # read ahead with more room than is left
+                        page = read(b, None, room)
+                        count(page)
+                    items.extend({**item, "key": key} for item in page.items)
+                    missing.extend(page.missing_shards)
+                    if page.cursor is not None:  # the page filled (or a shard failed) here
+                        next_cursor = BucketCursor(fingerprint, b, page.cursor).encode()
+                    elif len(items) >= limit and pos + k + 1 < len(order):
+                        next_cursor = BucketCursor(fingerprint, order[pos + k + 1]).encode()
+                    if page.cursor is not None or len(items) >= limit:
+                        spare = futures[k + 1 :]
+                        stop = True
+                        break
+                if stop:
+                    break
+                pos += len(batch)
+                width = min(2 * width, MAX_PARALLEL_BUCKETS)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        for future in spare:  # read ahead, not needed: its Queries were sent all the same
+            if not future.cancelled() and future.exception() is None:
+                count(future.result())
+        shards, queries = stats
         result = Page(
             items=items,
             cursor=next_cursor,
@@ -531,8 +583,16 @@ class BucketedReader:
         return result
 
 
+def _done(page: Page) -> Future[Page]:
+    """Wrap ``page`` in a finished future (the first bucket is read in the caller's thread)."""
+    future: Future[Page] = Future()
+    future.set_result(page)
+    return future
+
+
 __all__ = [
     "BUCKETED_TAG",
+    "MAX_PARALLEL_BUCKETS",
     "MAX_WINDOW_BUCKETS",
     "BucketCursor",
     "BucketFamily",
