@@ -371,7 +371,12 @@ def test_writes_land_on_bucket_keys(bucketed: Dynashard, ddb_client: Any) -> Non
     events = [*_events(days=2, per_day=1), Event(key="THREAT#abc", id="t1", ts=T0)]
     outcomes = bucketed.put_events(events)
     assert all(o.ok for o in outcomes)
-    assert [o.key for o in outcomes] == ["OPS_LOG", "OPS_LOG", "THREAT#abc"]
+    assert [o.key for o in outcomes] == [
+        "OPS_LOG#2026-06-22",
+        "OPS_LOG#2026-06-23",
+        "THREAT#abc#2026-06",
+    ]
+    assert [bucketed.write_key(e) for e in events] == [o.key for o in outcomes]
     assert [o.physical_key for o in outcomes] == [
         "OPS_LOG#2026-06-22#0",
         "OPS_LOG#2026-06-23#0",

@@ -215,6 +215,35 @@ def bucket_key(key: str, ts: datetime, unit: TimeBucket) -> str:
     return f"{key}{SEPARATOR}{time_bucket(ts, unit)}"
 
 
+def write_key(key: str, ts: datetime, families: Sequence[BucketFamily]) -> str:
+    """Return the logical key an event of ``key`` at ``ts`` is written under.
+
+    Parameters
+    ----------
+    key : str
+        The event's key.
+    ts : datetime
+        Its event time.
+    families : sequence of BucketFamily
+        The configured families.
+
+    Returns
+    -------
+    str
+        Its bucket key (:func:`bucket_key`) when ``key`` is in a family, else ``key``.
+
+    Examples
+    --------
+    >>> from datetime import UTC
+    >>> ts = datetime(2026, 6, 22, 1, tzinfo=UTC)
+    >>> families = parse_bucketed_keys("OPS_LOG=day")
+    >>> write_key("OPS_LOG", ts, families), write_key("DEPARTURES#JFK", ts, families)
+    ('OPS_LOG#2026-06-22', 'DEPARTURES#JFK')
+    """
+    family = family_of(key, families)
+    return key if family is None else bucket_key(key, ts, family.unit)
+
+
 def window_bucket_keys(
     key: str,
     unit: TimeBucket,
@@ -603,4 +632,5 @@ __all__ = [
     "family_of",
     "parse_bucketed_keys",
     "window_bucket_keys",
+    "write_key",
 ]

@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dynashard.bucketed import BucketedReader, BucketFamily, bucket_key, family_of
+from dynashard.bucketed import BucketedReader, BucketFamily, family_of, write_key
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import InvalidInputError
 from dynashard.gsi_buckets import Gsi1BucketRecorder
@@ -268,25 +268,34 @@ class Dynashard:
         Returns
         -------
         list of WriteOutcome
-            One per event, in input order; ``key`` is the event's own key (the family),
-            ``physical_key`` the bucket key's shard.
+            One per event, in input order; ``key`` is the logical key written (the
+            bucket key for a family), ``physical_key`` that key's shard.
         """
         if not events:
             return []
         if not self.config.bucketed_keys:
             return self._writer().write(events)
-        mapped = [self._to_bucket(event) for event in events]
-        outcomes = self._writer().write(mapped)
-        return [
-            o if o.key == e.key else replace(o, key=e.key)
-            for o, e in zip(outcomes, events, strict=True)
-        ]
+        return self._writer().write([self._to_bucket(event) for event in events])
+
+    def write_key(self, event: Event) -> str:
+        """Return the logical key an event is written under: its bucket key, or its own.
+
+        Parameters
+        ----------
+        event : Event
+            An event.
+
+        Returns
+        -------
+        str
+            ``{key}#{label}`` for a time-bucketed family (:func:`~dynashard.bucketed.write_key`),
+            else ``event.key``.
+        """
+        return write_key(event.key, event.ts, self.config.bucketed_keys)
 
     def _to_bucket(self, event: Event) -> Event:
-        family = self.config.bucketed_family(event.key)
-        if family is None:
-            return event
-        return event.model_copy(update={"key": bucket_key(event.key, event.ts, family.unit)})
+        key = self.write_key(event)
+        return event if key == event.key else event.model_copy(update={"key": key})
 
     def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
         """Read one page of a logical key's events; see :meth:`PlannedReader.query`.
