@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from dynashard.bucketed import parse_bucketed_keys
 from dynashard.strategies import TimeBucket, parse_time_buckets
 
 if TYPE_CHECKING:
@@ -72,6 +73,10 @@ class StackParameters(BaseModel):
     time_buckets : str
         Per key family, ``PREFIX=unit,...`` (``DYNASHARD_TIME_BUCKETS``): the GSI1 time
         bucket of the logical keys with that prefix; empty: ``time_bucket`` for all.
+    bucketed_keys : str
+        Time-bucketed key families, ``NAME=unit,...`` (``DYNASHARD_BUCKETED_KEYS``, e.g.
+        ``OPS_LOG=day,THREAT#=month``): events under them are written to the logical key
+        of their time bucket; empty: none.
     partition_wcu, partition_rcu : float
         Per-partition ceilings the scaler plans against, WCU/s and RCU/s (1,000 and
         3,000 per the DynamoDB Developer Guide, "Best practices for designing and
@@ -139,6 +144,7 @@ class StackParameters(BaseModel):
     metadata_cache_ttl_s: float = Field(default=30.0, ge=0)
     time_bucket: TimeBucket = TimeBucket.DAY
     time_buckets: str = ""
+    bucketed_keys: str = ""
     partition_wcu: float = Field(default=1000.0, gt=0)
     partition_rcu: float = Field(default=3000.0, gt=0)
     target_utilization: float = Field(default=0.8, gt=0, le=1)
@@ -197,6 +203,7 @@ class StackParameters(BaseModel):
         ):
             raise ValueError("shrink_utilization must be below target_utilization")
         parse_time_buckets(self.time_buckets)  # InvalidInputError is a ValueError
+        parse_bucketed_keys(self.bucketed_keys)
         return self
 
     @property

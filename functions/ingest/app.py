@@ -27,9 +27,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import api, lambda_kit
+from dynashard.bucketed import BucketFamily, parse_bucketed_keys, write_key
 from dynashard.ingest import IngestPort, parse_event, write_batch, write_events
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
-from dynashard.model import dumps
+from dynashard.model import Event, dumps
 from dynashard.settings import FunctionSettings
 from dynashard.strategies import TimeBucket
 
@@ -55,6 +56,16 @@ facade_of: Dependency[IngestPort] = Dependency("facade", get_facade)
 
 def _time_bucket() -> TimeBucket:
     return TimeBucket(get_settings().time_bucket)
+
+
+@lambda_kit.container_cache
+def _bucketed_keys() -> tuple[BucketFamily, ...]:
+    return parse_bucketed_keys(get_settings().bucketed_keys)
+
+
+def _write_key(event: Event) -> str:
+    """Return the logical key an event is written under (a bucketed family: its bucket key)."""
+    return write_key(event.key, event.ts, _bucketed_keys())
 
 
 def _count(written: int, failed: int) -> None:
@@ -89,7 +100,9 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
         200 if every event is durable, else 503 with the failed events listed.
     """
     events = body.events if isinstance(body, api.EventBatch) else [body]
-    outcomes = write_events(events, facade_of(), logger=logger, bucket=_time_bucket())
+    outcomes = write_events(
+        events, facade_of(), logger=logger, bucket=_time_bucket(), key_of=_write_key
+    )
     payload = api.PostEventsResponse.from_outcomes(outcomes)
     _count(payload.written, len(payload.failed))
     if not payload.failed:
@@ -196,7 +209,12 @@ def _process(
 ) -> PartialItemFailureResponse:
     items, redelivered = lambda_kit.batch_payloads(event, event_type)
     result = write_batch(
-        items, facade_of(), logger=logger, bucket=_time_bucket, redelivered=redelivered
+        items,
+        facade_of(),
+        logger=logger,
+        bucket=_time_bucket,
+        redelivered=redelivered,
+        key_of=_write_key,
     )
     _count(result.written, result.failed)
     return lambda_kit.partial_batch_response(event, context, event_type, result.fates, logger)

@@ -104,7 +104,7 @@ def _time(value: str | None, field: str) -> datetime | None:
     },
 )
 def get_events(
-    key: Annotated[str, Query(min_length=1, description="Logical key, e.g. DEPARTURES#JFK")],
+    key: Annotated[str, Query(min_length=1, description=api.KEY_DOC)],
     start: Annotated[
         str | None,
         Query(alias="from", description="Inclusive start: ISO-8601 or epoch milliseconds"),

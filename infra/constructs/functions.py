@@ -182,6 +182,7 @@ def shared_environment(
         names.ENV_POWERTOOLS_SERVICE_NAME: service,
         # only when set: an empty value would say nothing the default does not
         **({names.ENV_TIME_BUCKETS: config.time_buckets} if config.time_buckets else {}),
+        **({names.ENV_BUCKETED_KEYS: config.bucketed_keys} if config.bucketed_keys else {}),
     }
 
 

@@ -39,6 +39,7 @@ PROD_CONTEXT: dict[str, Any] = {
     "shrink_utilization": "0.3",
     "shrink_cool_period_s": "3600",
     "log_retention_days": "90",
+    "bucketed_keys": "OPS_LOG=day,THREAT#=month",
 }
 
 

@@ -109,3 +109,14 @@ def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
     scaler_env = scaler["Properties"]["Environment"]["Variables"]
     assert scaler_env[names.ENV_SHRINK_UTILIZATION] == "0.3"
     assert scaler_env[names.ENV_SHRINK_COOL_PERIOD_S] == "3600"
+
+
+def test_bucketed_keys_reach_every_function_only_when_set(dev: Synth, prod: Synth) -> None:
+    # Given the prod context's OPS_LOG=day,THREAT#=month (dev sets none)
+    for name, fn in _functions(prod).items():
+        env = prod.resources[prod.logical_id(fn.function)]["Properties"]["Environment"]
+        # Then every function, writers and readers alike, maps the same families
+        assert env["Variables"][names.ENV_BUCKETED_KEYS] == "OPS_LOG=day,THREAT#=month", name
+    for name, fn in _functions(dev).items():
+        env = dev.resources[dev.logical_id(fn.function)]["Properties"]["Environment"]
+        assert names.ENV_BUCKETED_KEYS not in env["Variables"], name

@@ -413,3 +413,23 @@ def test_post_events_logs_the_write_load_of_the_request(
     lines = [r for r in caplog.records if r.getMessage() == "write load"]
     assert lines and all(r.offered_wcu == r.events for r in lines)
     assert not [r for r in caplog.records if r.getMessage() == "write refused"]
+
+
+def test_write_load_of_a_bucketed_family_names_its_bucket_keys(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given OPS_LOG bucketed by day, and a request with events on two days
+    monkeypatch.setenv("DYNASHARD_BUCKETED_KEYS", "OPS_LOG=day")
+    reset_all()
+    events = [
+        {"key": "OPS_LOG", "id": "a", "ts": "2026-06-22T01:00:00Z"},
+        {"key": "OPS_LOG", "id": "b", "ts": "2026-06-23T01:00:00Z"},
+        {"key": "OPS_LOG", "id": "c", "ts": "2026-06-23T02:00:00Z"},
+    ]
+    ingest.api_handler(
+        _with_body("api_post_events_batch", {"events": events}), context, facade=FakeFacade()
+    )
+    # Then the write-load lines name the bucket keys, the logical keys the scaler grows
+    loads = {r.logical_key: r.events for r in caplog.records if r.getMessage() == "write load"}
+    assert loads == {"OPS_LOG#2026-06-22": 1, "OPS_LOG#2026-06-23": 2}
+    reset_all()

@@ -285,3 +285,10 @@ def test_openapi_module_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     document = json.loads(capsys.readouterr().out)
     assert document["info"]["title"] == "dynashard API"
     assert "Event" in document["components"]["schemas"]
+
+
+def test_openapi_key_mentions_bucketed_families() -> None:
+    document = openapi.openapi_schema()
+    params = {p["name"]: p for p in document["paths"]["/events"]["get"]["parameters"]}
+    assert "time-bucketed key family" in params["key"]["description"]
+    assert "DYNASHARD_BUCKETED_KEYS" in params["key"]["description"]

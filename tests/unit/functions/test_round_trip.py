@@ -165,3 +165,45 @@ def test_attr_reads_one_shard_of_a_calculated_key_and_is_400_elsewhere(
     body = json.loads(response["body"])
     assert body["field"] == "attr"
     assert "calculated" in body["message"]
+
+
+def test_bucketed_family_through_the_handlers(facade: Dynashard, context: LambdaContext) -> None:
+    # Given OPS_LOG bucketed by day, and events over three days posted to the API
+    from dataclasses import replace
+
+    from dynashard.bucketed import parse_bucketed_keys
+
+    ds = Dynashard(
+        replace(facade.config, bucketed_keys=parse_bucketed_keys("OPS_LOG=day")),
+        client=facade.client,
+    )
+    events = [
+        {"key": "OPS_LOG", "id": f"op{d}{h}", "ts": f"2026-06-2{d}T{h:02d}:00:00Z"}
+        for d in (2, 3, 4)
+        for h in (1, 13)
+    ]
+    post = load_event("api_post_events_batch")
+    post["body"] = json.dumps({"events": events})
+    assert ingest.api_handler(post, context, facade=ds)["statusCode"] == 200
+    # When GET /events?key=OPS_LOG&from=&to= is read newest first, 4 a page
+    params = {"key": "OPS_LOG", "from": "2026-06-22", "to": "2026-06-25", "order": "desc"}
+    params["limit"] = "4"
+    pages = []
+    while True:
+        response = query.handler(_get("api_get_events", params=params), context, facade=ds)
+        assert response["statusCode"] == 200, response["body"]
+        body = json.loads(response["body"])
+        pages.append([(e["key"], e["id"]) for e in body["items"]])
+        if body["cursor"] is None:
+            break
+        params = {**params, "cursor": body["cursor"]}
+    # Then the pages cross the day buckets in order, under the family key
+    assert pages == [
+        [("OPS_LOG", "op413"), ("OPS_LOG", "op41"), ("OPS_LOG", "op313"), ("OPS_LOG", "op31")],
+        [("OPS_LOG", "op213"), ("OPS_LOG", "op21")],
+    ]
+    # And an open window on the family is a 400 naming the missing bound
+    response = query.handler(_get("api_get_events", params={"key": "OPS_LOG"}), context, facade=ds)
+    assert response["statusCode"] == 400
+    assert json.loads(response["body"])["field"] == "from"
+    ds.close()

@@ -204,7 +204,12 @@ class EventsPage(BaseModel):
     )
 
 
-#: Descriptions of ``GET /events``'s read-path parameters in the OpenAPI document.
+#: Descriptions of ``GET /events``'s parameters in the OpenAPI document.
+KEY_DOC: Final = (
+    "Logical key, e.g. DEPARTURES#JFK. A time-bucketed key family (DYNASHARD_BUCKETED_KEYS, "
+    "e.g. OPS_LOG by day) is read across the buckets of [from, to), both required, at most "
+    "1000 buckets; its items carry the family key"
+)
 ATTR_DOC: Final = (
     "Targeted read of a calculated key: only the events whose shard attribute (e.g. "
     "data.carrier) has this value, from one shard per shard count the key has had"

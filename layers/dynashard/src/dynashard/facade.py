@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dynashard.bucketed import BucketedReader, BucketFamily, family_of, write_key
 from dynashard.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.errors import InvalidInputError
 from dynashard.gsi_buckets import Gsi1BucketRecorder
@@ -63,6 +64,11 @@ class DynashardConfig:
     time_buckets : tuple of (str, TimeBucket)
         Per key family: logical-key prefix -> bucket, longest prefix first
         (:func:`~dynashard.strategies.parse_time_buckets`); see :meth:`bucket_of`.
+    bucketed_keys : tuple of BucketFamily
+        Time-bucketed key families (:func:`~dynashard.bucketed.parse_bucketed_keys`,
+        e.g. ``OPS_LOG=day,THREAT#=month``): an event under one is written to the
+        logical key of its time bucket, and a read of the family reads a window's
+        buckets; see :meth:`bucketed_family` and :mod:`dynashard.bucketed`.
     max_workers : int
         Threads for parallel BatchWriteItem calls and shard queries.
     endpoint_url : str or None
@@ -91,6 +97,7 @@ class DynashardConfig:
     metadata_cache_ttl_s: float = 30.0
     time_bucket: TimeBucket = TimeBucket.DAY
     time_buckets: tuple[tuple[str, TimeBucket], ...] = ()
+    bucketed_keys: tuple[BucketFamily, ...] = ()
     max_workers: int = 16
     endpoint_url: str | None = None
     partition_wcu: float = PARTITION_WCU_LIMIT
@@ -117,6 +124,21 @@ class DynashardConfig:
             The unit of its longest matching ``time_buckets`` prefix, else ``time_bucket``.
         """
         return bucket_for(key, self.time_buckets, self.time_bucket)
+
+    def bucketed_family(self, key: str) -> BucketFamily | None:
+        """Return the time-bucketed family of a logical key, if it is in one.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        BucketFamily or None
+            The family (:func:`~dynashard.bucketed.family_of`); None for a plain key.
+        """
+        return family_of(key, self.bucketed_keys)
 
 
 def make_client(
@@ -231,6 +253,13 @@ class Dynashard:
     def put_events(self, events: Sequence[Event]) -> list[WriteOutcome]:
         """Write events to their shards; see :meth:`ShardedWriter.write`.
 
+        An event whose ``key`` is a time-bucketed family (``config.bucketed_keys``) is
+        written under the logical key of its event time's bucket,
+        ``{key}#{label}`` (:func:`~dynashard.bucketed.bucket_key`), sharded like any
+        key: the stored item's ``key`` attribute and its physical key
+        (``OPS_LOG#2026-06-22#0``) carry the bucket key. Reads of the family give the
+        family key back (:meth:`query_events`).
+
         Parameters
         ----------
         events : sequence of Event
@@ -239,11 +268,34 @@ class Dynashard:
         Returns
         -------
         list of WriteOutcome
-            One per event, in input order.
+            One per event, in input order; ``key`` is the logical key written (the
+            bucket key for a family), ``physical_key`` that key's shard.
         """
         if not events:
             return []
-        return self._writer().write(events)
+        if not self.config.bucketed_keys:
+            return self._writer().write(events)
+        return self._writer().write([self._to_bucket(event) for event in events])
+
+    def write_key(self, event: Event) -> str:
+        """Return the logical key an event is written under: its bucket key, or its own.
+
+        Parameters
+        ----------
+        event : Event
+            An event.
+
+        Returns
+        -------
+        str
+            ``{key}#{label}`` for a time-bucketed family (:func:`~dynashard.bucketed.write_key`),
+            else ``event.key``.
+        """
+        return write_key(event.key, event.ts, self.config.bucketed_keys)
+
+    def _to_bucket(self, event: Event) -> Event:
+        key = self.write_key(event)
+        return event if key == event.key else event.model_copy(update={"key": key})
 
     def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
         """Read one page of a logical key's events; see :meth:`PlannedReader.query`.
@@ -258,6 +310,11 @@ class Dynashard:
             :meth:`ShardedReader.query` takes them; ``consistent`` (default True: base
             table, strongly consistent) and ``path`` (``auto``, ``base``, ``gsi1``).
 
+        A time-bucketed family (``config.bucketed_keys``) needs both ``start`` and
+        ``end``; its window's bucket keys are read one after another in the page's
+        order (:class:`~dynashard.bucketed.BucketedReader`), from the base table, and
+        its items carry the family key.
+
         Returns
         -------
         Page
@@ -265,6 +322,9 @@ class Dynashard:
             ``plan`` (base table or GSI1, and why).
         """
         reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
+        family = self.config.bucketed_family(key)
+        if family is not None:
+            return BucketedReader(reader).query(key, family.unit, **options)
         gsi = GsiBucketReader(self.client, self.config.data_table, self.executor)
         planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of)
         return planned.query(key, **options)

@@ -160,6 +160,7 @@ def log_write_load(
     events: Sequence[Event],
     bucket: TimeBucket,
     redelivered: Sequence[bool] = (),
+    key_of: Callable[[Event], str] | None = None,
 ) -> None:
     """Log what this invocation was offered, one ``write load`` line per logical key.
 
@@ -178,6 +179,10 @@ def log_write_load(
     redelivered : sequence of bool
         Per event, whether its source delivered the record before; missing entries
         count as first deliveries.
+    key_of : callable, optional
+        The logical key an event is written under (a time-bucketed family's bucket key:
+        :func:`dynashard.bucketed.write_key`), so the lines name the keys the scaler
+        grows; ``event.key`` when omitted.
     """
     from dynashard.writer import event_write_units
 
@@ -189,9 +194,14 @@ def log_write_load(
         except DynashardError:
             return 0  # over a DynamoDB limit: the write refuses it and reports why
 
-    writes = ((e.key, units(e), again) for e, again in zip(events, flags, strict=False))
+    key = key_of or _own_key
+    writes = ((key(e), units(e), again) for e, again in zip(events, flags, strict=False))
     for load in summarize_write_load(writes):
         logger.info(WRITE_LOAD_MESSAGE, extra=load.log_fields())
+
+
+def _own_key(event: Event) -> str:
+    return event.key
 
 
 def log_write_refused(logger: LogSink, outcomes: Sequence[OutcomeLike]) -> None:
@@ -210,7 +220,12 @@ def log_write_refused(logger: LogSink, outcomes: Sequence[OutcomeLike]) -> None:
 
 
 def write_events(
-    events: Sequence[Event], writer: EventWriter, *, logger: LogSink, bucket: TimeBucket
+    events: Sequence[Event],
+    writer: EventWriter,
+    *,
+    logger: LogSink,
+    bucket: TimeBucket,
+    key_of: Callable[[Event], str] | None = None,
 ) -> list[OutcomeLike]:
     """Write the events of a request with one bulk write, logging its write load.
 
@@ -224,6 +239,8 @@ def write_events(
         Gets the ``write load`` lines before the write, ``write refused`` after it.
     bucket : TimeBucket
         The writer's GSI time bucket.
+    key_of : callable, optional
+        The logical key an event is written under (see :func:`log_write_load`).
 
     Returns
     -------
@@ -235,7 +252,7 @@ def write_events(
     DynashardError
         If the write as a whole failed (nothing is known to be durable).
     """
-    log_write_load(logger, events, bucket)
+    log_write_load(logger, events, bucket, key_of=key_of)
     outcomes = list(writer.put_events(events))
     log_write_refused(logger, outcomes)
     return outcomes
@@ -272,6 +289,7 @@ def write_batch(
     logger: LogSink,
     bucket: Callable[[], TimeBucket],
     redelivered: Collection[str] = (),
+    key_of: Callable[[Event], str] | None = None,
 ) -> BatchResult:
     """Parse every record, write the valid events at once, return each record's fate.
 
@@ -291,6 +309,8 @@ def write_batch(
     redelivered : collection of str
         Item identifiers of records the source delivered before (their write units are
         logged as redelivered, not offered).
+    key_of : callable, optional
+        The logical key an event is written under (see :func:`log_write_load`).
 
     Returns
     -------
@@ -314,7 +334,8 @@ def write_batch(
     if not valid:
         return BatchResult(fates)
     events = [event for _, event in valid]
-    log_write_load(logger, events, bucket(), [i in redelivered for i, _ in valid])
+    flags = [i in redelivered for i, _ in valid]
+    log_write_load(logger, events, bucket(), flags, key_of=key_of)
     try:
         outcomes = writer.put_events(events)
     except DynashardError as exc:

@@ -23,6 +23,9 @@ ENV_TIME_BUCKET: Final = "DYNASHARD_TIME_BUCKET"
 #: Per key family: ``PREFIX=unit,...`` (e.g. ``DEPARTURES#=hour``); longest prefix wins,
 #: ``DYNASHARD_TIME_BUCKET`` for the rest.
 ENV_TIME_BUCKETS: Final = "DYNASHARD_TIME_BUCKETS"
+#: Time-bucketed key families: ``NAME=unit,...`` (e.g. ``OPS_LOG=day,THREAT#=month``); a
+#: name ending in ``#`` is a prefix, any other an exact key (:mod:`dynashard.bucketed`).
+ENV_BUCKETED_KEYS: Final = "DYNASHARD_BUCKETED_KEYS"
 ENV_DYNAMODB_ENDPOINT: Final = "DYNASHARD_DYNAMODB_ENDPOINT"
 ENV_PARTITION_WCU: Final = "DYNASHARD_PARTITION_WCU"
 ENV_PARTITION_RCU: Final = "DYNASHARD_PARTITION_RCU"

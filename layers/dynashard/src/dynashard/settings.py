@@ -44,6 +44,10 @@ class FunctionSettings(BaseSettings):
     time_buckets : str
         Per key family, ``PREFIX=unit,...`` (e.g. ``DEPARTURES#=hour``): the GSI time
         bucket of the logical keys with that prefix (longest prefix wins).
+    bucketed_keys : str
+        Time-bucketed key families, ``NAME=unit,...`` (e.g. ``OPS_LOG=day,THREAT#=month``;
+        a name ending in ``#`` is a prefix, any other an exact key): events under them
+        are written to the logical key of their time bucket (:mod:`dynashard.bucketed`).
     dynamodb_endpoint : str or None
         DynamoDB endpoint URL (the local sandbox only).
     partition_wcu, partition_rcu : float
@@ -88,6 +92,7 @@ class FunctionSettings(BaseSettings):
         "day", validation_alias=names.ENV_TIME_BUCKET
     )
     time_buckets: str = Field("", validation_alias=names.ENV_TIME_BUCKETS)
+    bucketed_keys: str = Field("", validation_alias=names.ENV_BUCKETED_KEYS)
     dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
     partition_wcu: float = Field(1000.0, gt=0, validation_alias=names.ENV_PARTITION_WCU)
     partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
@@ -129,9 +134,10 @@ class FunctionSettings(BaseSettings):
         Raises
         ------
         InvalidInputError
-            If ``time_buckets`` is malformed (field ``time_buckets``).
+            If ``time_buckets`` or ``bucketed_keys`` is malformed (that field).
         """
         from dynashard import DynashardConfig, TimeBucket
+        from dynashard.bucketed import parse_bucketed_keys
         from dynashard.strategies import parse_time_buckets
 
         return DynashardConfig(
@@ -143,6 +149,7 @@ class FunctionSettings(BaseSettings):
             metadata_cache_ttl_s=self.metadata_cache_ttl_s,
             time_bucket=TimeBucket(self.time_bucket),
             time_buckets=parse_time_buckets(self.time_buckets),
+            bucketed_keys=parse_bucketed_keys(self.bucketed_keys),
             endpoint_url=self.dynamodb_endpoint,
             partition_wcu=self.partition_wcu,
             partition_rcu=self.partition_rcu,
