@@ -1,7 +1,6 @@
 """Ingest function: the API's write routes (events, counters, ordered index), SQS, Kinesis.
 
-Entry points (the deployed handler strings are ``app.api_handler``, ``app.sqs_handler``
-and ``app.kinesis_handler``; tests import ``functions.ingest.app``):
+Entry points (deployed as ``app.api_handler``, ``app.sqs_handler``, ``app.kinesis_handler``):
 
 - :func:`api_handler` -- REST API proxy events (Powertools' ``APIGatewayRestResolver``).
   ``POST /events`` answers 200 when every event is durable, else 503 with
@@ -9,9 +8,8 @@ and ``app.kinesis_handler``; tests import ``functions.ingest.app``):
   success); 422 for an invalid body, 400 for a broken dynashard rule.
   ``PUT /index/{key}/layout``, ``POST /index/{key}``: an ordered index's layout (409
   if another is stored) and entries; bodies parsed by :mod:`dynashard.api` (400).
-- :func:`sqs_handler` / :func:`kinesis_handler` -- partial batch responses: the batch
-  is one bulk write (:func:`dynashard.ingest.write_batch`), and each invalid or
-  unwritten record is reported back, alone.
+- :func:`sqs_handler` / :func:`kinesis_handler` -- partial batch responses: one bulk write
+  (:func:`dynashard.ingest.write_batch`); each invalid or unwritten record is reported back.
 
 The status codes and bodies are in ``functions/README.md``.
 """
@@ -21,16 +19,15 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import api, lambda_kit
-from dynashard.bucketed import BucketFamily, parse_bucketed_keys, write_key
 from dynashard.ingest import IngestPort, parse_event, write_batch, write_events
 from dynashard.lambda_kit import ERROR_CONTENT, Dependency
-from dynashard.model import Event, dumps
+from dynashard.model import dumps
 from dynashard.settings import FunctionSettings
 from dynashard.strategies import TimeBucket
 
@@ -56,16 +53,6 @@ facade_of: Dependency[IngestPort] = Dependency("facade", get_facade)
 
 def _time_bucket() -> TimeBucket:
     return TimeBucket(get_settings().time_bucket)
-
-
-@lambda_kit.container_cache
-def _bucketed_keys() -> tuple[BucketFamily, ...]:
-    return parse_bucketed_keys(get_settings().bucketed_keys)
-
-
-def _write_key(event: Event) -> str:
-    """Return the logical key an event is written under (a bucketed family: its bucket key)."""
-    return write_key(event.key, event.ts, _bucketed_keys())
 
 
 def _count(written: int, failed: int) -> None:
@@ -100,23 +87,17 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
         200 if every event is durable, else 503 with the failed events listed.
     """
     events = body.events if isinstance(body, api.EventBatch) else [body]
+    facade = facade_of()
     outcomes = write_events(
-        events, facade_of(), logger=logger, bucket=_time_bucket(), key_of=_write_key
+        events, facade, logger=logger, bucket=_time_bucket(), key_of=facade.write_key
     )
     payload = api.PostEventsResponse.from_outcomes(outcomes)
     _count(payload.written, len(payload.failed))
     if not payload.failed:
-        return Response(
-            status_code=HTTPStatus.OK, content_type=content_types.APPLICATION_JSON, body=payload
-        )
-    failed = [f.model_dump() for f in payload.failed]
-    logger.warning("events not written", extra={"failed": failed})
-    return Response(
-        status_code=HTTPStatus.SERVICE_UNAVAILABLE,
-        content_type=content_types.APPLICATION_JSON,
-        body=payload,
-        headers={"Retry-After": str(RETRY_AFTER_S)},
-    )
+        return lambda_kit.json_response(HTTPStatus.OK, payload)
+    logger.warning("events not written", extra={"failed": [f.model_dump() for f in payload.failed]})
+    retry = {"Retry-After": str(RETRY_AFTER_S)}
+    return lambda_kit.json_response(HTTPStatus.SERVICE_UNAVAILABLE, payload, retry)
 
 
 @app.post(
@@ -208,13 +189,14 @@ def _process(
     event: dict[str, Any], context: LambdaContext, event_type: EventType
 ) -> PartialItemFailureResponse:
     items, redelivered = lambda_kit.batch_payloads(event, event_type)
+    facade = facade_of()
     result = write_batch(
         items,
-        facade_of(),
+        facade,
         logger=logger,
         bucket=_time_bucket,
         redelivered=redelivered,
-        key_of=_write_key,
+        key_of=facade.write_key,
     )
     _count(result.written, result.failed)
     return lambda_kit.partial_batch_response(event, context, event_type, result.fates, logger)

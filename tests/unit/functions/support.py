@@ -124,6 +124,9 @@ class FakeFacade:
             for e in events
         ]
 
+    def write_key(self, event: Event) -> str:
+        return event.key
+
     def increment_counter(self, name: str, by: int, idempotency_key: str | None = None) -> bool:
         if self.raises:
             raise self.raises

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from dynashard.bucketed import parse_bucketed_keys, write_key
 from dynashard.errors import InvalidInputError, MetadataError
 from dynashard.lambda_kit import reset_all
+from dynashard.model import Event
 from functions.ingest import app as ingest
 
 from .support import FakeFacade, LambdaContext, load_event
@@ -416,20 +418,23 @@ def test_post_events_logs_the_write_load_of_the_request(
 
 
 def test_write_load_of_a_bucketed_family_names_its_bucket_keys(
-    context: LambdaContext, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    context: LambdaContext, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Given OPS_LOG bucketed by day, and a request with events on two days
-    monkeypatch.setenv("DYNASHARD_BUCKETED_KEYS", "OPS_LOG=day")
-    reset_all()
+    # Given a facade with OPS_LOG bucketed by day, and a request with events on two days
+    families = parse_bucketed_keys("OPS_LOG=day")
+
+    class BucketingFacade(FakeFacade):
+        def write_key(self, event: Event) -> str:
+            return write_key(event.key, event.ts, families)
+
     events = [
         {"key": "OPS_LOG", "id": "a", "ts": "2026-06-22T01:00:00Z"},
         {"key": "OPS_LOG", "id": "b", "ts": "2026-06-23T01:00:00Z"},
         {"key": "OPS_LOG", "id": "c", "ts": "2026-06-23T02:00:00Z"},
     ]
     ingest.api_handler(
-        _with_body("api_post_events_batch", {"events": events}), context, facade=FakeFacade()
+        _with_body("api_post_events_batch", {"events": events}), context, facade=BucketingFacade()
     )
     # Then the write-load lines name the bucket keys, the logical keys the scaler grows
     loads = {r.logical_key: r.events for r in caplog.records if r.getMessage() == "write load"}
     assert loads == {"OPS_LOG#2026-06-22": 1, "OPS_LOG#2026-06-23": 2}
-    reset_all()

@@ -106,6 +106,10 @@ class IngestPort(EventWriter, Protocol):
         """Return the ordered index (range shards) of a logical key."""
         ...
 
+    def write_key(self, event: Event) -> str:
+        """Return the logical key an event is written under (a bucketed family's bucket key)."""
+        ...
+
 
 #: A batch record: its item identifier and a function returning its payload (JSON).
 BatchItem = tuple[str, Callable[[], str | bytes]]

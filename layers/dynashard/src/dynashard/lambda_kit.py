@@ -44,7 +44,7 @@ from dynashard import names
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics, Tracer
-    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
     from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
     from aws_lambda_powertools.utilities.batch import EventType
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -59,6 +59,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 P_contra = TypeVar("P_contra", contravariant=True)
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+M = TypeVar("M", bound=BaseModel)
 
 #: Correlation id of a REST API (v1) proxy event, for :meth:`FunctionKit.entry_point`.
 API_GATEWAY_REST_REQUEST_ID = "requestContext.requestId"
@@ -542,6 +543,33 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     500: "A dynashard error, e.g. a write that failed after its retries",
     503: "A shard query failed; `shards` names the physical keys",
 }
+
+
+def json_response(status: int, body: M, headers: Mapping[str, str] | None = None) -> Response[M]:
+    """Return a Powertools REST response with a JSON body.
+
+    Parameters
+    ----------
+    status : int
+        HTTP status code.
+    body : pydantic model
+        The body (serialized by the resolver's serializer).
+    headers : mapping of str to str, optional
+        Extra headers, e.g. ``Retry-After``.
+
+    Returns
+    -------
+    Response
+        ``Content-Type: application/json``.
+    """
+    from aws_lambda_powertools.event_handler import Response, content_types
+
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=body,
+        headers=dict(headers or {}),
+    )
 
 
 def openapi_responses(ok: str, *errors: int) -> dict[int, OpenAPIResponse]:
