@@ -571,8 +571,8 @@ def write_data(
     growth = format_ts(GROWTH_AT)
     cool = [e for e in events if str(e["ts"]) < growth]
     hot = [e for e in events if str(e["ts"]) >= growth]
-    cool_bucket = time_bucket(cool_hour_window().start, config.bucket_of(grown_key(2, "x")))
     grown: dict[str, int] = {}
+    cool_bucket = ""
     try:
         for n in SHARD_COUNTS:
             key = logical_key(n, tag)
@@ -587,6 +587,7 @@ def write_data(
             ds.set_shard_count(key, n)
             ds.metadata.invalidate(key)
             put(key, hot)
+            cool_bucket = time_bucket(cool_hour_window().start, config.bucket_of(key))
             info = ds.metadata.for_reader(key)
             g = gsi1_shard_count(info, cool_bucket)
             if info.max_count != n or g != GROWN_FROM:
