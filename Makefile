@@ -68,7 +68,7 @@ openapi: install ## write the query and ingest APIs' OpenAPI document to openapi
 bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16 x the limit) -> bench/results/hot_key.json
 	$(PY) -m bench.hot_key
 
-bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards vs unsharded and gather-then-sort) -> bench/results/reads.json
+bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json
 	$(PY) -m bench.reads
 
 synth: install ## cdk synth, offline

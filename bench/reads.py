@@ -15,14 +15,31 @@ day, and the whole month the data spans) with:
   parallel with the limit pushed down, an exact merge, an opaque cursor);
 - ``gather``: the write-sharding article's ``ShardedTimeSeriesReader``
   (:class:`GatherThenSortReader`): every shard queried in full, following
-  ``LastEvaluatedKey``, everything gathered, sorted, then the first 100 kept.
+  ``LastEvaluatedKey``, everything gathered, sorted, then the first 100 kept;
+- ``gsi1``: the facade forced onto GSI1 (``path="gsi1", consistent=False``: one
+  eventually consistent Query per GSI1 shard of each time bucket, buckets read one
+  after the other), where GSI1 can serve the window (the library refuses a window that
+  would take more than ``MAX_GSI1_REQUESTS`` GSI1 Queries; those cells are dropped and
+  listed under ``gsi1_unservable``);
+- ``auto``: the facade's read planner (``path="auto", consistent=False``), which takes
+  GSI1 or the base table per read; the path it chose is recorded per page.
+
+A third window class is where GSI1 should win (docs/GSI_READS.md): ``cool-hour``, one
+New York hour of a day written while the key had one shard, read on keys that grew to
+``N`` shards later in the month (``grown_from`` 1). The base table must query every
+shard the key ever had; GSI1 queries the one GSI1 partition its bucket was written to.
+
+The GSI1 readers are eventually consistent: after loading, the benchmark polls until
+GSI1 holds as many items as the base table (``Scan`` with ``Select=COUNT`` on both)
+before any read, and fails if it has not caught up within ``GSI1_CATCH_UP_S``.
 
 Each sample is one page (the first page, then the next pages by cursor); each cell
 (reader x N x window) is read ``reps`` times, the cells interleaved round by round so
 drift on this shared machine hits them alike. Every Query carries
 ``ReturnConsumedCapacity=TOTAL``; requests and RCU are counted per page by a client
-wrapper (:class:`MeteredClient`). Every reader's pages are checked against the
-unsharded pages of the same window (same events, same order) before any figure is kept.
+wrapper (:class:`MeteredClient`). Every reader's pages (GSI1 ones included) are checked
+against the unsharded pages of the same window (same events, same order) before any
+figure is kept.
 
 It writes ``bench/results/reads.json`` and prints a table. Every figure is measured in
 the run; nothing is hard-coded.
@@ -44,14 +61,17 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from dynashard import Dynashard, DynashardConfig, Event, names
+from dynashard.errors import InvalidInputError
 from dynashard.keys import format_ts, physical_key
+from dynashard.read_plan import gsi1_shard_count
 from dynashard.reader import shard_page_limit
+from dynashard.strategies import time_bucket
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.demo.dataset import NEW_YORK, load_departures, local_day_window
 from sandbox.dynamodb_local import DynamoDBLocal, free_port, local_client
@@ -79,7 +99,18 @@ SEED = 14
 #: eventually consistent). Developer Guide, "Read consumption for Query".
 MIN_QUERY_RCU_CONSISTENT = 1.0
 #: Readers whose pages are checked against the unsharded read (the floor is not a reader).
-CHECKED_READERS = ("unsharded", "base", "gather")
+CHECKED_READERS = ("unsharded", "base", "gather", "gsi1", "auto")
+#: Readers that read with consistent=False (GSI1 forced, or the planner's choice).
+GSI1_READERS = ("gsi1", "auto")
+#: The cool-hour keys: written with one shard up to GROWTH_AT (event time), then grown
+#: to N; the window is one New York hour of a day before the growth.
+GROWN_FROM = 1
+GROWTH_AT = datetime(2013, 1, 16, tzinfo=UTC)
+COOL_HOUR = (datetime(2013, 1, 10, 8, tzinfo=NEW_YORK), datetime(2013, 1, 10, 9, tzinfo=NEW_YORK))
+#: Longest wait for GSI1 to hold every item after loading, s (DynamoDB updates an index
+#: "within a fraction of a second" normally: Developer Guide, "Using Global Secondary
+#: Indexes"; the margin is for this shared machine).
+GSI1_CATCH_UP_S = 120.0
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -221,10 +252,14 @@ class PageRead:
         The items' sort keys ``{ts}#{id}``, in page order.
     cursor : object or None
         What the reader needs for the next page; None after the last.
+    plan : dict or None
+        The facade's read plan of the page (``page.plan.to_json()``: path, requests,
+        expected_rcu, reason); None for readers that do not plan.
     """
 
     sort_keys: list[str]
     cursor: Any
+    plan: dict[str, Any] | None = None
 
 
 def _sk(item: dict[str, Any]) -> str:
@@ -477,6 +512,16 @@ def logical_key(shards: int, tag: str) -> str:
     return f"READS#{ORIGIN}#{tag}#N{shards}"
 
 
+def grown_key(shards: int, tag: str) -> str:
+    """The key written with GROWN_FROM shards before GROWTH_AT and ``shards`` after."""
+    return f"READS#{ORIGIN}#{tag}#G{GROWN_FROM}to{shards}"
+
+
+def cool_hour_window() -> Window:
+    start, end = COOL_HOUR
+    return Window("cool-hour", start.astimezone(UTC), end.astimezone(UTC))
+
+
 def load_events(sample: int | None) -> list[dict[str, Any]]:
     """The departures of ORIGIN in MONTH, as event dicts, in file order."""
     year, month = MONTH
@@ -495,29 +540,129 @@ def load_events(sample: int | None) -> list[dict[str, Any]]:
 def write_data(
     ddb: DynamoDBLocal, tables: tuple[str, str], events: list[dict[str, Any]], tag: str
 ) -> dict[str, Any]:
-    """Write the events onto one logical key per shard count, directly to DynamoDB Local."""
+    """Write the events onto the benchmark's keys, directly to DynamoDB Local.
+
+    One key per shard count ``N`` written at ``N`` throughout, and for each ``N > 1`` a
+    grown key: the events before ``GROWTH_AT`` written with ``GROWN_FROM`` shards, then
+    the key grown to ``N`` and the rest written. The writers record each time bucket's
+    GSI1 shard count (:mod:`dynashard.gsi_buckets`); a grown key's cool-hour bucket must
+    come out at ``GROWN_FROM``, or the benchmark stops (the class would not be the one
+    it names).
+
+    Raises
+    ------
+    RuntimeError
+        If a write fails, or a grown key's cool-hour bucket was not recorded at
+        ``GROWN_FROM`` GSI1 shards.
+    """
     config = DynashardConfig(
         *tables, endpoint_url=ddb.endpoint_url, max_workers=16, in_band_growth=False
     )
     ds = Dynashard(config, client=local_client(ddb.endpoint_url, max_pool_connections=24))
     wall0 = time.monotonic()
+
+    def put(key: str, chunk: list[dict[str, Any]]) -> None:
+        batch = [Event(key=key, id=e["id"], ts=e["ts"], data=e["data"]) for e in chunk]
+        for i in range(0, len(batch), 1000):
+            failed = [o for o in ds.put_events(batch[i : i + 1000]) if not o.ok]
+            if failed:
+                raise RuntimeError(f"{len(failed)} writes failed, e.g. {failed[0].error}")
+
+    growth = format_ts(GROWTH_AT)
+    cool = [e for e in events if str(e["ts"]) < growth]
+    hot = [e for e in events if str(e["ts"]) >= growth]
+    grown: dict[str, int] = {}
+    cool_bucket = ""
     try:
         for n in SHARD_COUNTS:
             key = logical_key(n, tag)
             if n > 1:
                 ds.set_shard_count(key, n)
-            batch = [Event(key=key, id=e["id"], ts=e["ts"], data=e["data"]) for e in events]
-            for i in range(0, len(batch), 1000):
-                failed = [o for o in ds.put_events(batch[i : i + 1000]) if not o.ok]
-                if failed:
-                    raise RuntimeError(f"{len(failed)} writes failed, e.g. {failed[0].error}")
+            put(key, events)
+        for n in (n for n in SHARD_COUNTS if n > GROWN_FROM):
+            key = grown_key(n, tag)
+            if GROWN_FROM > 1:
+                ds.set_shard_count(key, GROWN_FROM)
+            put(key, cool)
+            ds.set_shard_count(key, n)
+            ds.metadata.invalidate(key)
+            put(key, hot)
+            cool_bucket = time_bucket(cool_hour_window().start, config.bucket_of(key))
+            info = ds.metadata.for_reader(key)
+            g = gsi1_shard_count(info, cool_bucket)
+            if info.max_count != n or g != GROWN_FROM:
+                raise RuntimeError(
+                    f"{key}: max_count {info.max_count}, G({cool_bucket}) {g}; "
+                    f"expected {n} and {GROWN_FROM}"
+                )
+            grown[key] = g
     finally:
         ds.close()
     return {
         "events_per_key": len(events),
-        "keys": len(SHARD_COUNTS),
+        "keys": len(SHARD_COUNTS) + len(grown),
+        "grown_keys": {
+            "events_before_growth": len(cool),
+            "events_after_growth": len(hot),
+            "growth_at": GROWTH_AT.isoformat(),
+            "cool_hour_bucket": cool_bucket,
+            "cool_hour_bucket_gsi1_shards": sorted(set(grown.values())),
+        },
         "write_wall_s": round(time.monotonic() - wall0, 1),
     }
+
+
+def item_count(client: Any, table: str, index: str | None = None) -> int:
+    """Count a table's (or an index's) items with ``Scan``/``Select=COUNT``, every page."""
+    request: dict[str, Any] = {"TableName": table, "Select": "COUNT"}
+    if index is not None:
+        request["IndexName"] = index
+    total = 0
+    while True:
+        response = client.scan(**request)
+        total += int(response["Count"])
+        start = response.get("LastEvaluatedKey")
+        if start is None:
+            return total
+        request["ExclusiveStartKey"] = start
+
+
+def await_gsi1(client: Any, table: str, timeout_s: float = GSI1_CATCH_UP_S) -> dict[str, Any]:
+    """Wait until GSI1 holds as many items as the base table; return how long it took.
+
+    Every data item the library writes carries GSI1's key attributes, so the index has
+    caught up with the writes when its item count equals the table's. Polls both counts
+    (``Scan`` with ``Select=COUNT``, read directly, not metered) until they agree.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A client of DynamoDB Local (not the emulator: the polls are not measured).
+    table : str
+        Data table.
+    timeout_s : float
+        Longest wait, s.
+
+    Returns
+    -------
+    dict
+        ``{"items", "polls", "wait_s"}``.
+
+    Raises
+    ------
+    RuntimeError
+        If the counts still differ after ``timeout_s``.
+    """
+    t0 = time.monotonic()
+    polls = 0
+    while True:
+        polls += 1
+        base, index = item_count(client, table), item_count(client, table, names.GSI1_NAME)
+        if base == index:
+            return {"items": base, "polls": polls, "wait_s": round(time.monotonic() - t0, 2)}
+        if time.monotonic() - t0 > timeout_s:
+            raise RuntimeError(f"GSI1 holds {index} of {base} items after {timeout_s:.0f} s")
+        time.sleep(0.2)  # poll interval, not a settling delay: the loop waits on the counts
 
 
 @dataclass
@@ -530,6 +675,10 @@ class Cell:
     samples_ms: list[float]
     tallies: list[Tally]
     pages: list[list[str]] | None = None  # the first sequence's pages, for the check
+    per_round: int = 1  # read sequences per round (single-page windows run more)
+    grown_from: int | None = None  # the cool-hour keys' shard count before growth
+    paths: list[str] = field(default_factory=list)  # the plan's path of each timed page
+    plan: dict[str, Any] | None = None  # the first page's plan (warm-up)
 
 
 def run_sequence(cell: Cell, metered: MeteredClient, pages: int, record: bool) -> list[list[str]]:
@@ -543,11 +692,30 @@ def run_sequence(cell: Cell, metered: MeteredClient, pages: int, record: bool) -
         if record:
             cell.samples_ms.append(elapsed)
             cell.tallies.append(metered.tally() - before)
+            if page.plan is not None:
+                cell.paths.append(str(page.plan["path"]))
+        elif cell.plan is None and page.plan is not None:
+            cell.plan = page.plan
         seen.append(page.sort_keys)
         cursor = page.cursor
         if cursor is None:
             break
     return seen
+
+
+def facade_reader(
+    facade: Dynashard, key: str, window: Window, **options: Any
+) -> Callable[[Any], PageRead]:
+    """A page reader of ``key`` over ``window`` through :meth:`Dynashard.query_events`."""
+
+    def read(cursor: Any) -> PageRead:
+        page = facade.query_events(
+            key, start=window.start, end=window.end, limit=LIMIT, cursor=cursor, **options
+        )
+        plan = page.plan.to_json() if page.plan is not None else None
+        return PageRead([f"{i['ts']}#{i['id']}" for i in page.items], page.cursor, plan)
+
+    return read
 
 
 def build_cells(
@@ -559,7 +727,16 @@ def build_cells(
     tag: str,
     reps: int,
     gather_span_reps: int,
+    cool_hour: Window | None = None,
+    cool_per_round: int = 1,
 ) -> list[Cell]:
+    """The cells of the run: reader x N x window, in the order they are read each round.
+
+    ``windows`` are read on the keys written at N throughout (unsharded, base, fanout
+    floor, gather, gsi1, auto); ``cool_hour`` on the grown keys (unsharded reference on
+    the N = 1 key; base, gsi1, auto and gather at each N > 1; ``cool_per_round``
+    sequences per round, as its window is one page).
+    """
     cells: list[Cell] = []
     for window in windows:
         lo, hi = window.bounds
@@ -570,12 +747,7 @@ def build_cells(
         cells.append(Cell("unsharded", 1, window, plain_read, reps, [], []))
         for n in SHARD_COUNTS:
             key = logical_key(n, tag)
-
-            def base_read(cursor: Any, key: str = key, w: Window = window) -> PageRead:
-                page = facade.query_events(
-                    key, start=w.start, end=w.end, limit=LIMIT, cursor=cursor
-                )
-                return PageRead([f"{i['ts']}#{i['id']}" for i in page.items], page.cursor)
+            base_read = facade_reader(facade, key, window)
 
             def gather_read(
                 cursor: Any, key: str = key, n: int = n, lo: str = lo, hi: str = hi
@@ -592,11 +764,68 @@ def build_cells(
                 cells.append(Cell("fanout", n, window, floor_read, reps, [], []))
             g_reps = gather_span_reps if window.name != "day" else reps
             cells.append(Cell("gather", n, window, gather_read, g_reps, [], []))
+            cells.extend(gsi1_cells(facade, key, n, window, reps))
+    if cool_hour is not None:
+        lo, hi = cool_hour.bounds
+
+        def cool_plain(cursor: Any, lo: str = lo, hi: str = hi) -> PageRead:
+            return plain.page(physical_key(logical_key(1, tag), 0), lo, hi, LIMIT, cursor)
+
+        cells.append(
+            Cell("unsharded", 1, cool_hour, cool_plain, reps, [], [], None, cool_per_round)
+        )
+        for n in (n for n in SHARD_COUNTS if n > GROWN_FROM):
+            key = grown_key(n, tag)
+
+            def cool_gather(
+                cursor: Any, key: str = key, n: int = n, lo: str = lo, hi: str = hi
+            ) -> PageRead:
+                return gather.page(key, n, lo, hi, LIMIT, cursor)
+
+            grown = [
+                Cell("base", n, cool_hour, facade_reader(facade, key, cool_hour), reps, [], []),
+                *gsi1_cells(facade, key, n, cool_hour, reps),
+                Cell("gather", n, cool_hour, cool_gather, reps, [], []),
+            ]
+            for cell in grown:
+                cell.per_round, cell.grown_from = cool_per_round, GROWN_FROM
+            cells.extend(grown)
     return cells
+
+
+def gsi1_cells(facade: Dynashard, key: str, n: int, window: Window, reps: int) -> list[Cell]:
+    """The two eventually consistent readers of ``key`` over ``window``: gsi1 and auto."""
+    return [
+        Cell(
+            "gsi1",
+            n,
+            window,
+            facade_reader(facade, key, window, consistent=False, path="gsi1"),
+            reps,
+            [],
+            [],
+        ),
+        Cell(
+            "auto",
+            n,
+            window,
+            facade_reader(facade, key, window, consistent=False, path="auto"),
+            reps,
+            [],
+            [],
+        ),
+    ]
 
 
 def summarize(cell: Cell) -> dict[str, Any]:
     n = len(cell.tallies)
+    extra: dict[str, Any] = {}
+    if cell.grown_from is not None:
+        extra["grown_from"] = cell.grown_from
+    if cell.reader in GSI1_READERS:
+        extra["consistent_read"] = False
+        extra["paths"] = {p: cell.paths.count(p) for p in sorted(set(cell.paths))}
+        extra["plan"] = cell.plan
     return {
         "shards": cell.shards,
         "reader": cell.reader,
@@ -612,6 +841,7 @@ def summarize(cell: Cell) -> dict[str, Any]:
         "items_per_page": round(
             sum(len(p) for p in cell.pages or []) / max(1, len(cell.pages or [])), 1
         ),
+        **extra,
     }
 
 
@@ -651,6 +881,8 @@ def evaluate_targets(runs: list[dict[str, Any]], windows: list[str]) -> dict[str
                     "met": b["rcu"] <= allowed,
                 }
     day_speedup = speedup.get(f"day@{n_target}")
+    gsi1 = gsi1_comparison(runs, [*windows, "cool-hour"])
+    cool = {k: v for k, v in gsi1.items() if k.startswith("cool-hour@")}
     return {
         "shards": n_target,
         "p50_over_unsharded_max": 1.5,
@@ -663,7 +895,12 @@ def evaluate_targets(runs: list[dict[str, Any]], windows: list[str]) -> dict[str
             "charge) per shard queried"
         ),
         "rcu_per_page": rcu,
+        "gsi1_vs_base": gsi1,
         "met": {
+            "gsi1_wins_cool_hour_in_requests_and_p50": bool(cool)
+            and all(v["gsi1_wins"] for v in cool.values()),
+            "auto_takes_gsi1_on_cool_hour": bool(cool)
+            and all(set(v["auto_paths"]) == {"gsi1"} for v in cool.values()),
             "p50_at_32_within_1.5x_unsharded": bool(latency)
             and all(v <= 1.5 for v in latency.values()),
             "3x_faster_than_gather_day_at_32": day_speedup is not None and day_speedup >= 3.0,
@@ -672,17 +909,46 @@ def evaluate_targets(runs: list[dict[str, Any]], windows: list[str]) -> dict[str
     }
 
 
+def gsi1_comparison(runs: list[dict[str, Any]], windows: list[str]) -> dict[str, Any]:
+    """GSI1 (forced) against the base table per window and N, and the planner's paths.
+
+    ``gsi1_wins`` is True where GSI1 made fewer Query requests per page and had the
+    lower p50; ``auto_paths`` counts the pages the planner served on each path.
+    """
+    out: dict[str, Any] = {}
+    for w in windows:
+        for n in SHARD_COUNTS:
+            b, g, a = (find(runs, r, n, w) for r in ("base", "gsi1", "auto"))
+            if b is None or (g is None and a is None):
+                continue
+            row: dict[str, Any] = {"base_requests": b["requests"], "base_p50_ms": b["p50_ms"]}
+            if g is not None:
+                row |= {
+                    "gsi1_requests": g["requests"],
+                    "gsi1_p50_ms": g["p50_ms"],
+                    "gsi1_rcu_over_base": round(g["rcu"] / b["rcu"], 2) if b["rcu"] else None,
+                    "base_p50_over_gsi1": round(b["p50_ms"] / g["p50_ms"], 2),
+                    "gsi1_wins": g["requests"] < b["requests"] and g["p50_ms"] < b["p50_ms"],
+                }
+            if a is not None:
+                row["auto_paths"] = a["paths"]
+                row["auto_p50_ms"] = a["p50_ms"]
+            out[f"{w}@{n}"] = row
+    return out
+
+
 def print_table(runs: list[dict[str, Any]]) -> None:
     head = (
-        f"{'window':<7}{'reader':<10}{'N':>4}{'p50_ms':>9}{'p99_ms':>9}"
-        f"{'queries':>9}{'rcu':>9}{'n':>5}"
+        f"{'window':<10}{'reader':<10}{'N':>4}{'p50_ms':>9}{'p99_ms':>9}"
+        f"{'queries':>9}{'rcu':>9}{'n':>5}  path"
     )
     print(head)
     print("-" * len(head))
     for r in runs:
+        paths = ",".join(f"{p}:{c}" for p, c in r.get("paths", {}).items())
         print(
-            f"{r['window']:<7}{r['reader']:<10}{r['shards']:>4}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
-            f"{r['requests']:>9.1f}{r['rcu']:>9.1f}{r['samples']:>5}"
+            f"{r['window']:<10}{r['reader']:<10}{r['shards']:>4}{r['p50_ms']:>9.1f}"
+            f"{r['p99_ms']:>9.1f}{r['requests']:>9.1f}{r['rcu']:>9.1f}{r['samples']:>5}  {paths}"
         )
 
 
@@ -754,6 +1020,7 @@ def main(argv: list[str] | None = None) -> int:
     events = load_events(args.sample)
     tag = uuid.uuid4().hex[:6]
     windows = [Window("day", *local_day_window(DAY)), month_window(*MONTH)]
+    cool_hour = cool_hour_window()
     with DynamoDBLocal() as ddb:
         tables = data_and_metadata(
             create_tables(ddb.client(), suffix=f"-reads{tag}", specs=(DATA_TABLE, METADATA_TABLE))
@@ -764,6 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
             f"in {data['write_wall_s']} s",
             flush=True,
         )
+        catch_up = await_gsi1(ddb.client(), tables[0])
+        print(f"GSI1 caught up: {catch_up}", flush=True)
         with (
             emulator_endpoint(ddb.endpoint_url, args.emulator) as endpoint,
             ThreadPoolExecutor(WORKERS) as pool,
@@ -783,18 +1052,22 @@ def main(argv: list[str] | None = None) -> int:
                 tag,
                 args.reps,
                 args.gather_span_reps,
+                cool_hour,
+                args.pages,
             )
-            for cell in cells:  # warm-up and the exactness check, not timed
-                cell.pages = run_sequence(cell, metered, args.pages, record=False)
+            cells, unservable = warm_up(cells, metered, args.pages)
             check_pages(cells)
             for rep in range(max(c.reps for c in cells)):
                 for cell in cells:
                     if rep < cell.reps:
-                        run_sequence(cell, metered, args.pages, record=True)
+                        for _ in range(cell.per_round):
+                            run_sequence(cell, metered, args.pages, record=True)
                 print(f"  round {rep + 1}: {time.monotonic() - wall0:.0f} s", flush=True)
+            facade_bucket = str(facade.config.bucket_of(logical_key(1, tag)))
             facade.close()
     runs = [summarize(c) for c in cells]
     targets = evaluate_targets(runs, [w.name for w in windows])
+    all_windows = [*windows, cool_hour]
     result = {
         "benchmark": "reads",
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -812,7 +1085,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "events_per_key": data["events_per_key"],
             "shard_counts": list(SHARD_COUNTS),
-            "windows": {w.name: [w.start.isoformat(), w.end.isoformat()] for w in windows},
+            "windows": {w.name: [w.start.isoformat(), w.end.isoformat()] for w in all_windows},
             "limit": LIMIT,
             "pages_per_sequence": args.pages,
             "reps": args.reps,
@@ -824,6 +1097,10 @@ def main(argv: list[str] | None = None) -> int:
                 "sigma": LATENCY.sigma,
             },
             "consistent_read": True,
+            "consistent_read_gsi1_auto": False,
+            "cool_hour_sequences_per_round": args.pages,
+            "time_bucket": facade_bucket,
+            "gsi1_catch_up": catch_up,
             "emulator": args.emulator,
             "quick": args.quick,
             "write": data,
@@ -844,9 +1121,25 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "rcu": (
                 "ConsumedCapacity.CapacityUnits of the Queries per page (mean; "
-                "ReturnConsumedCapacity=TOTAL)"
+                "ReturnConsumedCapacity=TOTAL), GSI1 Queries included"
+            ),
+            "gsi1": (
+                "Dynashard.query_events(path='gsi1', consistent=False): GSI1 bucket fan-out, "
+                "eventually consistent; requests are its GSI1 Queries, other_requests the "
+                "metadata GetItem of the plan"
+            ),
+            "auto": (
+                "Dynashard.query_events(path='auto', consistent=False): the read planner's "
+                "choice per page; paths counts the timed pages per path, plan is the first "
+                "page's plan"
+            ),
+            "cool-hour": (
+                f"one New York hour of a day written with {GROWN_FROM} shard(s), read on "
+                f"keys grown to N at {GROWTH_AT.date().isoformat()} (event time); the "
+                "unsharded reference is the N = 1 key"
             ),
         },
+        "gsi1_unservable": unservable,
         "retries": sum(t.retries for c in cells for t in c.tallies),
         "runs": runs,
         "targets": targets,
@@ -860,9 +1153,46 @@ def main(argv: list[str] | None = None) -> int:
         f"(fan-out floor {targets['fanout_floor_p50_over_unsharded']}); gather p50 / base "
         f"p50 {targets['gather_over_base_p50']}"
     )
+    for label, row in targets["gsi1_vs_base"].items():
+        if label.startswith("cool-hour@"):
+            print(
+                f"{label}: base {row['base_requests']} queries {row['base_p50_ms']} ms, "
+                f"gsi1 {row.get('gsi1_requests')} queries {row.get('gsi1_p50_ms')} ms, "
+                f"auto took {row.get('auto_paths')}"
+            )
     print(f"targets: {targets['met']}")
     print(f"wrote {args.output.name} in {result['total_wall_s']:.0f} s")
     return 0
+
+
+def warm_up(
+    cells: list[Cell], metered: MeteredClient, pages: int
+) -> tuple[list[Cell], list[dict[str, Any]]]:
+    """Read each cell's first sequence untimed (kept for the exactness check).
+
+    A ``gsi1`` cell the library refuses (a window that would take more than
+    :data:`dynashard.read_plan.MAX_GSI1_REQUESTS` GSI1 Queries) is dropped and
+    reported with the library's reason.
+
+    Returns
+    -------
+    tuple of (list of Cell, list of dict)
+        The cells kept, and ``{"shards", "window", "reason"}`` of each dropped one.
+    """
+    kept: list[Cell] = []
+    unservable: list[dict[str, Any]] = []
+    for cell in cells:
+        try:
+            cell.pages = run_sequence(cell, metered, pages, record=False)
+        except InvalidInputError as exc:
+            if cell.reader != "gsi1":
+                raise
+            unservable.append(
+                {"shards": cell.shards, "window": cell.window.name, "reason": str(exc)}
+            )
+            continue
+        kept.append(cell)
+    return kept, unservable
 
 
 def check_pages(cells: list[Cell]) -> None:
