@@ -32,9 +32,6 @@ Everything here is pure except :class:`BucketedReader`, which reads through a po
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dynashard.errors import CursorError, InvalidInputError
 from dynashard.keys import SEPARATOR, format_ts
-from dynashard.merge import query_fingerprint
+from dynashard.merge import decode_token, encode_token, query_fingerprint
 from dynashard.read_plan import DEFAULT_ITEM_BYTES, ReadPath, plan_read, window_buckets
 from dynashard.reader import MAX_PAGE_LIMIT, Page
 from dynashard.strategies import TimeBucket, parse_time_buckets, time_bucket
@@ -329,9 +326,9 @@ class BucketCursor:
         str
             The cursor.
         """
-        doc = {"v": _CURSOR_VERSION, "q": self.query, "b": self.bucket, "c": self.inner}
-        raw = json.dumps(doc, separators=(",", ":")).encode("utf-8")
-        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        return encode_token(
+            {"v": _CURSOR_VERSION, "q": self.query, "b": self.bucket, "c": self.inner}
+        )
 
     @classmethod
     def decode(cls, text: str, expected_query: str) -> BucketCursor:
@@ -354,21 +351,24 @@ class BucketCursor:
         CursorError
             If the text is not such a cursor, or belongs to another query.
         """
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            doc = json.loads(raw.decode("utf-8"))
-            version, query, bucket, inner = doc["v"], doc["q"], doc["b"], doc["c"]
+
+        def fields(doc: dict[str, Any]) -> tuple[int, str | None]:
+            bucket, inner = doc["b"], doc["c"]
             if not isinstance(bucket, int) or bucket < 0:
                 raise TypeError("bad bucket")
             if inner is not None and not isinstance(inner, str):
                 raise TypeError("bad inner cursor")
-        except (binascii.Error, ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
-            raise CursorError("is not a cursor returned by this API") from exc
-        if version != _CURSOR_VERSION:
-            raise CursorError(f"has version {version}, expected {_CURSOR_VERSION}")
-        if query != expected_query:
-            raise CursorError("belongs to another query (key, from, to or order differ)")
-        return cls(query, bucket, inner)
+            return bucket, inner
+
+        bucket, inner = decode_token(
+            text,
+            expected_query,
+            fields,
+            version=_CURSOR_VERSION,
+            origin="this API",
+            query_parts="key, from, to or order",
+        )
+        return cls(expected_query, bucket, inner)
 
 
 def bucketed_fingerprint(
