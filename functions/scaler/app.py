@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes import (
@@ -235,7 +235,7 @@ def handler(
     history = None if alarm is not None else load_history or get_offered_load_source()
     shrink = shrinking.ShrinkOutcome()
     if history is not None:  # only the sweep shrinks, and only when it can see the load
-        shrinker = shrinker or get_facade()
+        shrinker = shrinker or cast("shrinking.ShrinkPort", facade)  # the facade also shrinks
         shrink = shrinking.shrink_cool_keys(now, shrinker, history, settings, logger)
     reports = [o.to_dict() for o in outcomes]
     result: dict[str, Any] = reports[0] if alarm else {"sweep": now.isoformat(), "alarms": reports}

@@ -432,6 +432,37 @@ class FakeShrinker:
         return GrowthResult(key, 8, target, True, "shrunk")
 
 
+def test_a_sweep_shrinks_through_the_injected_facade_when_no_shrinker_is_given(
+    monkeypatch: pytest.MonkeyPatch, context: LambdaContext
+) -> None:
+    # Given a facade that can also shrink (as Dynashard does), and no separate shrinker
+    monkeypatch.setenv("DYNASHARD_SHRINK_COOL_PERIOD_S", "900")
+
+    class ShrinkingFacade(FakeFacade):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shrinker = FakeShrinker({"DEPARTURES#JFK": 8})
+
+        def sharded_keys(self) -> list[Any]:
+            return self.shrinker.sharded_keys()
+
+        def shrink(self, key: str, target: int) -> Any:
+            return self.shrinker.shrink(key, target)
+
+    facade = ShrinkingFacade()
+    # When the schedule invokes the scaler with that facade
+    scaler.handler(
+        load_event("eventbridge_scheduled_sweep"),
+        context,
+        facade=facade,
+        hot_keys=_jfk_hot(),
+        alarm_states=FakeAlarmStates([]),
+        load_history=FixedHistory({"DEPARTURES#JFK": 150.0}),
+    )
+    # Then the injected facade shrank the cool key (not one built from the environment)
+    assert facade.shrinker.calls == [("DEPARTURES#JFK", 1)]
+
+
 def test_a_sweep_shrinks_the_keys_that_stayed_cool(
     monkeypatch: pytest.MonkeyPatch, context: LambdaContext
 ) -> None:
