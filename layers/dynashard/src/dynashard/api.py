@@ -15,7 +15,7 @@ describe them all the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
@@ -287,13 +287,6 @@ class ShardsBody(BaseModel):
 
 
 # --- ordered index (range shards) --------------------------------------------------------
-def _field(loc: Sequence[Any]) -> str:
-    name = ""
-    for part in loc:
-        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
-    return name or "body"
-
-
 def parse_body(model: type[M], raw: str | bytes | None) -> M:
     """Parse a JSON request body into ``model``; bad input is an ``InvalidInputError``.
 
@@ -330,8 +323,10 @@ def parse_body(model: type[M], raw: str | bytes | None) -> M:
         first = exc.errors()[0]
         if first["type"] == "json_invalid":
             raise InvalidInputError("body", f"not JSON: {first['msg']}") from exc
+        from dynashard.http import field_name  # Powertools stays out of this module's import
+
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise InvalidInputError(_field(first["loc"]), message) from exc
+        raise InvalidInputError(field_name(first["loc"]), message) from exc
 
 
 class OrderedLayoutBody(BaseModel):
