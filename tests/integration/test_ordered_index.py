@@ -99,6 +99,9 @@ def test_prefix_query_touches_only_intersecting_shards(
     assert 1 <= len(want) < 8
     # Every row with the prefix lives in one of those shards, and some row outside
     # them exists (so skipping the others mattered)
+    prefixed = [r for r in tail_rows if normalise(r.value).startswith("n1")]
+    assert prefixed
+    assert {range_shard(layout.boundaries, r.value) for r in prefixed} <= set(want)
     assert {range_shard(layout.boundaries, r.value) for r in tail_rows} - set(want)
 
 
