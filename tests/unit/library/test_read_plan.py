@@ -155,3 +155,10 @@ def test_window_buckets_are_exactly_the_buckets_of_the_window(
 def test_gsi1_shard_count_of_the_present_key_shape_is_the_largest_count() -> None:
     info = ShardInfo("K", 2, 10, ((0, 1), (5, 32), (10, 2)))
     assert gsi1_shard_count(info, "2013-01-01") == 32
+
+
+def test_a_forced_base_path_with_no_bucket_to_compare_is_the_base_table() -> None:
+    plan = plan_read(base_shards=4, buckets=[], consistent=False, path="base")
+    assert (plan.path, plan.requests) == (ReadPath.BASE, 4)
+    with pytest.raises(InvalidInputError, match="path"):
+        plan_read(base_shards=4, buckets=[], consistent=False, path="gsi1")

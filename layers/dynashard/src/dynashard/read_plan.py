@@ -317,8 +317,33 @@ def gsi1_shard_count(info: ShardInfo, bucket: str) -> int:
     >>> gsi1_shard_count(info, "2013-01-01"), gsi1_shard_count(info, "2013-01-02")
     (1, 32)
     """
-    recorded = dict(info.gsi1_shards).get(bucket)
-    return info.max_count if recorded is None else recorded
+    return gsi1_shard_counts(info, [bucket])[0]
+
+
+def gsi1_shard_counts(info: ShardInfo, buckets: Sequence[str]) -> list[int]:
+    """Return G of each bucket, reading the key's records once (see :func:`gsi1_shard_count`).
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's metadata, with its ``gsi1_shards`` records.
+    buckets : sequence of str
+        Time-bucket labels.
+
+    Returns
+    -------
+    list of int
+        One count per bucket: its record, else ``info.max_count``.
+
+    Examples
+    --------
+    >>> from dynashard.metadata import ShardInfo
+    >>> info = ShardInfo("K", 32, 10, ((0, 1), (10, 32)), gsi1_shards=(("2013-01-01", 1),))
+    >>> gsi1_shard_counts(info, ["2013-01-01", "2013-01-02"])
+    [1, 32]
+    """
+    recorded = dict(info.gsi1_shards)
+    return [recorded.get(bucket, info.max_count) for bucket in buckets]
 
 
 def plan_read(
@@ -407,6 +432,10 @@ def plan_read(
         if wanted is ReadPath.GSI1:
             raise InvalidInputError("path", f"gsi1 cannot serve this read: {gsi1_unavailable}")
         return ReadPlan(ReadPath.BASE, *_cost(base), f"{base_note}; gsi1 n/a: {gsi1_unavailable}")
+    if not buckets:  # no bucket to compare (e.g. validating a forced path=base)
+        if wanted is ReadPath.GSI1:
+            raise InvalidInputError("path", "gsi1 cannot serve this read: no time bucket")
+        return ReadPlan(ReadPath.BASE, *_cost(base), f"path={wanted.value}: {base_note}")
     if len(gsi1_shards) != len(buckets):
         raise InvalidInputError("gsi1_shards", "needs one count per bucket")
     first = gsi1_shards[-1] if descending else gsi1_shards[0]
