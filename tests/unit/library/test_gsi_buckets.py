@@ -275,3 +275,24 @@ def test_records_to_prune_keeps_the_new_bucket_and_removes_the_oldest() -> None:
     ]
     assert records_to_prune(recorded, "2013-01-05", limit=10) == []
     assert "2013-01-10" not in records_to_prune(recorded, "2013-01-10", limit=2)
+
+
+@pytest.mark.parametrize("path", ["base", "auto"])
+def test_a_planned_read_that_takes_the_base_table_reads_the_metadata_once(
+    facade: Dynashard, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    # Given a key written on one day, and a count of the metadata reads
+    key = "DEPARTURES#LGA"
+    assert all(o.ok for o in facade.put_events([Event(key=key, id="x", ts=T0)]))
+    reads: list[str] = []
+    for_reader = facade.metadata.for_reader
+    monkeypatch.setattr(facade.metadata, "for_reader", lambda k: reads.append(k) or for_reader(k))
+    # When an eventually consistent read over 3 day buckets (GSI1: 3 queries, base: 1) is
+    # forced, or planned, onto the base table
+    page = facade.query_events(
+        key, start=T0, end=T0 + timedelta(days=3), consistent=False, path=path
+    )
+    # Then the planner's metadata read served the base read too
+    assert [i["id"] for i in page.items] == ["x"]
+    assert page.plan is not None and page.plan.path == "base"
+    assert reads == [key]

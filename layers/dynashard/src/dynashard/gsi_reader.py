@@ -38,7 +38,7 @@ from dynashard.read_plan import (
     DEFAULT_ITEM_BYTES,
     MAX_GSI1_REQUESTS,
     ReadPath,
-    gsi1_shard_count,
+    gsi1_shard_counts,
     plan_read,
     window_buckets,
 )
@@ -488,7 +488,7 @@ class PlannedReader:
         buckets = window_buckets(start, end, unit)
         if buckets is None:
             unavailable = f"the window spans more than {MAX_GSI1_REQUESTS} {unit} buckets"
-        counts = [] if buckets is None else [gsi1_shard_count(info, b) for b in buckets]
+        counts = [] if buckets is None else gsi1_shard_counts(info, buckets)
         if sum(counts) > MAX_GSI1_REQUESTS:
             buckets, counts = None, []
             unavailable = f"it would make more than {MAX_GSI1_REQUESTS} GSI1 queries"
@@ -503,7 +503,7 @@ class PlannedReader:
             descending=descending,
         )
         if plan.path is ReadPath.BASE:
-            page = self.base.query(key, **options)
+            page = self.base.query(key, info=info, **options)  # one metadata read, not two
         else:
             page = self.gsi.query(
                 key,

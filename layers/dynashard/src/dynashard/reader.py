@@ -241,6 +241,7 @@ class ShardedReader:
         cursor: str | None = None,
         allow_partial: bool = False,
         attribute_value: str | int | None = None,
+        info: ShardInfo | None = None,
     ) -> Page:
         """Read one page of a logical key's events, merged across its shards.
 
@@ -262,6 +263,9 @@ class ShardedReader:
         allow_partial : bool
             Return what the healthy shards hold, listing failed shards in
             ``missing_shards``, instead of failing.
+        info : ShardInfo, optional
+            The key's metadata when the caller has just read it fresh (a planner);
+            read here with a strongly consistent GetItem when None.
         attribute_value : str or int, optional
             Targeted read of a ``calculated`` key: only the events whose shard
             attribute (``data.{shard_attribute}``) equals this value (an integer and
@@ -303,7 +307,7 @@ class ShardedReader:
         fingerprint = query_fingerprint(key, lo, hi, descending, *target)
         position = Cursor.decode(cursor, fingerprint) if cursor else None
 
-        info = self.metadata.for_reader(key)
+        info = info if info is not None else self.metadata.for_reader(key)
         every = physical_keys_to_query(info, self._candidate_shards(info, value))
         skip = position.done if position is not None else frozenset()
         keys = {s: pk for s, pk in every.items() if s not in skip}
