@@ -234,7 +234,8 @@ class ShardedWriter:
         for index, event in enumerate(events):
             try:
                 info = self.metadata.for_writer(event.key)
-                recorded[event.key] = [label for label, _ in info.gsi1_shards]
+                if event.key not in recorded:
+                    recorded[event.key] = [label for label, _ in info.gsi1_shards]
                 shard = choose_shard(
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
@@ -250,8 +251,9 @@ class ShardedWriter:
             items[item_key] = item
             units[item_key] = write_units(size)
             bucket = (event.key, time_bucket(event.ts, unit))
-            count, bucket_items = buckets.get(bucket, (0, []))
-            buckets[bucket] = (max(count, info.number_of_shards), [*bucket_items, item_key])
+            count, bucket_items = buckets.setdefault(bucket, (0, []))
+            bucket_items.append(item_key)  # one list per bucket, not a copy per event
+            buckets[bucket] = (max(count, info.number_of_shards), bucket_items)
         for item_key, why in self._record_gsi1_buckets(buckets, recorded).items():
             del items[item_key]
             for index in slots[item_key]:
