@@ -320,6 +320,19 @@ class Dynashard:
         Page
             Items in exact sort-key order, the next cursor, missing shards, and the
             ``plan`` (base table or GSI1, and why).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``limit`` is out of range, ``start >= end``, ``attr`` targets a key that is
+            not ``calculated``, a bucketed family's window is open or too long, or
+            ``path`` cannot serve the read.
+        CursorError
+            If ``cursor`` is malformed or belongs to another query.
+        ShardQueryError
+            If a shard (or GSI1) query failed and ``allow_partial`` is False.
+        MetadataError
+            If the shard metadata cannot be read.
         """
         reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
         family = self.config.bucketed_family(key)
@@ -378,6 +391,11 @@ class Dynashard:
         -------
         ShardInfo
             Current count and history.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails, or every conditional write lost its race.
         """
         return self.metadata.for_reader(key)
 
@@ -395,6 +413,11 @@ class Dynashard:
         -------
         GrowthResult
             What changed.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails, or every conditional write lost its race.
         """
         return self.metadata.grow(key, target)
 
@@ -414,6 +437,11 @@ class Dynashard:
         -------
         ShardInfo
             The metadata, ``adopted`` True.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails, or every conditional write lost its race.
         """
         return self.metadata.adopt(key)
 
@@ -431,6 +459,11 @@ class Dynashard:
         -------
         GrowthResult
             What changed (:meth:`ShardMetadata.shrink`).
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails, or every conditional write lost its race.
         """
         return self.metadata.shrink(key, target)
 
