@@ -203,9 +203,14 @@ class OrderedIndex:
                     )
                 self._layout = stored
                 return stored
-            now = int(self.clock())
             if last_updated is not None:
-                now = max(now, last_updated + 1)
+                # The key has metadata under another strategy: its items (if any) sit at
+                # the same physical keys with another shape, which an ordered read cannot
+                # parse. An ordered index starts on a key of its own.
+                raise LayoutConflictError(
+                    "key", f"{self.key!r} already has shard metadata with another strategy"
+                )
+            now = int(self.clock())
             if self._store.put_layout(self.key, layout, last_updated, now):
                 self._layout = layout
                 return layout
@@ -395,7 +400,7 @@ class OrderedIndex:
         if not 1 <= limit <= MAX_ORDERED_PAGE:
             raise InvalidInputError("limit", f"must be within 1..{MAX_ORDERED_PAGE}, got {limit}")
         lo, hi = value_bounds(prefix, start, end)
-        layout = self.layout(fresh=True)
+        layout = self.layout()  # stored once, never changed (configure refuses another)
         in_range = list(shards_for_range(layout.boundaries, lo, hi))
         fingerprint = query_fingerprint(self.key, lo, hi, layout.fingerprint())
         position: str | None = None
