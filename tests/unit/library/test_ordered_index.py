@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from dynashard import Dynashard
-from dynashard.errors import ShardQueryError
+from dynashard.errors import LayoutConflictError, ShardQueryError
 from dynashard.metadata import DynamoDBMetadataStore
 from dynashard.ordered import OrderedLayout, normalise
 from dynashard.ordered_index import OrderedItem
@@ -73,3 +73,28 @@ def test_a_failed_range_shard_query_fails_the_read_naming_its_key(
     with pytest.raises(ShardQueryError) as caught:
         index.query(limit=5)
     assert caught.value.failures == {"TAILS#0": "ThrottlingException: slow down"}
+
+
+def test_a_key_with_another_strategy_is_not_turned_into_an_ordered_index(
+    facade: Dynashard,
+) -> None:
+    # Given a key whose events were written under the random strategy
+    facade.set_shard_count("EVENTS", 2)
+    # When it is configured as an ordered index
+    with pytest.raises(LayoutConflictError, match="another strategy") as raised:
+        facade.ordered_index("EVENTS").configure(OrderedLayout.uniform(["m"]))
+    # Then it is refused naming the key, and the key keeps its strategy and count
+    assert raised.value.field == "key"
+    info = facade.shard_info("EVENTS")
+    assert (info.strategy.value, info.number_of_shards) == ("random", 2)
+
+
+def test_growth_and_shrink_leave_an_ordered_key_at_its_layout_count(facade: Dynashard) -> None:
+    # Given an ordered index of 2 range shards
+    facade.ordered_index("TAILS").configure(OrderedLayout.uniform(["m"]))
+    # When the scaler's growth or an operator's resize reaches it
+    grown = facade.grow("TAILS", 8)
+    resized = facade.set_shard_count("TAILS", 5)
+    # Then neither changes N, and both say why
+    assert (grown.changed, grown.reason, resized.changed) == (False, "ordered", False)
+    assert facade.shard_info("TAILS").number_of_shards == 2

@@ -147,7 +147,8 @@ class GrowthResult:
         ``grown``, ``shrunk``, ``set``, ``already_sufficient``, ``already_smaller`` (a
         shrink to a count N is already at or below), ``not_stored`` (a shrink of a key
         never stored), ``cooldown`` (changed less than ``cooldown_s`` ago, by this or
-        another grower) or ``capped`` (at ``max_shards``).
+        another grower), ``capped`` (at ``max_shards``) or ``ordered`` (an ordered
+        index keeps the count of its range layout).
     """
 
     key: str
@@ -620,22 +621,14 @@ class DynamoDBMetadataStore:
         MetadataError
             If DynamoDB fails a page, or an item is malformed.
         """
-        attrs = (
-            names.ATTR_META_KEY,
-            names.ATTR_NUMBER_OF_SHARDS,
-            names.ATTR_LAST_UPDATED,
-            names.ATTR_SHARD_HISTORY,
-            names.ATTR_STRATEGY,
-            names.ATTR_SHARD_ATTRIBUTE,
-            names.ATTR_ADOPTED,
-        )
+        # No projection: the Scan is billed on whole items anyway, and a projection
+        # cannot name the ``gsi1_shards#{bucket}`` records a ShardInfo carries.
         found: list[ShardInfo] = []
         try:
             pages = self.client.get_paginator("scan").paginate(
                 TableName=self.table_name,
-                ProjectionExpression=", ".join(f"#a{i}" for i in range(len(attrs))),
-                FilterExpression="#a1 > :min",
-                ExpressionAttributeNames={f"#a{i}": a for i, a in enumerate(attrs)},
+                FilterExpression="#n > :min",
+                ExpressionAttributeNames={"#n": names.ATTR_NUMBER_OF_SHARDS},
                 ExpressionAttributeValues={":min": {"N": str(min_count)}},
             )
             for page in pages:
@@ -1201,6 +1194,9 @@ class ShardMetadata:
                 continue
             if first is None:
                 first = info.number_of_shards
+            if info.strategy is Strategy.ORDERED:  # N is its range layout's, not load's
+                self._remember(info, now)
+                return GrowthResult(key, first, info.number_of_shards, False, "ordered")
             if shrink_only and info.number_of_shards <= target:
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "already_smaller")
