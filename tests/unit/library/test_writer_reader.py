@@ -251,9 +251,32 @@ def test_gsi1_key_is_sharded_with_the_item(facade: Dynashard, ddb_client: Any) -
 
 
 def test_shard_page_limit() -> None:
-    assert shard_page_limit(1000, 8) == 189  # 1.5 x 125 + 1
+    # Given 1 KB items (4 per strongly consistent 4 KB unit): the share of 125 plus one
+    # is 126 items, rounded up to the 128 that fill 32 units.
+    assert shard_page_limit(1000, 8, item_bytes=1024) == 128
+    # One shard gets the whole page plus one (to show it is exhausted).
     assert shard_page_limit(10, 1) == 11
-    assert shard_page_limit(5, 100) == 2
+    # Never more than the page plus one, however many items fit in a unit.
+    assert shard_page_limit(5, 100, item_bytes=10) == 6
+    assert shard_page_limit(100, 100, item_bytes=4096) == 2
+    # Eventually consistent units are 8 KB: twice the items fill them.
+    assert shard_page_limit(100, 32, item_bytes=410, consistent=True) == 9
+    assert shard_page_limit(100, 32, item_bytes=410, consistent=False) == 19
+
+
+def test_a_shard_holding_the_whole_window_is_read_in_two_queries(ddb_client: Any) -> None:
+    # Given 300 events written at N = 1, and the key grown to 32 shards since
+    ds, flaky = flaky_facade(ddb_client)
+    events = make_events(300)
+    ds.put_events(events)
+    ds.set_shard_count("K", 32)
+    # When one page of 100 is read
+    page = ds.query_events("K", limit=100)
+    # Then it is exact, and shard 0 (all of the window) took its share, then the rest
+    # of the page in one more Query, not one share (~4 items) at a time.
+    assert [i["id"] for i in page.items] == expected_ids(events)[:100]
+    assert flaky.queries["K#0"] == 2
+    assert page.queries == 33
 
 
 def test_scatter_gather_reads_about_the_page_not_n_pages(ddb_client: Any) -> None:

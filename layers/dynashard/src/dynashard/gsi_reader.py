@@ -287,7 +287,7 @@ class GsiBucketReader:
         for b in order:
             ids = [i for i in self._ids(b, buckets[b], gsi1_shards[b]) if i.number not in done]
             remaining = limit - len(items)
-            per_shard = shard_page_limit(remaining, len(ids))
+            per_shard = shard_page_limit(remaining, len(ids), consistent=False)
             streams = [self._stream(key, i, lo, hi, per_shard, descending, last) for i in ids]
             streams_used.extend(streams)
             failed = self._prefetch(streams)

@@ -36,7 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.errors import InvalidInputError, ShardQueryError
-from dynashard.keys import format_ts, physical_key
+from dynashard.keys import format_ts, item_size, physical_key
 from dynashard.merge import Cursor, merge_page, query_fingerprint
 from dynashard.metadata import ShardInfo, ShardMetadata
 from dynashard.model import from_dynamodb_numbers
@@ -53,6 +53,14 @@ MAX_PAGE_LIMIT: Final = 1000
 #: and ":" (the byte after "9"); other items of the table (counters, "#...") fall outside.
 _SK_FLOOR: Final = "0"
 _SK_CEILING: Final = ":"
+
+#: Bytes per read capacity unit of a strongly consistent read (Developer Guide, "Read
+#: consistency"; eventually consistent reads get twice as much per unit).
+READ_UNIT_BYTES: Final = 4096
+#: Item size a reader assumes for a key before it has read any of its items, bytes.
+DEFAULT_ITEM_BYTES: Final = 1024.0
+#: Logical keys whose learned item size a reader keeps (bounds a container's memory).
+ITEM_SIZE_CACHE_LIMIT: Final = 10_000
 
 _deserializer = TypeDeserializer()
 
@@ -117,9 +125,14 @@ class _ShardStream:
         #: Called after each page arrives during the merge (read-ahead policy).
         self.on_page: Callable[[_ShardStream], None] | None = None
 
-    def submit(self) -> None:
-        """Start the next page's Query on the executor, unless one is in flight."""
+    def submit(self, limit: int | None = None) -> None:
+        """Start the next page's Query on the executor, unless one is in flight.
+
+        ``limit``, when given, is that page's ``Limit`` (and the later pages').
+        """
         if self.pending is None and not self.finished:
+            if limit is not None:
+                self.request["Limit"] = limit
             request = dict(self.request)
             if self.start_key is not None:
                 request["ExclusiveStartKey"] = self.start_key
@@ -229,6 +242,8 @@ class ShardedReader:
         self.table_name = table_name
         self.metadata = metadata
         self.executor = executor
+        #: Logical key -> the size of an item read last, bytes (sizes each shard's Limit).
+        self.item_bytes: dict[str, float] = {}
 
     def query(
         self,
@@ -311,7 +326,8 @@ class ShardedReader:
         every = physical_keys_to_query(info, self._candidate_shards(info, value))
         skip = position.done if position is not None else frozenset()
         keys = {s: pk for s, pk in every.items() if s not in skip}
-        per_shard = shard_page_limit(limit, len(keys))
+        item_bytes = self.item_bytes.get(key, DEFAULT_ITEM_BYTES)
+        per_shard = shard_page_limit(limit, len(keys), item_bytes)
         streams = {
             s: self._stream(pk, lo, hi, per_shard, descending, position) for s, pk in keys.items()
         }
@@ -322,7 +338,7 @@ class ShardedReader:
         if failures and not allow_partial:
             raise ShardQueryError(failures)
         live = [s for s in keys if streams[s].pk not in failures]
-        ahead = _ReadAhead([streams[s] for s in live], limit, descending)
+        ahead = _ReadAhead([streams[s] for s in live], limit, descending, item_bytes)
         for s in live:
             streams[s].tolerate_failure = allow_partial
             streams[s].on_page = ahead.consider
@@ -336,6 +352,8 @@ class ShardedReader:
                 stream.cancel()
         for s in live:
             failures.update(streams[s].failure)
+        if merged.items:
+            self._learn_item_size(key, merged.items[0])
         done = set(skip)
         # A stream that stopped because its query failed is missing, not done.
         done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
@@ -349,6 +367,13 @@ class ShardedReader:
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
             queries=sum(stream.queries for stream in streams.values()),
         )
+
+    def _learn_item_size(self, key: str, item: dict[str, Any]) -> None:
+        """Remember the size of one item of ``key`` (one per page: sizes vary little)."""
+        if key not in self.item_bytes and len(self.item_bytes) >= ITEM_SIZE_CACHE_LIMIT:
+            self.item_bytes.clear()
+        plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
+        self.item_bytes[key] = float(item_size(plain))
 
     @staticmethod
     def _candidate_shards(info: ShardInfo, value: str | None) -> list[int]:
@@ -441,7 +466,7 @@ def physical_keys_to_query(info: ShardInfo, shards: Iterable[int] | None = None)
 
 
 class _ReadAhead:
-    """When to fetch a shard's next page ahead, so the merge waits on futures.
+    """When to fetch a shard's next page ahead, and how much, so the merge waits on futures.
 
     A stream's next page is needed by this page of the read only if the page does not
     fill before the merge passes the stream's last fetched item (its frontier). The
@@ -453,12 +478,21 @@ class _ReadAhead:
     resumes from the previous page's ``LastEvaluatedKey``. As the merge emits items the
     count and the page's remainder shrink together, so the test is run when a page
     arrives, not per item.
+
+    The next page asks for the remainder the page can still need past the frontier,
+    ``limit - known``, shared among the streams not yet exhausted (plus one, rounded up
+    to fill its read units): a shard that holds most of the window (written before the
+    key grew) is read in one or two Queries, not one share at a time, and evenly spread
+    shards each read about their part of the remainder.
     """
 
-    def __init__(self, streams: list[_ShardStream], limit: int, descending: bool) -> None:
+    def __init__(
+        self, streams: list[_ShardStream], limit: int, descending: bool, item_bytes: float
+    ) -> None:
         self.streams = streams
         self.limit = limit
         self.descending = descending
+        self.item_bytes = item_bytes
 
     def consider(self, stream: _ShardStream) -> None:
         """Start ``stream``'s next page now if this page may need it."""
@@ -470,7 +504,10 @@ class _ReadAhead:
         frontier = stream.fetched[-1]
         known = sum(_count_through(t.fetched, frontier, self.descending) for t in self.streams)
         if known < self.limit:
-            stream.submit()
+            remainder = self.limit - known
+            active = max(1, sum(1 for t in self.streams if not t.finished))
+            share = math.ceil(remainder / active) + 1
+            stream.submit(_fill_read_units(share, remainder + 1, self.item_bytes, True))
 
 
 def _count_through(sort_keys: list[str], frontier: str, descending: bool) -> int:
@@ -486,15 +523,23 @@ def _count_through(sort_keys: list[str], frontier: str, descending: bool) -> int
     return lo
 
 
-def shard_page_limit(limit: int, shards: int, slack: float = 1.5) -> int:
+def shard_page_limit(
+    limit: int, shards: int, item_bytes: float = DEFAULT_ITEM_BYTES, consistent: bool = True
+) -> int:
     """Return the ``Limit`` of each shard's first Query for a page of ``limit`` items.
 
     Pushing the whole page limit to each of N shards reads up to N times the page
     (N-fold read amplification, billed in RCU); a page of a key spread evenly needs
-    about ``limit / N`` items per shard. Each shard is asked for that share with
-    ``slack`` headroom plus one item (so a shard whose share fits shows it is
-    exhausted without a second query); a shard that runs short is read further,
-    page by page, during the merge, so the result is the same either way.
+    about ``limit / N`` items per shard. Each shard is asked for that share plus one
+    item (so a shard whose share fits shows it is exhausted without a second query),
+    rounded up to fill the read units the share is billed for anyway: a Query is
+    charged on the total size of the items it reads, rounded up to 4 KB strongly
+    consistent or 8 KB eventually consistent per unit (Developer Guide, "Read
+    consistency" and "Query operations: read capacity units"), so the items that fill
+    the last unit cost nothing more. A shard that runs short is read further during
+    the merge, asked for what the page can still need (:class:`_ReadAhead`), so the
+    result is the same either way and a page costs at most the unsharded read plus
+    about one minimum Query charge per shard.
 
     Parameters
     ----------
@@ -502,23 +547,38 @@ def shard_page_limit(limit: int, shards: int, slack: float = 1.5) -> int:
         Page size, ``>= 1``.
     shards : int
         Shards queried, ``>= 0``.
-    slack : float
-        Headroom over the even share, ``>= 1``.
+    item_bytes : float
+        Expected item size, bytes (the reader learns it per key from the consumed
+        capacity of earlier pages; :data:`DEFAULT_ITEM_BYTES` before that).
+    consistent : bool
+        Strongly consistent Queries (4 KB units) or eventually consistent (8 KB).
 
     Returns
     -------
     int
-        ``min(limit, ceil(slack * limit / shards)) + 1``.
+        ``limit + 1`` for one shard; else ``ceil(limit / shards) + 1`` rounded up to the
+        items that fill its read units, at most ``limit + 1``.
 
     Examples
     --------
-    A page of 100 over 8 shards asks each for 20, not 100; one shard gets the page:
+    A page of 100 over 8 shards of 410-byte items asks each for 18 (its share of 13 plus
+    one, rounded up to the 18 that fill two 4 KB units), not 100; one shard gets the page:
 
-    >>> shard_page_limit(100, 8), shard_page_limit(100, 1)
-    (20, 101)
+    >>> shard_page_limit(100, 8, item_bytes=410), shard_page_limit(100, 1)
+    (18, 101)
+    >>> shard_page_limit(100, 32, item_bytes=410)  # 5 items; 9 fit in the 1-unit minimum
+    9
     """
-    share = math.ceil(slack * limit / max(shards, 1))
-    return min(limit, share) + 1
+    if shards <= 1:
+        return limit + 1
+    return _fill_read_units(math.ceil(limit / shards) + 1, limit + 1, item_bytes, consistent)
+
+
+def _fill_read_units(wanted: int, cap: int, item_bytes: float, consistent: bool) -> int:
+    """Round ``wanted`` items up to the items that fill the read units they are billed."""
+    unit = READ_UNIT_BYTES if consistent else 2 * READ_UNIT_BYTES
+    per_unit = max(1, int(unit // max(item_bytes, 1.0)))
+    return min(cap, max(wanted, math.ceil(wanted / per_unit) * per_unit))
 
 
 def _attribute_text(value: str | int) -> str:
