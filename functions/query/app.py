@@ -198,7 +198,7 @@ def get_counter(name: Annotated[str, Path(min_length=1)]) -> CounterBody:
     return CounterBody(name=value.name, value=value.value, shards=value.shards)
 
 
-@app.get("/shards/<key>", summary="Read a key's shard count and history")
+@app.get("/shards/<key>", summary="Read a key's shard count, history and strategy")
 def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
     """Read a logical key's shard metadata, fresh.
 
@@ -210,7 +210,7 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
     Returns
     -------
     ShardsBody
-        ``{"key", "number_of_shards", "last_updated", "shard_history": [{"since", "count"}]}``.
+        ``{"key", "number_of_shards", "last_updated", "shard_history", "strategy", ...}``.
     """
     return ShardsBody.model_validate(facade_of().shard_info(lambda_kit.path_value(key)).to_json())
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dynashard.errors import DynashardError
+from dynashard.metadata import ShardInfo
 from dynashard.model import Event
 from dynashard.read_plan import ReadPlan, plan_read
 
@@ -63,22 +64,6 @@ class FakeCounter:
     name: str
     value: int
     shards: int
-
-
-@dataclass
-class FakeShardInfo:
-    key: str
-    number_of_shards: int
-    last_updated: int = 1_700_000_000
-    history: tuple[tuple[int, int], ...] = ((1_700_000_000, 1),)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "number_of_shards": self.number_of_shards,
-            "last_updated": self.last_updated,
-            "shard_history": [{"since": s, "count": c} for s, c in self.history],
-        }
 
 
 @dataclass
@@ -165,10 +150,10 @@ class FakeFacade:
             raise self.raises
         return FakeCounter(name, 42, 3)
 
-    def shard_info(self, key: str) -> FakeShardInfo:
+    def shard_info(self, key: str) -> ShardInfo:
         if self.raises:
             raise self.raises
-        return FakeShardInfo(key, self.shards.get(key, 1))
+        return ShardInfo(key, self.shards.get(key, 1), 1_700_000_000, ((1_700_000_000, 1),))
 
     def grow(self, key: str, target: int) -> FakeGrowth:
         self.grow_calls.append((key, target))

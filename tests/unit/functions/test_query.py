@@ -223,6 +223,9 @@ def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
         "number_of_shards": 4,
         "last_updated": 1_700_000_000,
         "shard_history": [{"since": 1_700_000_000, "count": 1}],
+        "strategy": "random",
+        "shard_attribute": None,
+        "adopted": False,
     }
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from dynashard.errors import InvalidInputError, MetadataError
 from dynashard.metadata import DynamoDBMetadataStore, ShardInfo, ShardMetadata, parse_history
+from dynashard.strategies import Strategy
 from infra.table_specs import METADATA_TABLE
 
 
@@ -275,3 +276,23 @@ def test_conditional_write_lost_race_is_none_and_other_errors_are_metadata_error
         with pytest.raises(MetadataError, match=f"^{what} failed: ") as caught:
             write(_store(FailingClient(error)))
         assert caught.value.__cause__ is error
+
+
+def test_shard_info_json_names_strategy_attribute_and_adoption() -> None:
+    # Given a calculated key adopted with items under its bare partition key
+    info = ShardInfo(
+        "DEPARTURES#JFK",
+        4,
+        20,
+        ((10, 1), (20, 4)),
+        strategy=Strategy.CALCULATED,
+        shard_attribute="carrier",
+        adopted=True,
+    )
+    # When it is shown (GET /shards/{key})
+    body = info.to_json()
+    # Then a caller sees how writers shard it and that reads include the bare key
+    assert body["strategy"] == "calculated"
+    assert body["shard_attribute"] == "carrier"
+    assert body["adopted"] is True
+    assert body["shard_history"] == [{"since": 10, "count": 1}, {"since": 20, "count": 4}]

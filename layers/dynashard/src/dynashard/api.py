@@ -284,6 +284,14 @@ class ShardsBody(BaseModel):
     shard_history: list[ShardHistoryEntry] = Field(
         description="Every shard count in force, oldest first (the table's shard_history)"
     )
+    strategy: str = Field(description="How writers pick a shard: random, calculated or ordered")
+    shard_attribute: str | None = Field(
+        default=None, description="The data attribute a calculated key shards by"
+    )
+    adopted: bool = Field(
+        default=False,
+        description="True when items under the bare partition key are read too (adoption)",
+    )
 
 
 # --- ordered index (range shards) --------------------------------------------------------

@@ -113,19 +113,24 @@ class ShardInfo:
         return f"{self.strategy.value}({self.shard_attribute})"
 
     def to_json(self) -> dict[str, Any]:
-        """Return ``{"key", "number_of_shards", "last_updated", "shard_history"}`` for JSON.
+        """Return the key's metadata as JSON (the body of ``GET /shards/{key}``).
 
         Returns
         -------
         dict
-            ``shard_history`` (the metadata table's attribute name) is a list of
-            ``{"since": epoch_s, "count": n}``, oldest first.
+            ``{"key", "number_of_shards", "last_updated", "shard_history", "strategy",
+            "shard_attribute", "adopted"}``; ``shard_history`` (the metadata table's
+            attribute name) is a list of ``{"since": epoch_s, "count": n}``, oldest
+            first; ``shard_attribute`` is None unless the strategy is ``calculated``.
         """
         return {
             "key": self.key,
             "number_of_shards": self.number_of_shards,
             "last_updated": self.last_updated,
             "shard_history": [{"since": since, "count": count} for since, count in self.history],
+            "strategy": self.strategy.value,
+            "shard_attribute": self.shard_attribute,
+            "adopted": self.adopted,
         }
 
 
