@@ -25,6 +25,7 @@ class FlakyClient:
         self.queries: dict[str, int] = {}
         self.page_cap: int | None = None  # stands for Query's 1 MB page limit
         self.items_read = 0
+        self.limits: list[int | None] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -55,6 +56,7 @@ class FlakyClient:
     def query(self, **request: Any) -> dict[str, Any]:
         pk = request["ExpressionAttributeValues"][":pk"]["S"]
         self.queries[pk] = self.queries.get(pk, 0) + 1
+        self.limits.append(request.get("Limit"))
         if pk in self.failing_pks or (pk in self.fail_after_first_query and self.queries[pk] > 1):
             raise client_error("InternalServerError", f"injected failure of {pk}")
         if self.page_cap is not None:

@@ -279,6 +279,25 @@ def test_a_shard_holding_the_whole_window_is_read_in_two_queries(ddb_client: Any
     assert page.queries == 33
 
 
+def test_later_reads_size_shard_limits_from_the_items_earlier_reads_saw(ddb_client: Any) -> None:
+    # Given a key at 8 shards of small items (about 150 bytes, 27 to a 4 KB unit)
+    ds, flaky = flaky_facade(ddb_client)
+    ds.set_shard_count("K", 8)
+    ds.put_events(make_events(400))
+    # When a first page is read, the reader knows nothing of the items: 1 KB each, so
+    # each shard is asked for its share plus one (14), rounded to 4 a unit: 16
+    ds.query_events("K", limit=100)
+    assert set(flaky.limits[:8]) == {16}
+    size = ds.item_bytes["K"]
+    assert 100 < size < 300
+    # Then a second read asks each shard for the items that fill the unit its share
+    # is billed for anyway
+    flaky.limits.clear()
+    ds.query_events("K", limit=100)
+    assert set(flaky.limits[:8]) == {shard_page_limit(100, 8, item_bytes=size)}
+    assert flaky.limits[0] > 16
+
+
 def test_scatter_gather_reads_about_the_page_not_n_pages(ddb_client: Any) -> None:
     ds, flaky = flaky_facade(ddb_client)
     ds.set_shard_count("K", 8)

@@ -220,6 +220,8 @@ class Dynashard:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self.gsi1_recorder = Gsi1BucketRecorder(self.client, config.metadata_table)
+        #: Logical key -> an item's size, bytes, as reads learned it (sizes shard Limits).
+        self.item_bytes: dict[str, float] = {}
         self.metadata = ShardMetadata(
             store=DynamoDBMetadataStore(config.metadata_table, self.client),
             default_shards=config.default_shards,
@@ -334,7 +336,9 @@ class Dynashard:
         MetadataError
             If the shard metadata cannot be read.
         """
-        reader = ShardedReader(self.client, self.config.data_table, self.metadata, self.executor)
+        reader = ShardedReader(
+            self.client, self.config.data_table, self.metadata, self.executor, self.item_bytes
+        )
         family = self.config.bucketed_family(key)
         if family is not None:
             return BucketedReader(reader).query(key, family.unit, **options)

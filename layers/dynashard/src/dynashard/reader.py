@@ -233,17 +233,25 @@ class ShardedReader:
         Shard metadata (read fresh here, never from the writer cache).
     executor : Executor
         Runs the shard queries in parallel.
+    item_bytes : dict of str to float, optional
+        Logical key -> the size of one of its items read last, bytes; it sizes each
+        shard's ``Limit`` (:func:`shard_page_limit`). Pass the same dict to every reader
+        of a process (the facade does) so later reads use what earlier ones learned.
     """
 
     def __init__(
-        self, client: DynamoDBClient, table_name: str, metadata: ShardMetadata, executor: Executor
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        metadata: ShardMetadata,
+        executor: Executor,
+        item_bytes: dict[str, float] | None = None,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.metadata = metadata
         self.executor = executor
-        #: Logical key -> the size of an item read last, bytes (sizes each shard's Limit).
-        self.item_bytes: dict[str, float] = {}
+        self.item_bytes: dict[str, float] = item_bytes if item_bytes is not None else {}
 
     def query(
         self,
