@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -8,6 +9,7 @@ import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
+from dynashard.metadata import ShardInfo
 from dynashard.reader import shard_page_limit
 from dynashard.retry import Backoff
 from dynashard.writer import ShardedWriter
@@ -288,7 +290,7 @@ def test_later_reads_size_shard_limits_from_the_items_earlier_reads_saw(ddb_clie
     # each shard is asked for its share plus one (14), rounded to 4 a unit: 16
     ds.query_events("K", limit=100)
     assert set(flaky.limits[:8]) == {16}
-    size = ds.item_bytes["K"]
+    size = ds.read_memory.item_bytes["K"]
     assert 100 < size < 300
     # Then a second read asks each shard for the items that fill the unit its share
     # is billed for anyway
@@ -296,6 +298,71 @@ def test_later_reads_size_shard_limits_from_the_items_earlier_reads_saw(ddb_clie
     ds.query_events("K", limit=100)
     assert set(flaky.limits[:8]) == {shard_page_limit(100, 8, item_bytes=size)}
     assert flaky.limits[0] > 16
+
+
+class OverlapClient:
+    """Records whether a metadata GetItem ran while a shard Query was already started."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.query_started = threading.Event()
+        self.watching = False
+        self.overlapped: list[bool] = []
+
+    def watch(self) -> None:
+        self.watching, self.overlapped = True, []
+        self.query_started.clear()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def query(self, **request: Any) -> dict[str, Any]:
+        self.query_started.set()
+        return dict(self.inner.query(**request))
+
+    def get_item(self, **request: Any) -> dict[str, Any]:
+        if self.watching and request["TableName"] == METADATA_TABLE.default_name:
+            self.overlapped.append(self.query_started.wait(timeout=0.5))
+        return dict(self.inner.get_item(**request))
+
+
+def test_a_repeat_read_queries_shards_while_it_reads_the_metadata(ddb_client: Any) -> None:
+    # Given a key at 4 shards, read once (the reader then knows its shards)
+    client = OverlapClient(ddb_client)
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, max_workers=8),
+        client=client,  # type: ignore[arg-type]
+    )
+    ds.set_shard_count("K", 4)
+    first = make_events(200)
+    ds.put_events(first)
+    client.watch()
+    assert [i["id"] for i in ds.query_events("K", limit=500).items] == expected_ids(first)
+    assert client.overlapped == [False]  # nothing to go on: metadata first
+    client.watching = False
+    # When the key grows to 8 and more events land on the new shards
+    ds.set_shard_count("K", 8)
+    second = make_events(200, seed=8)  # other times: other items
+    ds.put_events(second)
+    client.watch()
+    items = ds.query_events("K", limit=500).items
+    # Then the next read started its 4 known shards before the metadata answered, and
+    # still read all 8 the fresh metadata names: nothing missed, in order
+    assert client.overlapped == [True]
+    assert [i["id"] for i in items] == expected_ids(first + second)
+
+
+def test_a_remembered_shard_the_key_no_longer_has_is_dropped(facade: Dynashard) -> None:
+    # Given a key at 3 shards whose remembered view names 6 (e.g. another table's key)
+    facade.set_shard_count("K", 3)
+    events = make_events(120)
+    facade.put_events(events)
+    facade.read_memory.shard_info["K"] = ShardInfo("K", 6, 1, ((1, 6),))
+    # When it is read
+    page = facade.query_events("K", limit=500)
+    # Then the page is exact and only the 3 shards the metadata names count as queried
+    assert [i["id"] for i in page.items] == expected_ids(events)
+    assert page.shards_queried == 3
 
 
 def test_scatter_gather_reads_about_the_page_not_n_pages(ddb_client: Any) -> None:

@@ -24,7 +24,7 @@ from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
 from dynashard.model import Event
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from dynashard.reader import Page, ShardedReader
+from dynashard.reader import Page, ReadMemory, ShardedReader
 from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.strategies import Strategy, TimeBucket, bucket_for
 from dynashard.writer import ShardedWriter, WriteOutcome
@@ -220,8 +220,8 @@ class Dynashard:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self.gsi1_recorder = Gsi1BucketRecorder(self.client, config.metadata_table)
-        #: Logical key -> an item's size, bytes, as reads learned it (sizes shard Limits).
-        self.item_bytes: dict[str, float] = {}
+        #: What reads learned of each key (item size, last shard set): makes later reads cheaper.
+        self.read_memory = ReadMemory()
         self.metadata = ShardMetadata(
             store=DynamoDBMetadataStore(config.metadata_table, self.client),
             default_shards=config.default_shards,
@@ -337,7 +337,7 @@ class Dynashard:
             If the shard metadata cannot be read.
         """
         reader = ShardedReader(
-            self.client, self.config.data_table, self.metadata, self.executor, self.item_bytes
+            self.client, self.config.data_table, self.metadata, self.executor, self.read_memory
         )
         family = self.config.bucketed_family(key)
         if family is not None:

@@ -12,6 +12,12 @@ its bare partition key is read from that key too (:func:`physical_keys_to_query`
 failed shard query fails the read with an error naming the shard, unless partial
 results were asked for, which then list the missing shards (invariant 5).
 
+A process's reads remember each key's shard set and item size (:class:`ReadMemory`):
+the next read of the key starts querying the shards it had while the metadata is read
+fresh (one round trip instead of two; the fresh metadata still decides which shards
+are read), and sizes each shard's ``Limit`` to the read units its share is billed for
+(:func:`shard_page_limit`).
+
 A targeted read of a ``calculated`` key (``attribute_value``) queries only the shards
 the value hashed to under each count in ``shard_history``
 (:func:`~dynashard.strategies.calculated_shards`), one per distinct count at most, and
@@ -59,8 +65,8 @@ _SK_CEILING: Final = ":"
 READ_UNIT_BYTES: Final = 4096
 #: Item size a reader assumes for a key before it has read any of its items, bytes.
 DEFAULT_ITEM_BYTES: Final = 1024.0
-#: Logical keys whose learned item size a reader keeps (bounds a container's memory).
-ITEM_SIZE_CACHE_LIMIT: Final = 10_000
+#: Logical keys a :class:`ReadMemory` remembers (bounds a container's memory).
+READ_MEMORY_LIMIT: Final = 10_000
 
 _deserializer = TypeDeserializer()
 
@@ -219,6 +225,44 @@ class QueryOptions(TypedDict, total=False):
     attribute_value: str | int | None
 
 
+@dataclass
+class ReadMemory:
+    """What a process's reads remember of each logical key, to make the next read cheaper.
+
+    Nothing here decides what a read returns: the shard set comes from the metadata read
+    fresh on every page (invariant 3), and the item size only sizes each shard's
+    ``Limit``.
+
+    Attributes
+    ----------
+    item_bytes : dict of str to float
+        Logical key -> the size of one of its items read last, bytes
+        (:func:`shard_page_limit`).
+    shard_info : dict of str to ShardInfo
+        Logical key -> its metadata as the last read saw it: the next read starts
+        querying those shards while it reads the metadata fresh, instead of after.
+    """
+
+    item_bytes: dict[str, float] = field(default_factory=dict)
+    shard_info: dict[str, ShardInfo] = field(default_factory=dict)
+
+    def remember(
+        self, key: str, *, info: ShardInfo | None = None, size: float | None = None
+    ) -> None:
+        """Record ``key``'s metadata and/or one item's size, bytes (each map bounded)."""
+        if info is not None:
+            _bounded_set(self.shard_info, key, info)
+        if size is not None:
+            _bounded_set(self.item_bytes, key, size)
+
+
+def _bounded_set(table: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``table[key]``, starting afresh when a new key would pass the bound."""
+    if key not in table and len(table) >= READ_MEMORY_LIMIT:
+        table.clear()
+    table[key] = value
+
+
 class ShardedReader:
     """Scatter-gather reads of a sharded logical key.
 
@@ -233,10 +277,9 @@ class ShardedReader:
         Shard metadata (read fresh here, never from the writer cache).
     executor : Executor
         Runs the shard queries in parallel.
-    item_bytes : dict of str to float, optional
-        Logical key -> the size of one of its items read last, bytes; it sizes each
-        shard's ``Limit`` (:func:`shard_page_limit`). Pass the same dict to every reader
-        of a process (the facade does) so later reads use what earlier ones learned.
+    memory : ReadMemory, optional
+        What earlier reads learned of each key; pass the same one to every reader of a
+        process (the facade does) so later reads use it. A new one when None.
     """
 
     def __init__(
@@ -245,13 +288,13 @@ class ShardedReader:
         table_name: str,
         metadata: ShardMetadata,
         executor: Executor,
-        item_bytes: dict[str, float] | None = None,
+        memory: ReadMemory | None = None,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.metadata = metadata
         self.executor = executor
-        self.item_bytes: dict[str, float] = item_bytes if item_bytes is not None else {}
+        self.memory = memory if memory is not None else ReadMemory()
 
     def query(
         self,
@@ -330,18 +373,37 @@ class ShardedReader:
         fingerprint = query_fingerprint(key, lo, hi, descending, *target)
         position = Cursor.decode(cursor, fingerprint) if cursor else None
 
-        info = info if info is not None else self.metadata.for_reader(key)
-        every = physical_keys_to_query(info, self._candidate_shards(info, value))
         skip = position.done if position is not None else frozenset()
-        keys = {s: pk for s, pk in every.items() if s not in skip}
-        item_bytes = self.item_bytes.get(key, DEFAULT_ITEM_BYTES)
-        per_shard = shard_page_limit(limit, len(keys), item_bytes)
-        streams = {
-            s: self._stream(pk, lo, hi, per_shard, descending, position) for s, pk in keys.items()
-        }
-        if value is not None:
+        item_bytes = self.memory.item_bytes.get(key, DEFAULT_ITEM_BYTES)
+        streams: dict[int, _ShardStream] = {}
+
+        def open_streams(keys: dict[int, str], filter_by: str | None = None) -> None:
+            per_shard = shard_page_limit(limit, len(keys), item_bytes)
+            for s, pk in keys.items():
+                if s not in streams:
+                    streams[s] = self._stream(pk, lo, hi, per_shard, descending, position)
+                    if value is not None:
+                        _filter_by(streams[s].request, filter_by or "", value)
+                    streams[s].submit()
+
+        # Start the shards the key had at its last read while its metadata is read
+        # fresh: the fresh view still decides the shard set (invariant 3), and a Query
+        # started after the read began sees every write acknowledged before it began.
+        guess = self.memory.shard_info.get(key) if info is None and value is None else None
+        if guess is not None:
+            open_streams(_unfinished(physical_keys_to_query(guess), skip))
+        try:
+            info = info if info is not None else self.metadata.for_reader(key)
+        except BaseException:
             for stream in streams.values():
-                _filter_by(stream.request, info.shard_attribute or "", value)
+                stream.cancel()
+            raise
+        self.memory.remember(key, info=info)
+        every = physical_keys_to_query(info, self._candidate_shards(info, value))
+        keys = _unfinished(every, skip)
+        for s in [s for s in streams if s not in keys]:  # the guess had a shard too many
+            streams.pop(s).cancel()
+        open_streams(keys, info.shard_attribute)
         failures = self._prefetch(streams)
         if failures and not allow_partial:
             raise ShardQueryError(failures)
@@ -360,8 +422,9 @@ class ShardedReader:
                 stream.cancel()
         for s in live:
             failures.update(streams[s].failure)
-        if merged.items:
-            self._learn_item_size(key, merged.items[0])
+        if merged.items:  # one item a page: a key's items vary little in size
+            sample = {name: _deserializer.deserialize(v) for name, v in merged.items[0].items()}
+            self.memory.remember(key, size=float(item_size(sample)))
         done = set(skip)
         # A stream that stopped because its query failed is missing, not done.
         done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
@@ -375,13 +438,6 @@ class ShardedReader:
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
             queries=sum(stream.queries for stream in streams.values()),
         )
-
-    def _learn_item_size(self, key: str, item: dict[str, Any]) -> None:
-        """Remember the size of one item of ``key`` (one per page: sizes vary little)."""
-        if key not in self.item_bytes and len(self.item_bytes) >= ITEM_SIZE_CACHE_LIMIT:
-            self.item_bytes.clear()
-        plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
-        self.item_bytes[key] = float(item_size(plain))
 
     @staticmethod
     def _candidate_shards(info: ShardInfo, value: str | None) -> list[int]:
@@ -529,6 +585,11 @@ def _count_through(sort_keys: list[str], frontier: str, descending: bool) -> int
         else:
             hi = mid
     return lo
+
+
+def _unfinished(keys: dict[int, str], done: frozenset[int]) -> dict[int, str]:
+    """Return the streams of ``keys`` a cursor has not marked exhausted."""
+    return {s: pk for s, pk in keys.items() if s not in done}
 
 
 def shard_page_limit(
