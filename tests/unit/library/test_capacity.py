@@ -6,15 +6,15 @@ import base64
 
 import pytest
 
-from sandbox.emulator.capacity import (
-    attribute_value_size,
+from dynashard.capacity import (
     batch_read_units,
-    item_size,
     number_size,
     query_read_units,
     read_units,
     write_units,
 )
+from dynashard.capacity import wire_attribute_value_size as attribute_value_size
+from dynashard.capacity import wire_item_size as item_size
 
 
 def test_string_is_utf8_length_and_name_counts() -> None:
