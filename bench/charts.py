@@ -17,13 +17,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 
 
 def hot_key_chart(doc: dict[str, Any], path: Path) -> Path:
     """Chart the hot-key benchmark: throughput and throttles over time, per mode and k.
 
-    Runs that carry a ``timeline`` (offered and acknowledged events per second and the
-    shard count, per time bin; throttle events per minute) get one panel per load
+    Runs that carry a ``timeline`` (offered and acknowledged events per second, the
+    shard count and key-range throttle events per second, per time bin) get one panel per load
     factor with a line per mode; without timelines, goodput and the throttled fraction
     per mode and load factor are drawn as bars.
     """
@@ -43,16 +44,21 @@ def hot_key_chart(doc: dict[str, Any], path: Path) -> Path:
                 top.plot(t["t_s"], t["acknowledged_per_s"], color=color, label=f"{r['mode']} ack")
                 bottom.step(
                     t["throttles_t_s"],
-                    t["throttle_events_per_min"],
+                    t["throttle_events_per_s"],
                     where="post",
                     color=color,
                     label=r["mode"],
                 )
+                right = top.twinx() if r["mode"] == "adaptive" else None
+                if right is not None:
+                    right.step(t["t_s"], t["shards"], where="post", color=color, linestyle=":")
+                    right.set_ylabel("adaptive N (dotted)")
+                    right.set_ylim(0, max(t["shards"]) * 1.2 + 1)
             offered = next(r["offered_per_s"] for r in runs if r["load_factor"] == k)
             top.axhline(offered, color="grey", linestyle="--", label="offered")
             top.set_title(f"k = {k} x the key's limit")
             top.set_ylabel("events/s acknowledged")
-            bottom.set_ylabel("throttle events / min")
+            bottom.set_ylabel("key-range throttle events/s")
             bottom.set_xlabel("emulated seconds since the load started")
             top.legend(fontsize=8)
             bottom.legend(fontsize=8)
@@ -92,6 +98,16 @@ def hot_key_chart(doc: dict[str, Any], path: Path) -> Path:
     return path
 
 
+#: One colour per reader, the same in every panel.
+READER_COLORS = {
+    "base": "tab:blue",
+    "gsi1": "tab:orange",
+    "auto": "tab:green",
+    "gather": "tab:red",
+    "fanout": "tab:purple",
+}
+
+
 def reads_chart(doc: dict[str, Any], path: Path) -> Path:
     """Chart the read benchmark: p50 latency of a page against the shard count.
 
@@ -111,10 +127,17 @@ def reads_chart(doc: dict[str, Any], path: Path) -> Path:
             if reader == "unsharded":
                 ax.axhline(ys[0], color="grey", linestyle="--", label="unsharded")
             else:
-                ax.plot(xs, ys, marker="o", label=reader)
+                ax.plot(xs, ys, marker="o", label=reader, color=READER_COLORS.get(reader))
+        shard_counts = sorted({r["shards"] for r in doc["runs"]})
         ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _pos: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.set_xticks(shard_counts)
+        ax.set_xticklabels([str(n) for n in shard_counts])
         ax.set_xlabel("shard count N")
-        ax.set_ylabel("p50 latency of a page, ms")
+        ax.set_ylabel("p50 latency of a page, ms (log)")
         ax.set_title(f"window: {window}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)

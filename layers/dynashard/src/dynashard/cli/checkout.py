@@ -151,7 +151,7 @@ def bench(
         from bench.charts import render_all
 
         for path in render_all(root / "bench" / "results"):
-            typer.echo(f"wrote {path}")
+            typer.echo(f"wrote {path.relative_to(root)}")
         return
     if name not in BENCHMARKS:
         fail(

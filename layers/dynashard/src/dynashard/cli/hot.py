@@ -18,7 +18,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from dynashard import names
-from dynashard.adapters.insights import ContributorInsightsHotKeySource, rank_hot_keys
+from dynashard.adapters.insights import (
+    ContributorInsightsHotKeySource,
+    insight_rule_totals,
+    rank_hot_keys,
+)
 from dynashard.cli.context import env_float
 from dynashard.errors import DynashardError, InvalidInputError
 from dynashard.keys import split_gsi1_partition_key, split_physical_key
@@ -162,9 +166,15 @@ def hot_report(
         adapter = ContributorInsightsHotKeySource(
             client=opts.cloudwatch(), dynamodb_client=opts.dynamodb(), max_contributors=top
         )
-        if not adapter.rule_names(opts.data_table, index):
+        rules = adapter.rule_names(opts.data_table, index)
+        if not rules:
             return None
-        hot = adapter.hot_keys(opts.data_table, index, start, end)
+        reports = {
+            kind: insight_rule_totals(adapter.client, rules[kind], start, end, top)
+            for kind in ("PKT", "PKC")
+            if kind in rules
+        }
+        hot = rank_hot_keys(reports.get("PKT", {}), reports.get("PKC", {}), minutes * 60.0)
         source_name = "Contributor Insights"
     kind: Literal["write", "read"] = "read" if read else "write"
     limit = (
