@@ -22,6 +22,8 @@ import shlex
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 
+from dynashard import names
+from dynashard.capacity import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
 from sandbox.env_vars import function_environment, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal
@@ -177,8 +179,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             with (
                 _endpoint(ddb.endpoint_url, args.emulator, args.emulator_port, args.scale) as emu,
             ):
+                # Behind the emulator the per-partition limits are scaled: the functions
+                # and the dynashard command plan with the same figures.
+                limits = (
+                    {
+                        names.ENV_PARTITION_WCU: f"{PARTITION_WCU_LIMIT * args.scale:g}",
+                        names.ENV_PARTITION_RCU: f"{PARTITION_RCU_LIMIT * args.scale:g}",
+                    }
+                    if emu
+                    else {}
+                )
                 env = function_environment(
-                    emu or ddb.endpoint_url, data_table=data_table, metadata_table=metadata_table
+                    emu or ddb.endpoint_url,
+                    data_table=data_table,
+                    metadata_table=metadata_table,
+                    extra=limits,
                 )
                 with patched_environ(env):
                     base_url = f"http://{args.host}:{args.port}"

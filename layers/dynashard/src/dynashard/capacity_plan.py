@@ -348,14 +348,15 @@ def plan_capacity(
         Limit("item size", "400 KB", f"{_DG}, 'Quotas in Amazon DynamoDB'"),
         Limit(
             "shard count",
-            f"1..{MAX_SHARD_COUNT} (dynashard's cap)",
-            "dynashard.keys.MAX_SHARD_COUNT",
+            f"1..{MAX_SHARD_COUNT}",
+            "dynashard's cap, dynashard.keys.MAX_SHARD_COUNT",
         ),
         Limit(
             "on-demand prices",
             f"${wru_price_per_million:g} per million WRU, ${rru_price_per_million:g} per "
             "million RRU",
-            "given (defaults: us-east-1 Standard, aws.amazon.com/dynamodb/pricing/on-demand/)",
+            "given; the defaults are us-east-1's, Standard table class, "
+            "aws.amazon.com/dynamodb/pricing/on-demand/",
         ),
     ]
     if (partition_wcu, partition_rcu) != (PARTITION_WCU_LIMIT, PARTITION_RCU_LIMIT):
@@ -363,7 +364,7 @@ def plan_capacity(
             Limit(
                 "ceilings used",
                 f"{partition_wcu:g} WCU/s, {partition_rcu:g} RCU/s",
-                "given (a scaled-down sandbox)",
+                "given: a scaled-down sandbox",
             )
         )
     return CapacityPlan(
