@@ -191,7 +191,7 @@ def status(
         info = ds.shard_info(key)
         layout = None
         if info.strategy is Strategy.ORDERED:
-            layout, _version = ds.metadata.store.get_layout(key)  # type: ignore[attr-defined]
+            layout = ds.ordered_index(key).layout(fresh=True)
         paths = read_paths(info, layout, ds.config)
     finally:
         ds.close()
@@ -428,8 +428,12 @@ def plan(
         else env_float(names.ENV_TARGET_UTILIZATION, 0.8),
         consistent=not eventually_consistent,
         page_limit=page_limit,
-        partition_wcu=partition_wcu or env_float(names.ENV_PARTITION_WCU, 1000.0),
-        partition_rcu=partition_rcu or env_float(names.ENV_PARTITION_RCU, 3000.0),
+        partition_wcu=partition_wcu
+        if partition_wcu is not None
+        else env_float(names.ENV_PARTITION_WCU, 1000.0),
+        partition_rcu=partition_rcu
+        if partition_rcu is not None
+        else env_float(names.ENV_PARTITION_RCU, 3000.0),
         wru_price_per_million=wru_price,
         rru_price_per_million=rru_price,
     )
