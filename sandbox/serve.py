@@ -3,18 +3,27 @@
 Usage::
 
     python -m sandbox.serve [--port 8080] [--host 127.0.0.1] [--db-path DIR]
+                            [--emulator [--emulator-port 8001] [--scale 1.0]]
 
-Prints curl examples once everything answers (the gateway is listening by then);
-Ctrl-C (or SIGTERM) stops the gateway and DynamoDB Local cleanly.
+(``dynashard sandbox up`` runs it.) With ``--emulator`` the partition emulator sits in
+front of DynamoDB Local and the functions talk to it, so hot partitions throttle as on
+AWS. Prints the endpoints, the environment to export (for ``dynashard`` and a user's
+own application) and curl examples once everything answers (the gateway is listening
+by then); Ctrl-C (or SIGTERM) stops the gateway, the emulator and DynamoDB Local
+cleanly.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
+from dynashard import names
+from dynashard.capacity import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
 from sandbox.env_vars import function_environment, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal
@@ -81,7 +90,45 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--db-path", default=None, help="keep the data in this directory (default: in memory)"
     )
+    parser.add_argument(
+        "--emulator", action="store_true", help="put the partition emulator in front"
+    )
+    parser.add_argument(
+        "--emulator-port", type=int, default=8001, help="emulator port (0: a free one)"
+    )
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="emulator: factor on the per-partition limits"
+    )
     return parser.parse_args(argv)
+
+
+def export_lines(env: Mapping[str, str]) -> str:
+    """Return ``export NAME=value`` lines for the variables a client of the sandbox needs.
+
+    Parameters
+    ----------
+    env : mapping of str to str
+        The functions' environment (:func:`sandbox.env_vars.function_environment`).
+
+    Returns
+    -------
+    str
+        One line per table, endpoint, region and credential variable, shell-quoted.
+    """
+    wanted = [k for k in env if k.startswith("DYNASHARD_") or k.startswith("AWS_")]
+    return "\n".join(f"export {k}={shlex.quote(env[k])}" for k in wanted)
+
+
+@contextlib.contextmanager
+def _endpoint(ddb_url: str, emulator: bool, port: int, scale: float) -> Iterator[str | None]:
+    """Yield the emulator's endpoint in front of ``ddb_url`` (None without ``emulator``)."""
+    if not emulator:
+        yield None
+        return
+    from sandbox.emulator import EmulatorConfig, EmulatorServer
+
+    with EmulatorServer(ddb_url, EmulatorConfig(scale=scale), port=port) as server:
+        yield server.endpoint_url
 
 
 async def serve_gateway(host: str, port: int, banner: str) -> None:
@@ -129,21 +176,45 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=args.ddb_port, in_memory=args.db_path is None, db_path=args.db_path
         ) as ddb:
             data_table, metadata_table = data_and_metadata(create_tables(ddb.client()))
-            env = function_environment(
-                ddb.endpoint_url, data_table=data_table, metadata_table=metadata_table
-            )
-            with patched_environ(env):
-                base_url = f"http://{args.host}:{args.port}"
-                banner = "\n".join(
-                    [
+            with (
+                _endpoint(ddb.endpoint_url, args.emulator, args.emulator_port, args.scale) as emu,
+            ):
+                # Behind the emulator the per-partition limits are scaled: the functions
+                # and the dynashard command plan with the same figures.
+                limits = (
+                    {
+                        names.ENV_PARTITION_WCU: f"{PARTITION_WCU_LIMIT * args.scale:g}",
+                        names.ENV_PARTITION_RCU: f"{PARTITION_RCU_LIMIT * args.scale:g}",
+                    }
+                    if emu
+                    else {}
+                )
+                env = function_environment(
+                    emu or ddb.endpoint_url,
+                    data_table=data_table,
+                    metadata_table=metadata_table,
+                    extra=limits,
+                )
+                with patched_environ(env):
+                    base_url = f"http://{args.host}:{args.port}"
+                    lines = [
                         f"DynamoDB Local: {ddb.endpoint_url}  tables: {data_table}, "
                         f"{metadata_table}",
+                    ]
+                    if emu:
+                        lines.append(
+                            f"Emulator:       {emu}  (scale {args.scale:g}; admin: "
+                            f"{emu}/_emulator/metrics, {emu}/_emulator/contributors)"
+                        )
+                    lines += [
                         f"Gateway:        {base_url}  (Ctrl-C to stop)",
+                        "",
+                        "# the environment for dynashard and your own application:",
+                        export_lines(env),
                         "",
                         curl_examples(base_url),
                     ]
-                )
-                asyncio.run(serve_gateway(args.host, args.port, banner))
+                    asyncio.run(serve_gateway(args.host, args.port, "\n".join(lines)))
     except SandboxError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2

@@ -106,24 +106,34 @@ def read_and_check(
         :func:`read_back`, :func:`check_counters` and :func:`shard_counts` results.
     """
     keys = act_keys(departures)
-    with status_progress(console, "read-back") as progress:
-        task = progress.add_task("read-back", total=len(plan_reads(departures)) + 2, status="")
+    # The bar counts items, advanced once per page (the year reads take minutes each);
+    # quiet when the console is not a terminal (logs, tests).
+    reads_planned = len(plan_reads(departures))
+    with status_progress(console, "read-back", quiet_unless_terminal=True) as progress:
+        task = progress.add_task("read-back", total=None, status="planning")
         lock = threading.Lock()
-        totals = {"items": 0, "mismatches": 0}
+        totals = {"reads": 0, "mismatches": 0}
 
         def done(result: ReadResult) -> None:
             with lock:
-                totals["items"] += result.items
+                totals["reads"] += 1
                 totals["mismatches"] += result.mismatches + result.duplicates
-                status = f"{totals['items']:,} items, {totals['mismatches']:,} wrong"
-            progress.update(task, advance=1, status=status)
+                status = f"{totals['reads']}/{reads_planned} reads, {totals['mismatches']:,} wrong"
+            progress.update(task, status=status)
 
-        reads = read_back(handlers, departures, max(2, workers // 2), on_done=done)
+        reads = read_back(
+            handlers,
+            departures,
+            max(2, workers // 2),
+            on_done=done,
+            on_start=lambda total: progress.update(task, total=total, status="reading"),
+            on_page=lambda n: progress.update(task, advance=n),
+        )
         progress.update(task, status="counters")
         counters = check_counters(handlers, departures)
-        progress.update(task, advance=1, status="shard counts")
+        progress.update(task, status="shard counts")
         shards = shard_counts(handlers, keys)
-        progress.update(task, advance=1, status="done")
+        progress.update(task, status="done")
     return reads, counters, shards
 
 

@@ -46,7 +46,7 @@ def write_units_per_event(departures: Sequence[Departure], per_key: int = 1_000)
     float
         WCU of the largest item measured (the library's own item, shard 0).
     """
-    from dynashard.load import write_units
+    from dynashard.capacity import write_units
     from dynashard.model import Event
     from dynashard.strategies import TimeBucket
     from dynashard.writer import build_item

@@ -275,7 +275,7 @@ def replay_live(
         replay(handlers, departures, workers, advance, stats=stats)
 
 
-def status_progress(console: Any, label: str) -> Any:
+def status_progress(console: Any, label: str, *, quiet_unless_terminal: bool = False) -> Any:
     """Return a progress line that fits 80 columns: label, bar, count, elapsed, status.
 
     Parameters
@@ -284,6 +284,9 @@ def status_progress(console: Any, label: str) -> Any:
         Where it goes.
     label : str
         The line's label (a few characters).
+    quiet_unless_terminal : bool
+        Print nothing at all when the console is not a terminal (rich otherwise prints
+        the line's last state once, at the end).
 
     Returns
     -------
@@ -299,6 +302,7 @@ def status_progress(console: Any, label: str) -> Any:
         TimeElapsedColumn(),
         TextColumn("{task.fields[status]}"),
         console=console,
+        disable=quiet_unless_terminal and not console.is_terminal,
     )
 
 

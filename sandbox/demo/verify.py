@@ -75,7 +75,11 @@ class ReadResult:
         )
 
 
-def read_all(handlers: Handlers, spec: ReadSpec) -> tuple[list[dict[str, Any]], int, str | None]:
+def read_all(
+    handlers: Handlers,
+    spec: ReadSpec,
+    on_page: Callable[[int], None] | None = None,
+) -> tuple[list[dict[str, Any]], int, str | None]:
     """Read a window page by page through the query handler, following cursors.
 
     Parameters
@@ -84,6 +88,9 @@ def read_all(handlers: Handlers, spec: ReadSpec) -> tuple[list[dict[str, Any]], 
         The handlers.
     spec : ReadSpec
         What to read.
+    on_page : callable, optional
+        Called with the number of items of each page read (the progress bar's step:
+        once per page, not per item).
 
     Returns
     -------
@@ -115,7 +122,10 @@ def read_all(handlers: Handlers, spec: ReadSpec) -> tuple[list[dict[str, Any]], 
         pages += 1
         if status != 200 or not isinstance(body, dict):
             return items, pages, f"GET /events page {pages} answered {status}: {str(body)[:300]}"
-        items.extend(body.get("items") or [])
+        page = body.get("items") or []
+        items.extend(page)
+        if on_page is not None:
+            on_page(len(page))
         cursor = body.get("cursor")
         if not cursor:
             return items, pages, None
@@ -235,6 +245,8 @@ def read_back(
     departures: Sequence[Departure],
     workers: int,
     on_done: Callable[[ReadResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_page: Callable[[int], None] | None = None,
 ) -> list[ReadResult]:
     """Run every planned read in parallel and compare each with the source.
 
@@ -248,6 +260,11 @@ def read_back(
         Concurrent reads.
     on_done : callable, optional
         Called with each read's result as it finishes (the progress line).
+    on_start : callable, optional
+        Called once, before the first read, with the number of items the reads must
+        return in all (the progress bar's total).
+    on_page : callable, optional
+        Called with the item count of every page read, from the reading threads.
 
     Returns
     -------
@@ -260,17 +277,23 @@ def read_back(
     for deps in by_key.values():
         deps.sort(key=lambda d: d.order_key)
     specs = plan_reads(departures)
+    # The expected events of every read, worked out before the reads (not after each):
+    # the same work, and their count is the progress bar's total.
+    expected = [expected_for(spec, by_key) for spec in specs]
+    if on_start is not None:
+        on_start(sum(len(e) for e in expected))
 
-    def run(spec: ReadSpec) -> ReadResult:
-        got, pages, error = read_all(handlers, spec)
-        result = compare(spec, got, expected_for(spec, by_key))
+    def run(job: tuple[ReadSpec, list[dict[str, Any]]]) -> ReadResult:
+        spec, wanted = job
+        got, pages, error = read_all(handlers, spec, on_page)
+        result = compare(spec, got, wanted)
         result.pages, result.error = pages, error
         if on_done is not None:
             on_done(result)
         return result
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="read") as pool:
-        return list(pool.map(run, specs))
+        return list(pool.map(run, zip(specs, expected, strict=True)))
 
 
 def check_counters(

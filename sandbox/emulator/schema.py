@@ -236,3 +236,21 @@ def table_meta_from_description(table: Mapping[str, Any]) -> TableMeta:
         max_read_units=_positive(on_demand_max.get("MaxReadRequestUnits")),
         max_write_units=_positive(on_demand_max.get("MaxWriteRequestUnits")),
     )
+
+
+def key_value_text(value: Mapping[str, Any]) -> str:
+    """Return the text of a key attribute value (``S``, ``N`` or ``B``).
+
+    Parameters
+    ----------
+    value : mapping
+        A key attribute value in DynamoDB JSON.
+
+    Returns
+    -------
+    str
+        The scalar as text: what the emulator uses to name a partition.
+    """
+    for raw in value.values():
+        return raw if isinstance(raw, str) else str(raw)
+    return ""

@@ -28,8 +28,9 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from dynashard.capacity import query_read_units, read_units
+from dynashard.capacity import wire_item_size as item_size
 from sandbox.emulator import metrics as m
-from sandbox.emulator.capacity import item_size, key_value_text, query_read_units, read_units
 from sandbox.emulator.config import EmulatorConfig, LognormalLatency, OnDemand, Provisioned
 from sandbox.emulator.errors import (
     PROVISIONED_THROUGHPUT_EXCEEDED,
@@ -61,6 +62,7 @@ from sandbox.emulator.schema import (
     LOCAL_REGION,
     TableMeta,
     index_arn,
+    key_value_text,
     region_from_authorization,
     table_arn,
     table_meta_from_description,

@@ -296,3 +296,23 @@ def test_shard_info_json_names_strategy_attribute_and_adoption() -> None:
     assert body["shard_attribute"] == "carrier"
     assert body["adopted"] is True
     assert body["shard_history"] == [{"since": 10, "count": 1}, {"since": 20, "count": 4}]
+
+
+def test_set_count_honours_the_cooldown_only_when_asked() -> None:
+    # Given a key whose N changed 10 s ago, with a 60 s cooldown
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, cooldown_s=60, clock=clock)
+    meta.set_count("K", 2)  # creation: not a change of N
+    clock.now += 1
+    assert meta.set_count("K", 4, honour_cooldown=True).reason == "set"
+    clock.now += 10
+    # When the operator sets it again honouring the cooldown, it is refused
+    refused = meta.set_count("K", 8, honour_cooldown=True)
+    assert (refused.changed, refused.current, refused.reason) == (False, 4, "cooldown")
+    assert store.items["K"].number_of_shards == 4
+    # Without it (the operator's --force), the same conditional update goes through
+    forced = meta.set_count("K", 8)
+    assert (forced.changed, forced.current, forced.reason) == (True, 8, "set")
+    # And after the cooldown a cooldown-honouring set goes through too
+    clock.now += 61
+    assert meta.set_count("K", 3, honour_cooldown=True).current == 3

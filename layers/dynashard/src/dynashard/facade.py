@@ -481,7 +481,9 @@ class Dynashard:
         """
         return self.metadata.sharded_keys()
 
-    def set_shard_count(self, key: str, count: int) -> GrowthResult:
+    def set_shard_count(
+        self, key: str, count: int, *, honour_cooldown: bool = False
+    ) -> GrowthResult:
         """Set a key's shard count (operator path; may shrink).
 
         Parameters
@@ -490,13 +492,24 @@ class Dynashard:
             Logical key.
         count : int
             New N.
+        honour_cooldown : bool
+            Refuse within the cooldown of the key's last change, as the scaler does
+            (``reason`` ``cooldown``); the ``dynashard resize`` command sets it unless
+            told ``--force``.
 
         Returns
         -------
         GrowthResult
-            What changed.
+            What changed (:meth:`ShardMetadata.set_count`).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``count`` is out of range.
+        MetadataError
+            If the metadata table fails, or every conditional write lost its race.
         """
-        return self.metadata.set_count(key, count)
+        return self.metadata.set_count(key, count, honour_cooldown=honour_cooldown)
 
     def set_strategy(
         self,

@@ -11,13 +11,13 @@ and formats" (how an item's size is counted).
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
 
 from dynashard import names
+from dynashard.capacity import item_size
 from dynashard.errors import InvalidInputError, KeyLimitExceededError
 from dynashard.strategies import TimeBucket, time_bucket
 
@@ -277,74 +277,6 @@ def sort_key(ts: datetime, event_id: str) -> str:
             f"bytes ({TS_WIDTH + 1} bytes go to the timestamp and separator)",
         )
     return sk
-
-
-def attribute_value_size(value: Any) -> int:
-    """Estimate the stored size of one attribute value, bytes.
-
-    Rules of the DynamoDB Developer Guide, "Item sizes and formats": strings are
-    their UTF-8 length; numbers about 1 byte per two significant digits plus 1;
-    binary its length; null and boolean 1 byte; lists and maps 3 bytes plus 1 byte
-    per element plus their contents (map keys count as names); sets the sum of their
-    members.
-
-    Parameters
-    ----------
-    value : Any
-        A Python value as boto3's ``TypeSerializer`` accepts it.
-
-    Returns
-    -------
-    int
-        Bytes.
-
-    Examples
-    --------
-    A string is its UTF-8 length, 5 significant digits take 4 bytes, and a map of one
-    number 3 + 1 + 9 (its name) + 2 bytes:
-
-    >>> attribute_value_size("JFK"), attribute_value_size(Decimal("1234.5"))
-    (3, 4)
-    >>> attribute_value_size({"dep_delay": 2})
-    15
-    """
-    if value is None or isinstance(value, bool):
-        return 1
-    if isinstance(value, str):
-        return utf8_len(value)
-    if isinstance(value, int | Decimal | float):
-        digits = len(str(abs(Decimal(str(value)))).replace(".", "").lstrip("0")) or 1
-        return math.ceil(digits / 2) + 1
-    if isinstance(value, bytes | bytearray):
-        return len(value)
-    if isinstance(value, dict):
-        return 3 + sum(1 + utf8_len(str(k)) + attribute_value_size(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return 3 + sum(1 + attribute_value_size(v) for v in value)
-    if isinstance(value, set | frozenset):
-        return sum(attribute_value_size(v) for v in value)
-    return utf8_len(str(value))
-
-
-def item_size(item: dict[str, Any]) -> int:
-    """Estimate an item's size as DynamoDB counts it: names plus values, bytes.
-
-    Parameters
-    ----------
-    item : dict
-        Attribute name -> Python value.
-
-    Returns
-    -------
-    int
-        Bytes.
-
-    Examples
-    --------
-    >>> item_size({"PK": "DEPARTURES#JFK#3", "data": {"dep_delay": 2}})
-    37
-    """
-    return sum(utf8_len(name) + attribute_value_size(v) for name, v in item.items())
 
 
 def validate_item_size(item: dict[str, Any], field: str = "data") -> int:

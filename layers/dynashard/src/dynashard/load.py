@@ -33,6 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dynashard import capacity
+
 #: The ``message`` of the log line that carries what one invocation was offered on one
 #: logical key, written before the write, so that it is stamped when the load arrived.
 WRITE_LOAD_MESSAGE: Final = "write load"
@@ -220,17 +222,17 @@ def write_units(size_bytes: int) -> int:
     Parameters
     ----------
     size_bytes : int
-        Item size, bytes (:func:`dynashard.keys.item_size`).
+        Item size, bytes (:func:`dynashard.capacity.item_size`).
 
     Returns
     -------
     int
-        ``ceil(size / 1024)``, at least 1 (one WCU per started KB; DynamoDB Developer
-        Guide, "Read/write capacity mode").
+        :func:`dynashard.capacity.write_units`: ``ceil(size / 1024)``, at least 1 (one
+        WCU per started KB; DynamoDB Developer Guide, "Read/write capacity mode").
 
     Examples
     --------
     >>> write_units(400), write_units(1024), write_units(1025)
     (1, 1, 2)
     """
-    return max(1, -(-size_bytes // 1024))
+    return capacity.write_units(size_bytes)

@@ -1003,11 +1003,20 @@ class ShardMetadata:
             self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"adopting {key!r} lost {max_attempts} races in a row")
 
-    def set_count(self, key: str, count: int, max_attempts: int = 5) -> GrowthResult:
+    def set_count(
+        self,
+        key: str,
+        count: int,
+        max_attempts: int = 5,
+        *,
+        honour_cooldown: bool = False,
+    ) -> GrowthResult:
         """Set a key's N (operator path; may shrink), with the same conditional update.
 
         Data written under a larger N stays where it is; readers keep querying every
-        shard in ``shard_history``. The cooldown does not apply to an operator's set.
+        shard in ``shard_history``. By default the cooldown does not apply to an
+        operator's set; with ``honour_cooldown`` it does, as for the scaler's growth
+        (it runs from the key's last change of N, not from its creation).
 
         Parameters
         ----------
@@ -1017,11 +1026,15 @@ class ShardMetadata:
             New N, ``1 <= count <= max_shards``.
         max_attempts : int
             Conditional-update attempts before giving up.
+        honour_cooldown : bool
+            Refuse (reason ``cooldown``) within ``cooldown_s`` of the key's last change.
 
         Returns
         -------
         GrowthResult
-            ``reason`` is ``set`` when changed, ``already_sufficient`` when N already was ``count``.
+            ``reason`` is ``set`` when changed, ``already_sufficient`` when N already was
+            ``count``, ``cooldown`` when refused by the cooldown, ``ordered`` for an
+            ordered key (its N is its range layout's).
 
         Raises
         ------
@@ -1032,7 +1045,13 @@ class ShardMetadata:
         """
         if not 1 <= count <= self.max_shards:
             raise InvalidInputError("count", f"must be within 1..{self.max_shards}, got {count}")
-        return self._change(key, count, grow_only=False, max_attempts=max_attempts)
+        return self._change(
+            key,
+            count,
+            grow_only=False,
+            max_attempts=max_attempts,
+            honour_cooldown=honour_cooldown,
+        )
 
     def shrink(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
         """Lower a key's N to ``target`` (never raises it), honouring the cooldown.
@@ -1181,6 +1200,7 @@ class ShardMetadata:
         grow_only: bool,
         max_attempts: int,
         shrink_only: bool = False,
+        honour_cooldown: bool = False,
     ) -> GrowthResult:
         first: int | None = None
         done = "grown" if grow_only else "shrunk" if shrink_only else "set"
@@ -1217,7 +1237,9 @@ class ShardMetadata:
             # one second get distinct epochs), so a zero cooldown must not compare it.
             changed_before = len(info.history) > 1
             in_cooldown = self.cooldown_s > 0 and now - info.last_updated < self.cooldown_s
-            if (grow_only and changed_before and in_cooldown) or (shrink_only and in_cooldown):
+            if ((grow_only or honour_cooldown) and changed_before and in_cooldown) or (
+                shrink_only and in_cooldown
+            ):
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
             updated = self.store.update(

@@ -17,9 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Literal, Protocol
 
 from dynashard import names
+
+# The per-partition ceilings are defined in dynashard.capacity; re-exported here, where
+# the scaler's callers have always found them.
+from dynashard.capacity import PARTITION_RCU_LIMIT as PARTITION_RCU_LIMIT
+from dynashard.capacity import PARTITION_WCU_LIMIT as PARTITION_WCU_LIMIT
+from dynashard.capacity import shards_needed
 from dynashard.errors import InvalidInputError
 from dynashard.keys import (
     MAX_SHARD_COUNT,
@@ -28,11 +34,6 @@ from dynashard.keys import (
     split_physical_key,
 )
 from dynashard.retry import CLIENT_MAX_ATTEMPTS
-
-#: Per-partition write ceiling, WCU/s (DynamoDB Developer Guide, partition key design).
-PARTITION_WCU_LIMIT: Final = 1000.0
-#: Per-partition read ceiling, RCU/s (same source).
-PARTITION_RCU_LIMIT: Final = 3000.0
 
 
 def plan_shard_count(
@@ -92,7 +93,7 @@ def plan_shard_count(
         raise InvalidInputError(
             "target_utilization", f"must be in (0, 1], got {target_utilization}"
         )
-    needed = math.ceil(observed_units_per_s / (partition_limit * target_utilization))
+    needed = shards_needed(observed_units_per_s, partition_limit, target_utilization)
     return max(1, min(max_shards, max(current, needed)))
 
 

@@ -26,6 +26,7 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
+from dynashard.capacity import write_units
 from dynashard.errors import DynashardError
 from dynashard.gsi_buckets import records_to_prune
 from dynashard.keys import (
@@ -34,7 +35,6 @@ from dynashard.keys import (
     physical_key,
     validate_item_size,
 )
-from dynashard.load import write_units
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
@@ -71,7 +71,7 @@ class WriteOutcome:
         The physical key it went to, when a shard was chosen.
     write_units : int
         Write capacity units of the item on the base table (one per started KB;
-        :func:`dynashard.load.write_units`), 0 when no item was built.
+        :func:`dynashard.capacity.write_units`), 0 when no item was built.
     """
 
     event_id: str
@@ -133,7 +133,7 @@ def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
     Returns
     -------
     int
-        WCU of the item built on shard 0 (:func:`dynashard.load.write_units`); another
+        WCU of the item built on shard 0 (:func:`dynashard.capacity.write_units`); another
         shard's digits add at most a few bytes, which can move the figure only for an
         item within those bytes of a KB boundary.
 

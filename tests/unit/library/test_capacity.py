@@ -6,15 +6,15 @@ import base64
 
 import pytest
 
-from sandbox.emulator.capacity import (
-    attribute_value_size,
+from dynashard.capacity import (
     batch_read_units,
-    item_size,
     number_size,
     query_read_units,
     read_units,
     write_units,
 )
+from dynashard.capacity import wire_attribute_value_size as attribute_value_size
+from dynashard.capacity import wire_item_size as item_size
 
 
 def test_string_is_utf8_length_and_name_counts() -> None:
@@ -81,3 +81,49 @@ def test_query_rounds_the_sum_once_but_batch_get_rounds_each_item() -> None:
 def test_twenty_kilobyte_item_costs_five_rcu_per_sc_read() -> None:
     # bp-partition-key-design: "a 20 KB item costs 5 RCU per strongly consistent read"
     assert read_units(20 * 1024, consistent=True) == 5
+
+
+def test_the_emulator_charges_by_the_library_rules() -> None:
+    # One implementation: the emulator's modules use dynashard.capacity's functions.
+    import dynashard.capacity as capacity
+    from sandbox.emulator import operations, server
+
+    assert operations.write_units is capacity.write_units
+    assert operations.item_size is capacity.wire_item_size
+    assert server.query_read_units is capacity.query_read_units
+    assert server.read_units is capacity.read_units
+
+
+def test_python_and_wire_spellings_of_an_item_have_the_same_size() -> None:
+    from decimal import Decimal
+
+    from boto3.dynamodb.types import TypeSerializer
+
+    from dynashard.capacity import item_size as python_item_size
+
+    item = {
+        "PK": "DEPARTURES#JFK#3",
+        "n": Decimal("1200.50"),
+        "big": 10**20,
+        "flag": True,
+        "none": None,
+        "data": {"carrier": "UA", "delays": [1, 2, 30]},
+        "tags": {"a", "bc"},
+    }
+    wire = {k: TypeSerializer().serialize(v) for k, v in item.items()}
+    assert python_item_size(item) == item_size(wire)
+
+
+def test_lambda_code_paths_do_not_import_the_cli_dependencies() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import functions.ingest.app, functions.query.app, functions.scaler.app; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('typer', 'rich', 'click', 'matplotlib') or m.startswith('dynashard.cli')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,673 @@
+"""The ``dynashard`` command line (typer): status, hot, plan, resize, boundaries, and more.
+
+typer gives the options, ``--help`` and shell completion from the signatures; rich draws
+the tables and progress bars. Every read command takes ``--json``; exit codes are those
+of :class:`~dynashard.cli.context.ExitCode`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dynashard import names
+from dynashard.cli import checkout
+from dynashard.cli.context import (
+    ExitCode,
+    Options,
+    console,
+    emit_json,
+    env_float,
+    fail,
+    guarded,
+    options,
+)
+
+if TYPE_CHECKING:
+    from dynashard.capacity_plan import CapacityPlan
+    from dynashard.facade import DynashardConfig
+    from dynashard.metadata import ShardInfo
+    from dynashard.ordered import OrderedLayout
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 done; 1 error (AWS, the sandbox or a file failed); 2 usage (a bad "
+    "option or value); 3 refused (resize inside the cooldown without --force, or of an "
+    "ordered key); 4 not found (status of a key without metadata, hot without "
+    "Contributor Insights). demo and bench exit with their job's code."
+)
+
+app = typer.Typer(
+    name="dynashard",
+    help=(
+        "Operate dynashard: shard counts, hot keys, capacity plans and the local sandbox, "
+        "against AWS (--profile/--region) or the sandbox (--endpoint-url).\n\n" + EXIT_CODES_HELP
+    ),
+    epilog="Example: dynashard --endpoint-url http://127.0.0.1:8001 status 'DEPARTURES#JFK'",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    profile: Annotated[
+        str | None, typer.Option(envvar="AWS_PROFILE", help="AWS profile, as the AWS CLI.")
+    ] = None,
+    region: Annotated[
+        str | None,
+        typer.Option(envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region."),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar=names.ENV_DYNAMODB_ENDPOINT,
+            help="DynamoDB endpoint: the sandbox's DynamoDB Local or partition emulator.",
+        ),
+    ] = None,
+    data_table: Annotated[
+        str, typer.Option(envvar=names.ENV_DATA_TABLE, help="Data table name.")
+    ] = names.DEFAULT_DATA_TABLE,
+    metadata_table: Annotated[
+        str, typer.Option(envvar=names.ENV_METADATA_TABLE, help="Shard metadata table name.")
+    ] = names.DEFAULT_METADATA_TABLE,
+) -> None:
+    """Store the global options for the command."""
+    ctx.obj = Options(profile, region, endpoint_url, data_table, metadata_table)
+
+
+# --- status ------------------------------------------------------------------------------
+def _iso(epoch_s: int) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_paths(
+    info: ShardInfo, layout: OrderedLayout | None, config: DynashardConfig
+) -> list[dict[str, Any]]:
+    """Return the read paths a key offers, each with whether it is available and why.
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's metadata.
+    layout : OrderedLayout or None
+        Its range layout, for an ordered key.
+    config : DynashardConfig
+        Bucketed key families.
+
+    Returns
+    -------
+    list of dict
+        ``{"path", "available", "detail"}`` for ``base``, ``gsi1``, ``targeted``,
+        ``ordered`` and ``bucketed``.
+    """
+    from dynashard.strategies import Strategy
+
+    ordered = info.strategy is Strategy.ORDERED
+    calculated = info.strategy is Strategy.CALCULATED
+    family = config.bucketed_family(info.key)
+    counts = sorted(info.counts)
+    return [
+        {
+            "path": "base",
+            "available": not ordered,
+            "detail": (
+                f"scatter-gather over shards 0..{info.max_count - 1} "
+                f"(counts in history: {', '.join(map(str, counts))})"
+                + ("; plus the bare key (adopted)" if info.adopted else "")
+                if not ordered
+                else "an ordered key is read by value range"
+            ),
+        },
+        {
+            "path": "gsi1",
+            "available": not ordered,
+            "detail": (
+                f"time-bucket view, {len(info.gsi1_shards)} bucket(s) recorded"
+                if not ordered
+                else "ordered index entries are not in GSI1"
+            ),
+        },
+        {
+            "path": "targeted",
+            "available": calculated,
+            "detail": (
+                f"one shard per count by data.{info.shard_attribute}"
+                if calculated
+                else "needs strategy calculated"
+            ),
+        },
+        {
+            "path": "ordered",
+            "available": ordered,
+            "detail": (
+                f"{layout.shard_count} range shards, boundaries {list(layout.boundaries)}"
+                if ordered and layout is not None
+                else "needs strategy ordered"
+            ),
+        },
+        {
+            "path": "bucketed",
+            "available": family is not None,
+            "detail": (
+                f"family {family.name} by {family.unit.value}"
+                if family is not None
+                else f"not in {names.ENV_BUCKETED_KEYS}"
+            ),
+        },
+    ]
+
+
+@app.command(
+    help=(
+        "Show a logical key's shard count, strategy, shard history, last change and the "
+        "read paths it offers; --chart draws the history as a PNG."
+    ),
+    epilog="Example: dynashard status 'DEPARTURES#JFK' --chart jfk.png",
+)
+@guarded
+def status(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Logical key, e.g. DEPARTURES#JFK.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    chart: Annotated[
+        Path | None, typer.Option(help="Write the shard history as a PNG here.")
+    ] = None,
+) -> None:
+    """Show one logical key's shard metadata."""
+    from dynashard.strategies import Strategy
+
+    opts = options(ctx)
+    ds = opts.facade()
+    try:
+        info = ds.shard_info(key)
+        layout = None
+        if info.strategy is Strategy.ORDERED:
+            layout = ds.ordered_index(key).layout(fresh=True)
+        paths = read_paths(info, layout, ds.config)
+    finally:
+        ds.close()
+    now = time.time()
+    doc: dict[str, Any] = {
+        **info.to_json(),
+        "stored": info.stored,
+        "strategy": info.strategy.value,
+        "shard_attribute": info.shard_attribute,
+        "last_change": _iso(info.history[-1][0]) if info.stored and info.history else None,
+        "last_change_age_s": (
+            round(now - info.history[-1][0]) if info.stored and info.history else None
+        ),
+        "readers_query_shards": info.max_count,
+        "gsi1_buckets": dict(info.gsi1_shards),
+        "read_paths": paths,
+        "metadata_table": opts.metadata_table,
+    }
+    if chart is not None and info.stored:
+        from dynashard.cli.charts import shard_history_chart
+
+        shard_history_chart(info, chart, now=now)
+        doc["chart"] = str(chart)
+    if json_out:
+        emit_json(doc)
+    elif info.stored:
+        _print_status(info, doc)
+    if not info.stored:
+        fail(
+            ExitCode.NOT_FOUND,
+            f"{key!r} has no item in {opts.metadata_table}: writers use the default "
+            f"N = {info.number_of_shards}",
+        )
+
+
+def _print_status(info: ShardInfo, doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = console()
+    out.print(f"[bold]{info.key}[/bold]  ({doc['metadata_table']})")
+    out.print(f"shard count    {info.number_of_shards}")
+    out.print(f"strategy       {info.strategy_label}")
+    if doc["last_change"]:
+        age = int(doc["last_change_age_s"])
+        out.print(f"last change    {doc['last_change']} ({_age(age)} ago)")
+    out.print(f"readers query  shards 0..{info.max_count - 1}")
+    if info.history:
+        table = Table("since (UTC)", "count", title="shard history", title_justify="left")
+        for since, count in info.history:
+            table.add_row(_iso(since), str(count))
+        out.print(table)
+    paths = Table("read path", "available", "detail", title="read paths", title_justify="left")
+    for path in doc["read_paths"]:
+        paths.add_row(path["path"], "yes" if path["available"] else "no", path["detail"])
+    out.print(paths)
+    if "chart" in doc:
+        out.print(f"chart          {doc['chart']}")
+
+
+def _age(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172_800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86_400} d"
+
+
+# --- resize -----------------------------------------------------------------------------
+@app.command(
+    help=(
+        "Set a key's shard count N through the scaler's conditional update on "
+        "last_updated. Refused (exit 3) within the cooldown of the key's last change "
+        "unless --force; an ordered key's count is its range layout's (exit 3)."
+    ),
+    epilog="Example: dynashard resize 'DEPARTURES#JFK' 16",
+)
+@guarded
+def resize(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Logical key.")],
+    shards: Annotated[int, typer.Argument(help="New shard count N.", min=1)],
+    force: Annotated[bool, typer.Option(help="Change N even inside the cooldown.")] = False,
+    cooldown_s: Annotated[
+        float | None,
+        typer.Option(
+            "--cooldown", help=f"Cooldown, seconds (default ${names.ENV_COOLDOWN_S} or 60)."
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Set a key's shard count."""
+    opts = options(ctx)
+    ds = opts.facade(cooldown_s=cooldown_s)
+    try:
+        result = ds.set_shard_count(key, shards, honour_cooldown=not force)
+        info = ds.shard_info(key)
+    finally:
+        ds.close()
+    doc = {
+        "key": key,
+        "previous": result.previous,
+        "current": result.current,
+        "changed": result.changed,
+        "reason": result.reason,
+        "readers_query_shards": info.max_count,
+    }
+    if result.reason == "cooldown":
+        remaining = max(0.0, ds.config.cooldown_s - (time.time() - info.last_updated))
+        doc["cooldown_remaining_s"] = round(remaining, 1)
+    if json_out:
+        emit_json(doc)
+    elif result.changed:
+        console().print(
+            f"{key}: N {result.previous} -> {result.current} (readers query shards "
+            f"0..{info.max_count - 1})"
+        )
+    elif result.reason == "already_sufficient":
+        console().print(f"{key}: N is already {result.current}; nothing changed")
+    if result.reason == "cooldown":
+        fail(
+            ExitCode.REFUSED,
+            f"{key!r} changed {_age(int(time.time() - info.last_updated))} ago, inside its "
+            f"{ds.config.cooldown_s:g} s cooldown (ends in {doc['cooldown_remaining_s']} s); "
+            "pass --force to change it anyway",
+        )
+    if result.reason == "ordered":
+        fail(
+            ExitCode.REFUSED,
+            f"{key!r} is an ordered key: its N is its range layout's; compute new "
+            "boundaries (dynashard boundaries) and set the layout through the index API",
+        )
+
+
+# --- plan -------------------------------------------------------------------------------
+def _sample_sizes(path: Path) -> list[int]:
+    """Return the stored size of each item in a JSON-lines (or JSON array) sample."""
+    from dynashard.capacity import any_item_size
+    from dynashard.errors import InvalidInputError
+    from dynashard.model import Event
+    from dynashard.strategies import TimeBucket
+    from dynashard.writer import build_item
+
+    text = path.read_text(encoding="utf-8") if str(path) != "-" else sys.stdin.read()
+    stripped = text.lstrip()
+    try:
+        rows = (
+            json.loads(stripped)
+            if stripped.startswith("[")
+            else [json.loads(line) for line in text.splitlines() if line.strip()]
+        )
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            "sample", f"{path}: not JSON lines or a JSON array ({exc})"
+        ) from exc
+    sizes: list[int] = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise InvalidInputError(f"sample[{i}]", "must be a JSON object (an item or an event)")
+        if {"key", "id", "ts"} <= set(row):  # an event as POST /events takes it
+            try:
+                event = Event.model_validate(row)
+            except ValueError as exc:
+                raise InvalidInputError(f"sample[{i}]", f"not a valid event: {exc}") from exc
+            sizes.append(build_item(event, 0, TimeBucket.DAY)[1])
+        else:
+            sizes.append(any_item_size(row))
+    if not sizes:
+        raise InvalidInputError("sample", f"{path} holds no items")
+    return sizes
+
+
+@app.command(
+    help=(
+        "Plan a key's shard count from its peak writes/s and reads/s and its item size "
+        "(or a sample of items or events, JSON lines): N = ceil(peak WCU / (1000 x target "
+        "utilization)) and the read analogue, the read fan-out cost per page at that N, "
+        "and the monthly cost difference at on-demand prices. Shows its arithmetic and "
+        "the limits it used."
+    ),
+    epilog="Example: dynashard plan --writes 2400 --reads 500 --item-bytes 1536",
+)
+@guarded
+def plan(
+    writes: Annotated[float, typer.Option(help="Peak items written per second on the key.")],
+    reads: Annotated[float, typer.Option(help="Peak items read per second.")] = 0.0,
+    item_bytes: Annotated[
+        int | None, typer.Option(help="Item size as stored, bytes (or give --sample).")
+    ] = None,
+    sample: Annotated[
+        Path | None,
+        typer.Option(help="JSON lines of items (plain or DynamoDB JSON) or events; - for stdin."),
+    ] = None,
+    target_utilization: Annotated[
+        float | None,
+        typer.Option(
+            help=f"Planned share of a partition's limit (${names.ENV_TARGET_UTILIZATION} or 0.8)."
+        ),
+    ] = None,
+    page_limit: Annotated[int, typer.Option(help="Items per page of a query.")] = 100,
+    eventually_consistent: Annotated[
+        bool, typer.Option(help="Pages read eventually consistent (GSI1); base reads are strong.")
+    ] = False,
+    wru_price: Annotated[
+        float, typer.Option(help="On-demand USD per million write request units.")
+    ] = 0.625,
+    rru_price: Annotated[
+        float, typer.Option(help="On-demand USD per million read request units.")
+    ] = 0.125,
+    partition_wcu: Annotated[
+        float | None,
+        typer.Option(help=f"Per-partition WCU/s (${names.ENV_PARTITION_WCU} or 1000)."),
+    ] = None,
+    partition_rcu: Annotated[
+        float | None,
+        typer.Option(help=f"Per-partition RCU/s (${names.ENV_PARTITION_RCU} or 3000)."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Plan a key's shard count and its read and monthly cost."""
+    from dynashard.capacity_plan import plan_capacity
+    from dynashard.errors import InvalidInputError
+
+    if (item_bytes is None) == (sample is None):
+        raise InvalidInputError("--item-bytes/--sample", "give exactly one of them")
+    sizes = [item_bytes] if item_bytes is not None else _sample_sizes(sample)  # type: ignore[arg-type]
+    result = plan_capacity(
+        writes_per_s=writes,
+        reads_per_s=reads,
+        item_sizes=sizes,
+        target_utilization=target_utilization
+        if target_utilization is not None
+        else env_float(names.ENV_TARGET_UTILIZATION, 0.8),
+        consistent=not eventually_consistent,
+        page_limit=page_limit,
+        partition_wcu=partition_wcu
+        if partition_wcu is not None
+        else env_float(names.ENV_PARTITION_WCU, 1000.0),
+        partition_rcu=partition_rcu
+        if partition_rcu is not None
+        else env_float(names.ENV_PARTITION_RCU, 3000.0),
+        wru_price_per_million=wru_price,
+        rru_price_per_million=rru_price,
+    )
+    if json_out:
+        emit_json(result.to_json())
+        return
+    _print_plan(result)
+
+
+def _print_plan(result: CapacityPlan) -> None:
+    from rich.table import Table
+
+    out = console()
+    out.print(
+        f"[bold]N = {result.shards}[/bold]  (writes need {result.shards_for_writes}, "
+        f"reads need {result.shards_for_reads})"
+    )
+    out.print("arithmetic:")
+    for step in result.steps:
+        out.print(f"  {step}")
+    summary = Table("per page of reads", "1 key", f"N = {result.shards}", title_justify="left")
+    summary.add_row("requests", "1", str(result.requests_per_page))
+    summary.add_row("RCU", f"{result.rcu_per_page_unsharded:g}", f"{result.rcu_per_page:g}")
+    summary.add_row(
+        "USD per month (reads)",
+        f"{result.monthly_read_usd_unsharded:,.2f}",
+        f"{result.monthly_read_usd:,.2f}",
+    )
+    out.print(summary)
+    out.print("limits used:")
+    for limit in result.limits:
+        out.print(f"  {limit.name}: {limit.value} ({limit.source})")
+    for warning in result.warnings:
+        out.print(f"[yellow]warning:[/yellow] {warning}")
+
+
+# --- boundaries ---------------------------------------------------------------------------
+def _sample_values(path: Path, field: str | None) -> list[str]:
+    from dynashard.errors import InvalidInputError
+
+    text = path.read_text(encoding="utf-8") if str(path) != "-" else sys.stdin.read()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if field is None:
+        return lines
+    values = []
+    for i, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"sample line {i + 1}", f"not JSON ({exc})") from exc
+        if not isinstance(row, dict) or not isinstance(row.get(field), str):
+            raise InvalidInputError(f"sample line {i + 1}", f"has no string field {field!r}")
+        values.append(row[field])
+    return values
+
+
+@app.command(
+    help=(
+        "Compute the range boundaries of an ordered key from a sample of its values: "
+        "N - 1 cuts so each range shard holds about the same share of the sample, and the "
+        "sub-shard count of each (dynashard.ordered)."
+    ),
+    epilog="Example: dynashard boundaries --sample tailnums.txt --shards 4",
+)
+@guarded
+def boundaries(
+    sample: Annotated[
+        Path, typer.Option(help="One value per line (or JSON lines with --field); - for stdin.")
+    ],
+    shards: Annotated[int, typer.Option(help="Range shards N.", min=1)],
+    field: Annotated[
+        str | None, typer.Option(help="Take the value from this field of JSON lines.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Compute ordered range boundaries from a sample."""
+    from dynashard.ordered import OrderedLayout, normalise, range_shard
+
+    values = _sample_values(sample, field)
+    layout = OrderedLayout.from_sample(values, shards)
+    per_shard = [0] * layout.shard_count
+    for value in values:
+        per_shard[range_shard(layout.boundaries, normalise(value))] += 1
+    rows = [
+        {
+            "shard": i,
+            "from": layout.boundaries[i - 1] if i > 0 else None,
+            "to": layout.boundaries[i] if i < len(layout.boundaries) else None,
+            "sample_values": per_shard[i],
+            "sub_shards": layout.sub_shards[i],
+        }
+        for i in range(layout.shard_count)
+    ]
+    if json_out:
+        emit_json(
+            {
+                "shards": layout.shard_count,
+                "boundaries": list(layout.boundaries),
+                "sub_shards": list(layout.sub_shards),
+                "sample_values": len(values),
+                "ranges": rows,
+            }
+        )
+        return
+    from rich.table import Table
+
+    table = Table(
+        "shard",
+        "from (incl.)",
+        "to (excl.)",
+        "sample values",
+        "sub-shards",
+        title=f"{layout.shard_count} range shards from {len(values)} values",
+        title_justify="left",
+    )
+    for row in rows:
+        table.add_row(
+            str(row["shard"]),
+            str(row["from"]) if row["from"] is not None else "(start)",
+            str(row["to"]) if row["to"] is not None else "(end)",
+            str(row["sample_values"]),
+            str(row["sub_shards"]),
+        )
+    out = console()
+    out.print(table)
+    out.print(f"boundaries: {json.dumps(list(layout.boundaries))}")
+
+
+# --- hot --------------------------------------------------------------------------------
+@app.command(
+    help=(
+        "List the most throttled and most accessed partition keys from Contributor "
+        "Insights (or the partition emulator's top-N, against --endpoint-url), mapped to "
+        "logical keys, with each key's shard count and the count the planner would give it."
+    ),
+    epilog="Example: dynashard --endpoint-url http://127.0.0.1:8001 hot --minutes 10",
+)
+@guarded
+def hot(
+    ctx: typer.Context,
+    minutes: Annotated[float, typer.Option(help="Window: the last this many minutes.", min=1)] = 5,
+    index: Annotated[
+        str | None, typer.Option(help="A GSI (GSI1) instead of the base table.")
+    ] = None,
+    top: Annotated[
+        int, typer.Option(help="Contributors per report (1..100).", min=1, max=100)
+    ] = 10,
+    source: Annotated[
+        str,
+        typer.Option(
+            help="insights (CloudWatch Contributor Insights), emulator (the sandbox's), or "
+            "auto: emulator when --endpoint-url is set."
+        ),
+    ] = "auto",
+    read: Annotated[bool, typer.Option(help="Read capacity instead of write.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show the hottest keys and what the planner would do about them."""
+    from dynashard.cli.hot import hot_report
+
+    opts = options(ctx)
+    if source not in ("auto", "insights", "emulator"):
+        fail(ExitCode.USAGE, f"--source must be auto, insights or emulator, got {source!r}")
+    use_emulator = source == "emulator" or (source == "auto" and opts.endpoint_url is not None)
+    report = hot_report(
+        opts, minutes=minutes, index=index, top=top, emulator=use_emulator, read=read
+    )
+    if report is None:
+        fail(
+            ExitCode.NOT_FOUND,
+            f"Contributor Insights is not enabled on {opts.data_table}"
+            + (f" index {index}" if index else "")
+            + " (aws dynamodb update-contributor-insights --contributor-insights-action ENABLE)",
+        )
+    if json_out:
+        emit_json(report)
+        return
+    from rich.table import Table
+
+    out = console()
+    out.print(
+        f"[bold]{report['source']}[/bold]: {report['resource']}, last {minutes:g} min, "
+        f"{report['operation']} capacity"
+    )
+    keys = Table(
+        "logical key",
+        "throttled",
+        "units/s",
+        "shards",
+        "planned",
+        "hot physical keys",
+        title="logical keys",
+        title_justify="left",
+    )
+    for row in report["logical_keys"]:
+        keys.add_row(
+            row["key"],
+            str(row["throttled_events"]),
+            f"{row['consumed_units_per_s']:.1f}",
+            str(row["shards"]),
+            str(row["planned_shards"]),
+            ", ".join(row["physical_keys"][:4]) + (" ..." if len(row["physical_keys"]) > 4 else ""),
+        )
+    out.print(keys)
+    if report["unmapped"]:
+        out.print(f"not dynashard keys: {', '.join(report['unmapped'])}")
+
+
+app.add_typer(checkout.sandbox_app, name="sandbox")
+app.command(
+    "demo",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    help=(
+        "Run the main job, python -m sandbox.demo (needs a checkout of the repository); "
+        "extra arguments go to it (see dynashard demo --help-demo)."
+    ),
+    epilog="Example: dynashard demo --sample 5000",
+)(checkout.demo)
+app.command(
+    "bench",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    help=(
+        "Run a benchmark of bench/ (hot-key, reads, gsi-reads, bucketed-reads) and chart "
+        "its JSON, or 'charts' to draw the PNGs of the JSON already in bench/results/. "
+        "Extra arguments go to the benchmark."
+    ),
+    epilog="Example: dynashard bench reads --quick",
+)(checkout.bench)
+
+
+def main() -> None:
+    """Run the ``dynashard`` command (the console-script entry point)."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

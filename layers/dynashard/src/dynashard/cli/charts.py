@@ -1,0 +1,56 @@
+"""PNG charts of the ``dynashard`` command (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dynashard.metadata import ShardInfo
+
+
+def shard_history_chart(info: ShardInfo, path: Path, *, now: float) -> Path:
+    """Draw a key's shard count over time as a step chart.
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's metadata; ``history`` gives ``(since epoch s, count)`` pairs.
+    path : Path
+        Where to write the PNG.
+    now : float
+        Epoch seconds where the last step ends.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    # matplotlib plots datetimes through its date converter (its stubs say numbers).
+    times: list[Any] = [datetime.fromtimestamp(s, UTC) for s, _ in info.history]
+    counts = [count for _, count in info.history]
+    times.append(datetime.fromtimestamp(max(now, info.history[-1][0]), UTC))
+    counts.append(counts[-1])
+    fig, ax = plt.subplots(figsize=(8, 3.5), dpi=100)
+    try:
+        ax.step(times, counts, where="post", color="tab:blue", linewidth=2)
+        ax.scatter(times[:-1], counts[:-1], color="tab:blue", zorder=3)
+        ax.set_ylim(0, max(counts) * 1.15 + 1)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("shard count N")
+        ax.set_xlabel("time (UTC)")
+        ax.set_title(f"{info.key}: shard history ({info.strategy_label})")
+        ax.grid(True, alpha=0.3)
+        fig.autofmt_xdate()
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path

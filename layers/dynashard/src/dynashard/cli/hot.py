@@ -1,0 +1,234 @@
+"""``dynashard hot``: the hottest partition keys, mapped to logical keys and planned.
+
+Against AWS the rows come from Contributor Insights for DynamoDB, through the scaler's
+own adapter (:class:`~dynashard.adapters.insights.ContributorInsightsHotKeySource`).
+Against the sandbox they come from the partition emulator's admin route
+``GET /_emulator/contributors``, which reports the same PKT / PKC views; both are
+ranked by :func:`~dynashard.adapters.insights.rank_hot_keys`, and planned as the scaler
+plans them (:mod:`dynashard.planning`).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from dynashard import names
+from dynashard.adapters.insights import (
+    ContributorInsightsHotKeySource,
+    insight_rule_totals,
+    rank_hot_keys,
+)
+from dynashard.cli.context import env_float
+from dynashard.errors import DynashardError, InvalidInputError
+from dynashard.keys import split_gsi1_partition_key, split_physical_key
+from dynashard.planning import (
+    PARTITION_RCU_LIMIT,
+    PARTITION_WCU_LIMIT,
+    attempts_per_request,
+    loads_by_logical_key,
+    plan_shard_count,
+)
+from dynashard.retry import Backoff
+
+if TYPE_CHECKING:
+    from dynashard.cli.context import Options
+    from dynashard.scaling import HotKey
+
+
+class EmulatorUnavailableError(DynashardError):
+    """The partition emulator's admin route did not answer."""
+
+    default_message = "the partition emulator did not answer"
+
+
+def emulator_hot_keys(
+    endpoint_url: str,
+    table: str,
+    index: str | None,
+    minutes: float,
+    top: int,
+    read: bool,
+) -> list[HotKey]:
+    """Read the emulator's Contributor-Insights views over HTTP and rank them.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        The emulator's endpoint (the one boto3 talks to).
+    table : str
+        Table name.
+    index : str or None
+        GSI name.
+    minutes : float
+        Window, minutes back from now.
+    top : int
+        Rows per view.
+    read : bool
+        Read capacity (RCU) instead of write.
+
+    Returns
+    -------
+    list of HotKey
+        Most throttled first, then most consuming.
+
+    Raises
+    ------
+    EmulatorUnavailableError
+        If the endpoint is not the partition emulator (DynamoDB Local has no admin
+        route) or does not answer.
+    """
+    query = {
+        "table": table,
+        "minutes": f"{minutes:g}",
+        "n": str(top),
+        "operation": "Read" if read else "Write",
+        "mode": "ACCESSED_AND_THROTTLED_KEYS",
+    }
+    if index:
+        query["index"] = index
+    url = f"{endpoint_url.rstrip('/')}/_emulator/contributors?{urllib.parse.urlencode(query)}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise EmulatorUnavailableError(
+            f"{url} did not answer as the partition emulator ({exc}); is --endpoint-url the "
+            "emulator (dynashard sandbox up --emulator), not DynamoDB Local?"
+        ) from exc
+    throttled = {r["key"]: float(r["throttled_events"]) for r in body.get("most_throttled", [])}
+    consumed = {r["key"]: float(r["consumed_units"]) for r in body.get("most_accessed", [])}
+    return rank_hot_keys(throttled, consumed, minutes * 60.0)
+
+
+def _logical_of(key: str, index: str | None) -> str | None:
+    try:
+        if index == names.GSI1_NAME:
+            return split_gsi1_partition_key(key)[0]
+        return split_physical_key(key)[0]
+    except InvalidInputError:
+        return None
+
+
+def hot_report(
+    opts: Options,
+    *,
+    minutes: float,
+    index: str | None,
+    top: int,
+    emulator: bool,
+    read: bool,
+) -> dict[str, Any] | None:
+    """Build the report of ``dynashard hot``.
+
+    Parameters
+    ----------
+    opts : Options
+        Global options (clients, tables).
+    minutes : float
+        Window, minutes.
+    index : str or None
+        GSI name, or None for the base table.
+    top : int
+        Contributors per report.
+    emulator : bool
+        Ask the partition emulator at ``opts.endpoint_url`` instead of CloudWatch.
+    read : bool
+        Read capacity instead of write.
+
+    Returns
+    -------
+    dict or None
+        ``source``, ``resource``, ``operation``, ``physical_keys`` (as reported),
+        ``logical_keys`` (throttled events, consumed units/s, the shard count in force
+        and the planner's count for each) and ``unmapped``; None when Contributor
+        Insights is not enabled on the table (or index).
+
+    Raises
+    ------
+    EmulatorUnavailableError
+        If ``emulator`` and the endpoint is not the emulator.
+    botocore.exceptions.ClientError
+        If DynamoDB or CloudWatch refuse.
+    """
+    end = datetime.now(UTC)
+    start = end - timedelta(minutes=minutes)
+    if emulator:
+        if not opts.endpoint_url:
+            raise EmulatorUnavailableError("--source emulator needs --endpoint-url")
+        hot = emulator_hot_keys(opts.endpoint_url, opts.data_table, index, minutes, top, read)
+        source_name = f"partition emulator {opts.endpoint_url}"
+    else:
+        adapter = ContributorInsightsHotKeySource(
+            client=opts.cloudwatch(), dynamodb_client=opts.dynamodb(), max_contributors=top
+        )
+        rules = adapter.rule_names(opts.data_table, index)
+        if not rules:
+            return None
+        reports = {
+            kind: insight_rule_totals(adapter.client, rules[kind], start, end, top)
+            for kind in ("PKT", "PKC")
+            if kind in rules
+        }
+        hot = rank_hot_keys(reports.get("PKT", {}), reports.get("PKC", {}), minutes * 60.0)
+        source_name = "Contributor Insights"
+    kind: Literal["write", "read"] = "read" if read else "write"
+    limit = (
+        env_float(names.ENV_PARTITION_RCU, PARTITION_RCU_LIMIT)
+        if read
+        else env_float(names.ENV_PARTITION_WCU, PARTITION_WCU_LIMIT)
+    )
+    utilization = env_float(names.ENV_TARGET_UTILIZATION, 0.8)
+    write_attempts = int(env_float(names.ENV_WRITE_MAX_ATTEMPTS, Backoff().max_attempts))
+    loads, unmapped = loads_by_logical_key(hot, index_name=index)
+    ds = opts.facade()
+    rows: list[dict[str, Any]] = []
+    try:
+        for logical, groups in loads.items():
+            info = ds.shard_info(logical)
+            attempts = attempts_per_request(logical, kind, write_attempts)
+            planned = max(
+                plan_shard_count(
+                    info.number_of_shards,
+                    g.demand_units_per_s(limit, minutes * 60.0, attempts),
+                    limit,
+                    utilization,
+                    ds.config.max_shards,
+                )
+                for g in groups
+            )
+            rows.append(
+                {
+                    "key": logical,
+                    "throttled_events": sum(g.throttled_events for g in groups),
+                    "consumed_units_per_s": round(sum(g.consumed_units_per_s for g in groups), 3),
+                    "shards": info.number_of_shards,
+                    "planned_shards": planned,
+                    "physical_keys": [h.key for h in hot if _logical_of(h.key, index) == logical],
+                }
+            )
+    finally:
+        ds.close()
+    rows.sort(key=lambda r: (-r["throttled_events"], -r["consumed_units_per_s"], r["key"]))
+    return {
+        "source": source_name,
+        "resource": opts.data_table + (f"/index/{index}" if index else ""),
+        "operation": kind,
+        "window": {"start": start.isoformat(), "end": end.isoformat()},
+        "partition_limit_units_per_s": limit,
+        "target_utilization": utilization,
+        "physical_keys": [
+            {
+                "key": h.key,
+                "throttled_events": h.throttled_events,
+                "consumed_units_per_s": round(h.consumed_units_per_s, 3),
+            }
+            for h in hot
+        ],
+        "logical_keys": rows,
+        "unmapped": unmapped,
+    }

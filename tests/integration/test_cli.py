@@ -1,0 +1,174 @@
+"""The ``dynashard`` command against DynamoDB Local, the partition emulator and the sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dynashard import Dynashard, DynashardConfig, Event
+from dynashard.cli.app import app
+from dynashard.cli.context import ExitCode
+from dynashard.retry import Backoff
+from sandbox.dynamodb_local import DynamoDBLocal, local_client
+from sandbox.emulator import EmulatorConfig, EmulatorServer
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def emulator(dynamodb_local: DynamoDBLocal) -> Iterator[EmulatorServer]:
+    """The partition emulator in front of DynamoDB Local, limits scaled to 1 % (10 WCU/s)."""
+    with EmulatorServer(dynamodb_local.endpoint_url, EmulatorConfig(scale=0.01)) as server:
+        yield server
+
+
+def cli(endpoint: str, tables: tuple[str, str], *args: str) -> Any:
+    data_table, metadata_table = tables
+    return runner.invoke(
+        app,
+        [
+            "--endpoint-url",
+            endpoint,
+            "--data-table",
+            data_table,
+            "--metadata-table",
+            metadata_table,
+            *args,
+        ],
+        env={"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"},
+    )
+
+
+def test_resize_and_status_against_dynamodb_local(
+    dynamodb_local: DynamoDBLocal, sandbox_tables: tuple[str, str]
+) -> None:
+    url = dynamodb_local.endpoint_url
+    key = f"CLI#{uuid.uuid4().hex[:6]}"
+    assert cli(url, sandbox_tables, "status", key).exit_code == ExitCode.NOT_FOUND
+    assert cli(url, sandbox_tables, "resize", key, "3").exit_code == 0
+    assert cli(url, sandbox_tables, "resize", key, "6").exit_code == 0
+    refused = cli(url, sandbox_tables, "resize", key, "12")
+    assert refused.exit_code == ExitCode.REFUSED, refused.output
+    shrunk = cli(url, sandbox_tables, "resize", key, "2", "--force", "--json")
+    assert shrunk.exit_code == 0, shrunk.output
+    assert json.loads(shrunk.output)["readers_query_shards"] == 6  # history keeps 6
+    status = cli(url, sandbox_tables, "status", key, "--json")
+    doc = json.loads(status.output)
+    assert doc["number_of_shards"] == 2
+    assert [h["count"] for h in doc["shard_history"]] == [3, 6, 2]
+
+
+def test_hot_against_the_emulator_names_the_throttled_key_and_plans_more_shards(
+    emulator: EmulatorServer, sandbox_tables: tuple[str, str]
+) -> None:
+    # Given one key written at several times its 10 WCU/s limit through the emulator
+    data_table, metadata_table = sandbox_tables
+    key = f"HOT#{uuid.uuid4().hex[:6]}"
+    ds = Dynashard(
+        DynashardConfig(
+            data_table,
+            metadata_table,
+            endpoint_url=emulator.endpoint_url,
+            in_band_growth=False,
+            write_backoff=Backoff(base_s=0.01, cap_s=0.05, max_attempts=2),
+        ),
+        client=local_client(emulator.endpoint_url),
+    )
+    t0 = datetime(2013, 1, 1, tzinfo=UTC)
+    outcomes = ds.put_events(
+        [Event(key=key, id=f"e{i}", ts=t0 + timedelta(seconds=i)) for i in range(300)]
+    )
+    ds.close()
+    assert not all(o.ok for o in outcomes)  # the emulator throttled some
+    # When hot is asked of the emulator
+    result = cli(emulator.endpoint_url, sandbox_tables, "hot", "--json")
+    # Then the key is there, throttled, on 1 shard, and the planner wants more
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    row = next(r for r in doc["logical_keys"] if r["key"] == key)
+    assert row["throttled_events"] > 0
+    assert row["shards"] == 1 and row["planned_shards"] > 1
+    assert row["physical_keys"] == [f"{key}#0"]
+
+
+def test_hot_against_dynamodb_local_says_it_is_not_the_emulator(
+    dynamodb_local: DynamoDBLocal, sandbox_tables: tuple[str, str]
+) -> None:
+    result = cli(dynamodb_local.endpoint_url, sandbox_tables, "hot")
+    assert result.exit_code == ExitCode.ERROR
+    assert "did not answer as the partition emulator" in result.output
+
+
+# --- dynashard sandbox up ---------------------------------------------------------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_sandbox_up_prints_endpoints_and_env_and_the_commands_work_against_it() -> None:
+    port, emulator_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNASHARD_")}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dynashard.cli.app",
+            "sandbox",
+            "up",
+            "--emulator",
+            "--port",
+            str(port),
+            "--emulator-port",
+            str(emulator_port),
+            "--scale",
+            "0.05",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "/shards/" in line:
+                break
+        exports = dict(re.findall(r"^export (\w+)=(\S+)$", "".join(lines), flags=re.MULTILINE))
+        assert exports["DYNASHARD_DYNAMODB_ENDPOINT"] == f"http://127.0.0.1:{emulator_port}"
+        assert any(line.startswith("Emulator:") for line in lines), lines
+        # The printed environment is all the command needs
+        resized = runner.invoke(app, ["resize", "DEPARTURES#JFK", "4"], env=exports)
+        assert resized.exit_code == 0, resized.output
+        status = runner.invoke(app, ["status", "DEPARTURES#JFK", "--json"], env=exports)
+        assert json.loads(status.output)["number_of_shards"] == 4
+        hot = runner.invoke(app, ["hot", "--json"], env=exports)
+        assert hot.exit_code == 0, hot.output
+        assert json.loads(hot.output)["source"].startswith("partition emulator")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

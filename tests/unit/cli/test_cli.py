@@ -1,0 +1,423 @@
+"""The ``dynashard`` command through typer's CliRunner, against moto (sockets off)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from dynashard import names
+from dynashard.cli import checkout
+from dynashard.cli.app import app
+from dynashard.cli.context import ExitCode
+from dynashard.ordered import OrderedLayout
+from dynashard.scaling import HotKey
+from infra.table_specs import ALL_TABLES, create_table_request
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """moto in process, with the project's tables; the DYNASHARD_* environment cleared."""
+    for var in (
+        names.ENV_DATA_TABLE,
+        names.ENV_METADATA_TABLE,
+        names.ENV_DYNAMODB_ENDPOINT,
+        names.ENV_COOLDOWN_S,
+        names.ENV_BUCKETED_KEYS,
+        names.ENV_PARTITION_WCU,
+        names.ENV_TARGET_UTILIZATION,
+    ):
+        monkeypatch.delenv(var, raising=False)
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        for spec in ALL_TABLES:
+            client.create_table(**create_table_request(spec))
+        yield client
+
+
+def run(*args: str) -> Any:
+    return runner.invoke(app, list(args))
+
+
+# --- help ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["status"],
+        ["hot"],
+        ["plan"],
+        ["resize"],
+        ["boundaries"],
+        ["sandbox", "up"],
+        ["demo"],
+        ["bench"],
+    ],
+)
+def test_every_command_has_help_with_an_example(command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Example: dynashard " in result.output
+
+
+def test_root_help_documents_the_exit_codes() -> None:
+    result = run("--help")
+    assert result.exit_code == 0
+    for code in ("0 done", "1 error", "2 usage", "3 refused", "4 not found"):
+        assert code in result.output
+
+
+# --- status and resize -----------------------------------------------------------------------
+def test_status_of_a_key_without_metadata_exits_4(aws: Any) -> None:
+    result = run("status", "DEPARTURES#JFK")
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert "has no item in dynashard-shards" in result.output
+
+
+def test_resize_creates_then_status_shows_count_history_and_read_paths(aws: Any) -> None:
+    # Given a key resized to 4
+    resized = run("resize", "DEPARTURES#JFK", "4", "--json")
+    assert resized.exit_code == 0, resized.output
+    assert json.loads(resized.output)["current"] == 4
+    # When its status is asked
+    result = run("status", "DEPARTURES#JFK", "--json")
+    # Then it shows N, the history and the read paths of a random key
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["number_of_shards"] == 4 and doc["stored"] is True
+    assert [h["count"] for h in doc["shard_history"]] == [4]
+    paths = {p["path"]: p["available"] for p in doc["read_paths"]}
+    assert paths == {
+        "base": True,
+        "gsi1": True,
+        "targeted": False,
+        "ordered": False,
+        "bucketed": False,
+    }
+    text = run("status", "DEPARTURES#JFK")
+    assert "shard count    4" in text.output and "read paths" in text.output
+
+
+def test_resize_inside_the_cooldown_is_refused_unless_forced(aws: Any) -> None:
+    assert run("resize", "K", "2").exit_code == 0  # creation: not a change of N
+    assert run("resize", "K", "4").exit_code == 0  # first change, no earlier change
+    # Given a key changed a moment ago, when it is resized again without --force
+    refused = run("resize", "K", "8")
+    # Then it is refused with exit 3 and N stays
+    assert refused.exit_code == ExitCode.REFUSED, refused.output
+    assert "inside its 60 s cooldown" in refused.output
+    status = json.loads(run("status", "K", "--json").output)
+    assert status["number_of_shards"] == 4
+    # And --force changes it, through the same conditional update (history grows)
+    forced = run("resize", "K", "8", "--force", "--json")
+    assert forced.exit_code == 0, forced.output
+    status = json.loads(run("status", "K", "--json").output)
+    assert status["number_of_shards"] == 8
+    assert [h["count"] for h in status["shard_history"]] == [2, 4, 8]
+
+
+def test_resize_with_a_zero_cooldown_is_not_refused(aws: Any) -> None:
+    for n in ("2", "4", "3"):
+        assert run("resize", "K", n, "--cooldown", "0").exit_code == 0
+
+
+def test_resize_of_an_ordered_key_is_refused(aws: Any) -> None:
+    from dynashard import Dynashard, DynashardConfig
+
+    ds = Dynashard(
+        DynashardConfig(names.DEFAULT_DATA_TABLE, names.DEFAULT_METADATA_TABLE), client=aws
+    )
+    ds.ordered_index("TAILNUM").configure(OrderedLayout.uniform(["n5"]))
+    ds.close()
+    result = run("resize", "TAILNUM", "4")
+    assert result.exit_code == ExitCode.REFUSED
+    assert "ordered key" in result.output
+    status = json.loads(run("status", "TAILNUM", "--json").output)
+    ordered = next(p for p in status["read_paths"] if p["path"] == "ordered")
+    assert ordered["available"] and "['n5']" in ordered["detail"]
+
+
+def test_resize_out_of_range_is_a_usage_error(aws: Any) -> None:
+    assert run("resize", "K", "0").exit_code == ExitCode.USAGE
+    result = run("resize", "K", "1001")
+    assert result.exit_code == ExitCode.USAGE
+    assert "count: must be within 1..1000" in result.output
+
+
+def test_status_chart_writes_a_png(aws: Any, tmp_path: Path) -> None:
+    run("resize", "K", "2")
+    run("resize", "K", "6", "--force")
+    png = tmp_path / "k.png"
+    result = run("status", "K", "--chart", str(png), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["chart"] == str(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_dynamodb_error_exits_1_with_its_code(aws: Any) -> None:
+    result = run("--metadata-table", "missing-table", "status", "K")
+    assert result.exit_code == ExitCode.ERROR
+    assert "ResourceNotFoundException" in result.output
+
+
+# --- plan --------------------------------------------------------------------------------------
+def test_plan_shows_n_for_writes_and_reads_and_the_fan_out(aws: Any) -> None:
+    result = run("plan", "--writes", "2400", "--reads", "500", "--item-bytes", "1536", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    # 1.5 KB rounds up to 2 WCU: 4,800 WCU/s over 800 per shard
+    assert (doc["wcu_per_item"], doc["peak_wcu"], doc["shards"]) == (2.0, 4800.0, 6)
+    assert doc["requests_per_page"] == 7  # 6 Queries + the metadata GetItem
+    assert doc["rcu_per_page"] > doc["rcu_per_page_unsharded"]
+    assert doc["monthly_difference_usd"] > 0
+    text = run("plan", "--writes", "2400", "--reads", "500", "--item-bytes", "1536")
+    assert "N(writes) = ceil(4800 / (1000 x 0.8)) = 6" in text.output
+    assert "Best practices for designing and using partition keys effectively" in text.output
+
+
+def test_plan_from_a_sample_of_events_uses_the_stored_item_size(tmp_path: Path) -> None:
+    sample = tmp_path / "events.jsonl"
+    sample.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "key": "DEPARTURES#JFK",
+                    "id": f"e{i}",
+                    "ts": "2013-01-01T10:00:00Z",
+                    "data": {"pad": "x" * (900 + 100 * i)},
+                }
+            )
+            for i in range(4)
+        )
+    )
+    result = run("plan", "--writes", "1000", "--sample", str(sample), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    # Payloads of 900..1,200 bytes plus the item's keys: every stored item is over 1 KB
+    assert doc["item_bytes"] > 1150
+    assert doc["wcu_per_item"] == 2.0
+    assert doc["shards_for_writes"] == 3
+
+
+def test_plan_from_dynamodb_json_items(tmp_path: Path) -> None:
+    sample = tmp_path / "items.jsonl"
+    sample.write_text(json.dumps({"PK": {"S": "a" * 3000}, "n": {"N": "1"}}) + "\n")
+    doc = json.loads(run("plan", "--writes", "10", "--sample", str(sample), "--json").output)
+    assert doc["item_bytes"] == 2 + 3000 + 1 + 2
+    assert doc["wcu_per_item"] == 3.0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--writes", "10"], "give exactly one of them"),
+        (["--writes", "10", "--item-bytes", "10", "--sample", "x"], "give exactly one"),
+        (["--writes", "-1", "--item-bytes", "10"], "writes_per_s: must be >= 0"),
+        (["--writes", "1", "--item-bytes", "500000"], "item_sizes: must be each within"),
+        (["--writes", "1", "--item-bytes", "10", "--page-limit", "0"], "page_limit"),
+    ],
+)
+def test_plan_refuses_bad_input_with_exit_2(args: list[str], message: str) -> None:
+    result = run("plan", *args)
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert message in result.output
+
+
+def test_plan_of_a_missing_sample_file_exits_1(tmp_path: Path) -> None:
+    result = run("plan", "--writes", "1", "--sample", str(tmp_path / "none.jsonl"))
+    assert result.exit_code == ExitCode.ERROR
+    assert "none.jsonl" in result.output
+
+
+# --- boundaries -----------------------------------------------------------------------------
+def test_boundaries_split_a_sample_into_equal_ranges(tmp_path: Path) -> None:
+    values = [f"N{i:05d}" for i in range(1000)]
+    sample = tmp_path / "tailnums.txt"
+    sample.write_text("\n".join(values) + "\n")
+    result = run("boundaries", "--sample", str(sample), "--shards", "4", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["shards"] == 4 and len(doc["boundaries"]) == 3
+    assert doc["boundaries"] == sorted(doc["boundaries"])
+    assert [r["sample_values"] for r in doc["ranges"]] == [250, 250, 250, 250]
+    text = run("boundaries", "--sample", str(sample), "--shards", "4")
+    assert "4 range shards from 1000 values" in text.output
+
+
+def test_boundaries_from_a_json_field_and_too_few_values(tmp_path: Path) -> None:
+    sample = tmp_path / "rows.jsonl"
+    sample.write_text("\n".join(json.dumps({"tailnum": t}) for t in ["N1", "N2", "N3"]))
+    ok = run("boundaries", "--sample", str(sample), "--shards", "3", "--field", "tailnum")
+    assert ok.exit_code == 0, ok.output
+    too_many = run("boundaries", "--sample", str(sample), "--shards", "4", "--field", "tailnum")
+    assert too_many.exit_code == ExitCode.USAGE
+    assert "4 ranges need 4" in too_many.output
+    missing = run("boundaries", "--sample", str(sample), "--shards", "2", "--field", "nope")
+    assert missing.exit_code == ExitCode.USAGE and "no string field 'nope'" in missing.output
+
+
+# --- hot --------------------------------------------------------------------------------------
+def _stubbed_insights(
+    monkeypatch: pytest.MonkeyPatch, status: str, reports: dict[str, list[tuple[str, float]]]
+) -> None:
+    """Point the hot command's Contributor Insights adapter at stubbed clients.
+
+    moto implements neither DescribeContributorInsights nor GetInsightRuleReport, so the
+    two AWS answers come from botocore's Stubber; the metadata reads stay on moto.
+    """
+    from botocore.stub import ANY, Stubber
+
+    from dynashard.adapters.insights import ContributorInsightsHotKeySource
+
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    cw = boto3.client("cloudwatch", region_name="us-east-1")
+    ddb_stub, cw_stub = Stubber(ddb), Stubber(cw)
+    rules = [f"DynamoDBContributorInsights-{kind}-dynashard-data-1700000000000" for kind in reports]
+    ddb_stub.add_response(
+        "describe_contributor_insights",
+        {
+            "TableName": "dynashard-data",
+            "ContributorInsightsStatus": status,
+            "ContributorInsightsRuleList": rules if status == "ENABLED" else [],
+        },
+        {"TableName": "dynashard-data"},
+    )
+    for rule, rows in zip(rules, reports.values(), strict=True):
+        cw_stub.add_response(
+            "get_insight_rule_report",
+            {
+                "Contributors": [
+                    {"Keys": [k], "ApproximateAggregateValue": v, "Datapoints": []} for k, v in rows
+                ]
+            },
+            {
+                "RuleName": rule,
+                "StartTime": ANY,
+                "EndTime": ANY,
+                "Period": ANY,
+                "MaxContributorCount": ANY,
+                "OrderBy": "Sum",
+            },
+        )
+    ddb_stub.activate()
+    cw_stub.activate()
+    monkeypatch.setattr(
+        "dynashard.cli.hot.ContributorInsightsHotKeySource",
+        lambda **kw: ContributorInsightsHotKeySource(
+            client=cw, dynamodb_client=ddb, max_contributors=kw["max_contributors"]
+        ),
+    )
+
+
+def test_hot_without_contributor_insights_exits_4(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stubbed_insights(monkeypatch, "DISABLED", {})
+    result = run("hot", "--source", "insights")
+    assert result.exit_code == ExitCode.NOT_FOUND, result.output
+    assert "Contributor Insights is not enabled on dynashard-data" in result.output
+
+
+def test_hot_from_contributor_insights_reports(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given PKT and PKC reports over 5 minutes: two shards of JFK throttled
+    _stubbed_insights(
+        monkeypatch,
+        "ENABLED",
+        {
+            "PKT": [("DEPARTURES#JFK#0", 900.0), ("DEPARTURES#JFK#1", 300.0)],
+            "PKC": [("DEPARTURES#JFK#0", 300_000.0), ("DEPARTURES#EWR#0", 60.0)],
+        },
+    )
+    result = run("hot", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["source"] == "Contributor Insights"
+    rows = {r["key"]: r for r in doc["logical_keys"]}
+    assert rows["DEPARTURES#JFK"]["throttled_events"] == 1200
+    assert rows["DEPARTURES#JFK"]["consumed_units_per_s"] == pytest.approx(1000.0)
+    # Two shards at their ceiling: at least 2,000 WCU/s offered, 3 shards at 80 %
+    assert rows["DEPARTURES#JFK"]["planned_shards"] >= 3
+    assert rows["DEPARTURES#EWR"]["throttled_events"] == 0
+    assert rows["DEPARTURES#EWR"]["planned_shards"] == 1
+
+
+def test_hot_maps_physical_keys_to_logical_keys_and_plans_them(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the emulator reports two throttled shards of one key and a key it cannot map
+    seen: dict[str, Any] = {}
+
+    def fake_emulator(endpoint: str, table: str, index: str | None, *rest: Any) -> list[HotKey]:
+        seen.update(endpoint=endpoint, table=table, index=index)
+        return [
+            HotKey("DEPARTURES#JFK#0", 1000.0, 600),
+            HotKey("DEPARTURES#JFK#1", 1000.0, 600),
+            HotKey("plain-key", 5.0, 0),
+        ]
+
+    monkeypatch.setattr("dynashard.cli.hot.emulator_hot_keys", fake_emulator)
+    # the emulator's DynamoDB endpoint is moto's here (sockets are off)
+    monkeypatch.setattr("dynashard.cli.context.Options.dynamodb", lambda _self: aws)
+    assert run("resize", "DEPARTURES#JFK", "2").exit_code == 0
+    # When hot is asked against an endpoint
+    result = run("--endpoint-url", "http://emulator.invalid", "hot", "--json")
+    # Then the key is one row, with its N and the planner's larger N
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert seen == {"endpoint": "http://emulator.invalid", "table": "dynashard-data", "index": None}
+    [row] = doc["logical_keys"]
+    assert row["key"] == "DEPARTURES#JFK" and row["throttled_events"] == 1200
+    assert row["shards"] == 2 and row["planned_shards"] > 2
+    assert row["physical_keys"] == ["DEPARTURES#JFK#0", "DEPARTURES#JFK#1"]
+    assert doc["unmapped"] == ["plain-key"]
+
+
+def test_hot_source_emulator_needs_an_endpoint(aws: Any) -> None:
+    result = run("hot", "--source", "emulator")
+    assert result.exit_code == ExitCode.ERROR
+    assert "needs --endpoint-url" in result.output
+
+
+# --- commands that need a checkout ------------------------------------------------------------
+@pytest.mark.parametrize("command", [["demo"], ["bench", "reads"], ["sandbox", "up"]])
+def test_checkout_commands_say_what_is_missing_outside_a_checkout(
+    command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkout, "is_checkout", lambda _path: False)
+    result = run(*command)
+    assert result.exit_code == ExitCode.ERROR
+    assert "needs a checkout of the dynashard repository" in result.output
+    assert checkout.ENV_CHECKOUT in result.output
+
+
+def test_find_checkout_finds_the_repository_from_a_subdirectory() -> None:
+    root = Path(__file__).resolve().parents[3]
+    assert checkout.find_checkout(root / "tests" / "unit") == root
+
+
+def test_bench_charts_draws_pngs_beside_the_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(__file__).resolve().parents[3]
+    results = tmp_path / "bench" / "results"
+    results.mkdir(parents=True)
+    for name in ("hot_key.json", "reads.json"):
+        (results / name).write_text((root / "bench" / "results" / name).read_text())
+    monkeypatch.setattr(checkout, "require_checkout", lambda _command: tmp_path)
+    result = run("bench", "charts")
+    assert result.exit_code == 0, result.output
+    for name in ("hot_key.png", "reads.png"):
+        assert (results / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_unknown_name_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run("bench", "nope")
+    assert result.exit_code == ExitCode.USAGE
+    assert "unknown benchmark 'nope'" in result.output
