@@ -41,8 +41,9 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
+from dynashard.capacity import READ_UNIT_BYTES, wire_item_size
 from dynashard.errors import InvalidInputError, ShardQueryError
-from dynashard.keys import format_ts, item_size, physical_key
+from dynashard.keys import format_ts, physical_key
 from dynashard.merge import Cursor, merge_page, query_fingerprint
 from dynashard.metadata import ShardInfo, ShardMetadata
 from dynashard.model import from_dynamodb_numbers
@@ -60,9 +61,6 @@ MAX_PAGE_LIMIT: Final = 1000
 _SK_FLOOR: Final = "0"
 _SK_CEILING: Final = ":"
 
-#: Bytes per read capacity unit of a strongly consistent read (Developer Guide, "Read
-#: consistency"; eventually consistent reads get twice as much per unit).
-READ_UNIT_BYTES: Final = 4096
 #: Item size a reader assumes for a key before it has read any of its items, bytes.
 DEFAULT_ITEM_BYTES: Final = 1024.0
 #: Logical keys a :class:`ReadMemory` remembers (bounds a container's memory).
@@ -423,8 +421,7 @@ class ShardedReader:
         for s in live:
             failures.update(streams[s].failure)
         if merged.items:  # one item a page: a key's items vary little in size
-            sample = {name: _deserializer.deserialize(v) for name, v in merged.items[0].items()}
-            self.memory.remember(key, size=float(item_size(sample)))
+            self.memory.remember(key, size=float(wire_item_size(merged.items[0])))
         done = set(skip)
         # A stream that stopped because its query failed is missing, not done.
         done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
