@@ -12,13 +12,13 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from dynashard import names
+from dynashard import Dynashard, DynashardConfig, names
 from dynashard.cli import checkout
 from dynashard.cli.app import app
 from dynashard.cli.context import ExitCode
 from dynashard.ordered import OrderedLayout
 from dynashard.scaling import HotKey
-from infra.table_specs import ALL_TABLES, create_table_request
+from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 runner = CliRunner()
 
@@ -55,6 +55,7 @@ def run(*args: str) -> Any:
         ["hot"],
         ["plan"],
         ["resize"],
+        ["adopt"],
         ["boundaries"],
         ["sandbox", "up"],
         ["demo"],
@@ -103,6 +104,32 @@ def test_resize_creates_then_status_shows_count_history_and_read_paths(aws: Any)
     }
     text = run("status", "DEPARTURES#JFK")
     assert "shard count    4" in text.output and "read paths" in text.output
+
+
+def test_adopt_keeps_bare_items_readable_after_the_key_is_sharded(aws: Any) -> None:
+    # Given an item written under the bare partition key, before dynashard
+    aws.put_item(
+        TableName=DATA_TABLE.default_name,
+        Item={
+            "PK": {"S": "LEGACY"},
+            "SK": {"S": "2013-01-01T05:00:00.000000Z#old"},
+            "key": {"S": "LEGACY"},
+            "id": {"S": "old"},
+            "ts": {"S": "2013-01-01T05:00:00.000000Z"},
+            "data": {"M": {}},
+        },
+    )
+    # When the operator adopts the key, then shards it
+    adopted = run("adopt", "LEGACY", "--json")
+    assert adopted.exit_code == 0, adopted.output
+    assert json.loads(adopted.output)["adopted"] is True
+    assert run("resize", "LEGACY", "4", "--force").exit_code == 0
+    # Then reads still include the bare item, and status says the key is adopted
+    ds = Dynashard(DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name))
+    assert [e["id"] for e in ds.query_events("LEGACY").items] == ["old"]
+    text = run("adopt", "LEGACY")
+    assert "reads include the bare partition key 'LEGACY'" in text.output
+    assert "N = 4" in text.output
 
 
 def test_resize_inside_the_cooldown_is_refused_unless_forced(aws: Any) -> None:

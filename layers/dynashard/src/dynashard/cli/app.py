@@ -327,6 +327,36 @@ def resize(
         )
 
 
+# --- adopt ------------------------------------------------------------------------------
+@app.command(
+    help=(
+        "Adopt a key whose items already sit under its bare partition key (a table that "
+        "was not sharded): they stay where they are, every read includes them, new "
+        "writes go to the shards, and N grows from the count in force. Nothing is copied."
+    ),
+    epilog="Example: dynashard adopt 'DEPARTURES#JFK'",
+)
+@guarded
+def adopt(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Logical key: the bare partition key.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Adopt a key with items under its bare partition key."""
+    ds = options(ctx).facade()
+    try:
+        info = ds.adopt(key)
+    finally:
+        ds.close()
+    if json_out:
+        emit_json(info.to_json())
+    else:
+        console().print(
+            f"{key}: adopted; reads include the bare partition key {key!r} and shards "
+            f"0..{info.max_count - 1} (N = {info.number_of_shards})"
+        )
+
+
 # --- plan -------------------------------------------------------------------------------
 def _sample_sizes(path: Path) -> list[int]:
     """Return the stored size of each item in a JSON-lines (or JSON array) sample."""
