@@ -381,7 +381,7 @@ def validate_item_size(item: dict[str, Any], field: str = "data") -> int:
         raise KeyLimitExceededError(
             field,
             f"makes an item of {size} bytes, over DynamoDB's limit of "
-            f"{MAX_ITEM_BYTES} bytes (400 KB)",
+            f"{MAX_ITEM_BYTES} bytes (400 KB): Item size has exceeded the maximum allowed size",
         )
     return size
 

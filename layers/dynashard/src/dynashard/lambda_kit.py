@@ -31,7 +31,7 @@ import base64
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -707,13 +707,17 @@ def partial_batch_response(
     event_type: EventType,
     fates: Mapping[str, str | None],
     logger: Logger,
+    permanent: Collection[str] = (),
 ) -> PartialItemFailureResponse:
     """Answer a batch from each record's fate, decided before (e.g. by one bulk write).
 
     Each record whose fate is a reason (or that the fates do not name) is logged as
-    ``record rejected`` (warning, with ``item_id`` and ``reason``) and reported as a batch
-    item failure. An all-failed batch is still a partial response listing every record,
-    so each one is retried, and reaches its DLQ, on its own.
+    ``record rejected`` (warning, with ``item_id``, ``reason`` and ``permanent``) and
+    reported as a batch item failure. An all-failed batch is still a partial response
+    listing every record, so each one is retried, and reaches its DLQ, on its own. A
+    permanent failure is reported the same way (a partial batch response can only say
+    "failed"): redrive moves it to the DLQ after ``maxReceiveCount``, and this log line,
+    ``permanent: true`` with the message id, says why it is there.
 
     Parameters
     ----------
@@ -728,6 +732,9 @@ def partial_batch_response(
         else why it is not.
     logger : Logger
         The function's logger.
+    permanent : collection of str
+        Item identifiers whose failure is permanent (an invalid event, one DynamoDB can
+        never store): logged with ``permanent: true``.
 
     Returns
     -------
@@ -740,7 +747,8 @@ def partial_batch_response(
         item_id = _item_id(record)
         reason = fates.get(item_id, NOT_SEEN)
         if reason is not None:
-            logger.warning("record rejected", extra={"item_id": item_id, "reason": reason})
+            fields = {"item_id": item_id, "reason": reason, "permanent": item_id in permanent}
+            logger.warning("record rejected", extra=fields)
             raise RecordRejectedError(item_id, reason)
 
     processor = BatchProcessor(event_type=event_type, raise_on_entire_batch_failure=False)
