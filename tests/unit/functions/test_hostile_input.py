@@ -16,6 +16,7 @@ import pytest
 from moto import mock_aws
 
 from dynashard import Dynashard, DynashardConfig
+from dynashard.ordered import OrderedLayout
 from functions.ingest import app as ingest
 from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
@@ -119,3 +120,87 @@ def test_oversized_record_in_an_sqs_batch_is_reported_as_permanent(
     assert "400 KB" in rejected[0]["reason"]
     # and it is not counted as load the table refused (which would grow shards)
     assert not [r for r in caplog.records if r.getMessage() == "write refused"]
+
+
+# --- nesting depth -------------------------------------------------------------------------
+def _nested(levels: int) -> str:
+    """JSON of ``data`` whose deepest value sits ``levels`` maps down (data itself included)."""
+    return '{"a": ' * levels + '"leaf"' + "}" * levels
+
+
+def _raw_event(data_json: str) -> str:
+    return '{"key": "DEPARTURES#JFK", "id": "e1", "ts": "2013-01-01T05:40:00Z", "data": ' + (
+        data_json + "}"
+    )
+
+
+@pytest.mark.parametrize("levels", [32, 300, 5000])
+def test_data_nested_deeper_than_dynamodb_allows_is_a_4xx_naming_the_limit(
+    facade: Dynashard, context: LambdaContext, levels: int
+) -> None:
+    # Given data nested deeper than DynamoDB's 32 levels (a few hundred, a few thousand)
+    body = _raw_event(_nested(levels))
+    # When it is posted
+    response = ingest.api_handler(_post_events(body), context, facade=facade)
+    # Then it is refused with a 4xx naming the field and the limit, never a 5xx
+    assert 400 <= response["statusCode"] < 500, response["body"][:300]
+    answer = json.loads(response["body"])
+    assert answer["field"] in ("data", "body")
+    assert "32 levels" in answer["message"]
+
+
+def test_data_nested_31_maps_deep_is_written(facade: Dynashard, context: LambdaContext) -> None:
+    # DynamoDB accepts 31 map levels (the attribute is level 1, its scalar level 32)
+    response = ingest.api_handler(_post_events(_raw_event(_nested(31))), context, facade=facade)
+    assert response["statusCode"] == 200, response["body"][:300]
+
+
+# --- numbers DynamoDB cannot store -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        ('{"x": {"y": [1, 1e-151]}}', "data.x.y[1]"),
+        ('{"big": 1e126}', "data.big"),
+        ('{"n": 123456789012345678901234567890123456789}', "data.n"),
+        ('{"neg": -1e-131}', "data.neg"),
+    ],
+)
+def test_number_outside_dynamodb_range_is_a_4xx_naming_its_path(
+    facade: Dynashard, context: LambdaContext, raw: str, path: str
+) -> None:
+    body = _raw_event(raw)
+    response = ingest.api_handler(_post_events(body), context, facade=facade)
+    assert 400 <= response["statusCode"] < 500, response["body"][:300]
+    answer = json.loads(response["body"])
+    assert path in answer["message"]
+    assert "38" in answer["message"] and "1E-130" in answer["message"]
+
+
+def test_numbers_at_dynamodb_bounds_are_written(facade: Dynashard, context: LambdaContext) -> None:
+    raw = '{"small": 1e-130, "large": 9.9e125, "digits": 12345678901234567890123456789012345678}'
+    body = _raw_event(raw)
+    response = ingest.api_handler(_post_events(body), context, facade=facade)
+    assert response["statusCode"] == 200, response["body"][:300]
+
+
+@pytest.mark.parametrize("data_json", [_nested(40), _nested(5000), '{"x": 1e-151}'])
+def test_sqs_record_nested_too_deep_or_with_a_bad_number_is_a_permanent_failure(
+    facade: Dynashard, context: LambdaContext, caplog: pytest.LogCaptureFixture, data_json: str
+) -> None:
+    response = ingest.sqs_handler(_sqs(_raw_event(data_json)), context, facade=facade)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    [line] = [r.__dict__ for r in caplog.records if r.getMessage() == "record rejected"]
+    assert line["permanent"] is True and line["reason"].startswith("invalid event: ")
+
+
+def test_ordered_index_entry_with_a_bad_number_is_a_400_naming_it(
+    facade: Dynashard, context: LambdaContext
+) -> None:
+    facade.ordered_index("TAILS").configure(OrderedLayout.uniform(["m"]))
+    event = load_event("api_post_events")
+    event.update(path="/index/TAILS", resource="/index/{key}")
+    event["body"] = '{"items": [{"id": "a", "value": "N1", "data": {"x": [1e-151]}}]}'
+    response = ingest.api_handler(event, context, facade=facade)
+    assert response["statusCode"] == 400, response["body"]
+    assert json.loads(response["body"])["field"] == "items[0].data"
+    assert "data.x[0]" in json.loads(response["body"])["message"]

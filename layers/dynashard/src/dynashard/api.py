@@ -32,7 +32,7 @@ from pydantic import (
 
 from dynashard.errors import InvalidInputError
 from dynashard.keys import MAX_SHARD_COUNT
-from dynashard.model import MAX_EVENTS_PER_REQUEST, Event
+from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, to_dynamodb_document
 
 if TYPE_CHECKING:
     from dynashard.ingest import OutcomeLike
@@ -498,6 +498,13 @@ class OrderedItemBody(BaseModel):
     id: StrictStr = Field(min_length=1)
     value: StrictStr = Field(min_length=1)
     data: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("data")
+    @classmethod
+    def _data_fits(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # DynamoDB's nesting and number limits, naming the path (a 400, not a 500).
+        to_dynamodb_document(value, "data")
+        return value
 
 
 class OrderedPutBody(BaseModel):

@@ -9,6 +9,7 @@ This module needs Powertools for AWS Lambda (the ``lambda`` extra; the layer shi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -22,12 +23,49 @@ from dynashard.errors import (
     LayoutConflictError,
     ShardQueryError,
 )
+from dynashard.model import MAX_NESTING_LEVELS
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 _SOURCES = ("body", "query", "path", "header", "cookie")
+#: A JSON string literal (escapes included), removed before brackets are counted.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_nesting_depth(text: str | bytes | None) -> int:
+    """Return how deep the objects and arrays of a JSON text nest, without parsing it.
+
+    Python's ``json`` module recurses once per level and raises ``RecursionError`` past
+    about a thousand; this counts brackets outside string literals instead, so a body
+    nested a hundred thousand levels deep is measured, not a crash.
+
+    Parameters
+    ----------
+    text : str, bytes or None
+        JSON text (need not be valid).
+
+    Returns
+    -------
+    int
+        The deepest level of ``{``/``[`` reached; 0 for a scalar or nothing.
+
+    Examples
+    --------
+    >>> json_nesting_depth('{"a": [1, {"b": "]]]"}]}'), json_nesting_depth(None)
+    (3, 0)
+    """
+    if not text:
+        return 0
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def error_response(
@@ -94,6 +132,9 @@ def register_error_handlers(
     ``CursorError``) -> 400, except ``LayoutConflictError`` -> 409; ``ShardQueryError``
     -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
+    A ``RecursionError`` raised while the body is decoded (Python's ``json`` gives up
+    past about a thousand levels) is a 400 naming ``body`` and DynamoDB's 32-level
+    nesting limit when the body is nested that deep; any other one propagates.
 
     Parameters
     ----------
@@ -133,6 +174,18 @@ def register_error_handlers(
         logger.error("shard query failed", extra={"failures": exc.failures})
         return error_response(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
 
+    def too_deep(exc: RecursionError) -> Response[Any]:
+        depth = json_nesting_depth(app.current_event.body)
+        if depth < MAX_NESTING_LEVELS:
+            raise exc  # not the body's doing: a bug, not bad input
+        logger.info("request rejected", extra={"field": "body", "nesting": depth})
+        return error_response(
+            HTTPStatus.BAD_REQUEST,
+            f"body: nests objects and arrays {depth} deep, over DynamoDB's limit of "
+            f"{MAX_NESTING_LEVELS} levels for an attribute",
+            "body",
+        )
+
     def dynashard_failed(exc: DynashardError) -> Response[Any]:
         logger.exception("dynashard error")
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
@@ -142,3 +195,4 @@ def register_error_handlers(
     app.exception_handler(InvalidInputError)(dynashard_invalid)
     app.exception_handler(ShardQueryError)(shard_failed)
     app.exception_handler(DynashardError)(dynashard_failed)
+    app.exception_handler(RecursionError)(too_deep)
