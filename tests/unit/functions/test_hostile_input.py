@@ -204,3 +204,43 @@ def test_ordered_index_entry_with_a_bad_number_is_a_400_naming_it(
     assert response["statusCode"] == 400, response["body"]
     assert json.loads(response["body"])["field"] == "items[0].data"
     assert "data.x[0]" in json.loads(response["body"])["message"]
+
+
+# --- counters: by and the sum within 38 digits ------------------------------------------------
+def _post_counter(by: Any, key: str | None = None) -> dict[str, Any]:
+    event = load_event("api_post_counter")
+    event["body"] = '{"by": ' + str(by) + "}"
+    if key is not None:
+        event["headers"]["Idempotency-Key"] = key
+        event["multiValueHeaders"]["Idempotency-Key"] = [key]
+    return event
+
+
+@pytest.mark.parametrize("by", [10**38, -(10**38), 10**60])
+def test_counter_increment_beyond_38_digits_is_a_4xx_naming_by(
+    facade: Dynashard, context: LambdaContext, by: int
+) -> None:
+    response = ingest.api_handler(_post_counter(by), context, facade=facade)
+    assert 400 <= response["statusCode"] < 500, response["body"]
+    assert json.loads(response["body"])["field"] == "by"
+    assert facade.get_counter("CARRIER#UA").value == 0
+
+
+@pytest.mark.parametrize("idempotency_key", [None, "k"])
+def test_increment_whose_sum_would_pass_38_digits_is_a_4xx_and_the_counter_still_counts(
+    facade: Dynashard, context: LambdaContext, idempotency_key: str | None
+) -> None:
+    # Given a counter (one shard) holding the largest 38-digit number
+    largest = 10**38 - 1
+    first = ingest.api_handler(_post_counter(largest), context, facade=facade)
+    assert first["statusCode"] == 200, first["body"]
+    # When one more is added
+    response = ingest.api_handler(_post_counter(1, idempotency_key), context, facade=facade)
+    # Then it is refused naming by (not a 500), and the counter still takes a decrement
+    assert response["statusCode"] == 400, response["body"]
+    assert json.loads(response["body"])["field"] == "by"
+    assert "38" in json.loads(response["body"])["message"]
+    assert facade.get_counter("CARRIER#UA").value == largest
+    # (moto adds with 28 digits of precision, so the decrement's sum is not checked here)
+    again = ingest.api_handler(_post_counter(-1), context, facade=facade)
+    assert again["statusCode"] == 200, again["body"]

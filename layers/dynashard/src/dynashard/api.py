@@ -30,6 +30,7 @@ from pydantic import (
     field_validator,
 )
 
+from dynashard.counters import MAX_COUNTER_VALUE
 from dynashard.errors import InvalidInputError
 from dynashard.keys import MAX_SHARD_COUNT
 from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, to_dynamodb_document
@@ -83,12 +84,17 @@ class CounterIncrement(BaseModel):
     Attributes
     ----------
     by : int
-        Amount to add; negative subtracts; never 0 (JSON integers only).
+        Amount to add; negative subtracts; never 0 (JSON integers only); at most 38
+        digits (the precision of a DynamoDB number).
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    by: StrictInt
+    by: StrictInt = Field(
+        ge=-MAX_COUNTER_VALUE,
+        le=MAX_COUNTER_VALUE,
+        description="Not 0; at most 38 digits, the precision of a DynamoDB number",
+    )
 
     @field_validator("by")
     @classmethod

@@ -39,6 +39,10 @@ COUNTER_SORT_KEY: Final = "#COUNTER"
 APPLIED_PREFIX: Final = "#APPLIED#"
 #: Largest number of keys in one BatchGetItem call (DynamoDB quota).
 BATCH_GET_MAX_KEYS: Final = 100
+#: Largest magnitude of an increment and of a counter shard's value: 38 digits, the
+#: precision of a DynamoDB number (Developer Guide, "Data types", Number). A shard's
+#: ``ADD`` past it would fail on DynamoDB, so it is refused before, by a condition.
+MAX_COUNTER_VALUE: Final = 10**38 - 1
 
 
 def counter_key(name: str) -> str:
@@ -137,12 +141,19 @@ class ShardedCounter:
         Raises
         ------
         InvalidInputError
-            If ``by`` is 0 or not an int, or the name is invalid.
+            Naming ``by`` if it is 0, not an int, or more than 38 digits
+            (:data:`MAX_COUNTER_VALUE`), or if adding it would take the shard it lands on
+            past 38 digits (the shard is left as it was); naming ``name`` if the name is
+            invalid.
         CounterError
             If DynamoDB fails the update.
         """
         if isinstance(by, bool) or not isinstance(by, int) or by == 0:
             raise InvalidInputError("by", f"must be a non-zero integer, got {by!r}")
+        if abs(by) > MAX_COUNTER_VALUE:
+            raise InvalidInputError(
+                "by", "has more than 38 digits, the precision of a DynamoDB number"
+            )
         logical = counter_key(name)
         count = self.metadata.for_writer(logical).number_of_shards
         shard = shard_for(idempotency_key, count) if idempotency_key else random.randrange(count)
@@ -150,10 +161,14 @@ class ShardedCounter:
             names.ATTR_PK: {"S": physical_key(logical, shard)},
             names.ATTR_SK: {"S": COUNTER_SORT_KEY},
         }
+        # The shard's value stays within 38 digits: the bound minus by is itself within.
+        bound = MAX_COUNTER_VALUE - by if by > 0 else -MAX_COUNTER_VALUE - by
+        within = f"attribute_not_exists(#c) OR #c {'<=' if by > 0 else '>='} :bound"
         update: dict[str, Any] = {
             "TableName": self.table_name,
             "Key": key,
             "UpdateExpression": "ADD #c :by SET #k = :name, #s = :shard",
+            "ConditionExpression": within,
             "ExpressionAttributeNames": {
                 "#c": names.ATTR_COUNT,
                 "#k": names.ATTR_KEY,
@@ -163,6 +178,7 @@ class ShardedCounter:
                 ":by": {"N": str(by)},
                 ":name": {"S": logical},
                 ":shard": {"N": str(shard)},
+                ":bound": {"N": str(bound)},
             },
         }
         try:
@@ -191,12 +207,20 @@ class ShardedCounter:
             return True
         except ClientError as exc:
             error = exc.response["Error"]
-            reasons = exc.response.get("CancellationReasons", [])
-            if (
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            overflow = error["Code"] == "ConditionalCheckFailedException" or (
                 error["Code"] == "TransactionCanceledException"
-                and reasons
-                and (reasons[0].get("Code") == "ConditionalCheckFailed")
-            ):
+                and reasons[-1:] == ["ConditionalCheckFailed"]
+            )
+            if overflow:
+                raise InvalidInputError(
+                    "by",
+                    f"would take shard {shard} of counter {name!r} past 38 digits, the "
+                    "precision of a DynamoDB number",
+                ) from exc
+            if error["Code"] == "TransactionCanceledException" and reasons[:1] == [
+                "ConditionalCheckFailed"
+            ]:
                 return False
             raise CounterError(
                 f"incrementing counter {name!r} failed: {error['Code']}: {error.get('Message', '')}"
