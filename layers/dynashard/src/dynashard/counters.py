@@ -7,12 +7,20 @@ reference), with ``UnprocessedKeys`` retried with back-off, summed.
 
 ``ADD`` is not idempotent (Developer Guide, "Atomic counters"): a redelivered message
 would count twice. Pass an ``idempotency_key`` to make the increment a transaction
-that also writes a marker item conditional on its absence, so a replay applies once
-(two write units more per increment).
+(TransactWriteItems) that also writes a marker item conditional on its absence, so a
+replay applies once (two write units more per increment). The marker has its own
+partition key, a hash of the counter and the idempotency key
+(``#APPLIED#{sha256}``), not the counter's shard: the shard an increment lands on
+depends on the shard count in force, so a redelivery after a resize would find no
+marker on its new shard and count twice. Markers spread over as many partitions as
+there are keys, and carry the table's TTL attribute (:data:`dynashard.names.ATTR_EXPIRES_AT`,
+:data:`MARKER_TTL_S` ahead by default) so that DynamoDB deletes them once no
+redelivery can come.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable
@@ -35,8 +43,13 @@ if TYPE_CHECKING:
 COUNTER_PREFIX: Final = names.COUNTER_PREFIX
 #: Sort key of a counter shard's item.
 COUNTER_SORT_KEY: Final = "#COUNTER"
-#: Sort-key prefix of the markers of applied idempotent increments.
+#: Partition-key prefix of the markers of applied idempotent increments.
 APPLIED_PREFIX: Final = "#APPLIED#"
+#: Sort key of a marker item.
+APPLIED_SORT_KEY: Final = "#APPLIED"
+#: How long a marker is kept, seconds: 14 days, the longest an SQS message can be
+#: retained (SQS quotas, ``MessageRetentionPeriod``), so no redelivery outlives it.
+MARKER_TTL_S: Final = 14 * 86_400
 #: Largest number of keys in one BatchGetItem call (DynamoDB quota).
 BATCH_GET_MAX_KEYS: Final = 100
 #: Largest magnitude of an increment and of a counter shard's value: 38 digits, the
@@ -68,6 +81,36 @@ def counter_key(name: str) -> str:
         raise InvalidInputError("name", "must not be empty")
     validate_logical_key(logical, field="name")
     return logical
+
+
+def marker_key(logical: str, idempotency_key: str) -> str:
+    """Return the partition key of an idempotent increment's marker.
+
+    Parameters
+    ----------
+    logical : str
+        The counter's logical key, ``COUNTER#{name}``.
+    idempotency_key : str
+        The increment's idempotency key.
+
+    Returns
+    -------
+    str
+        ``#APPLIED#`` and 32 hex digits of SHA-256 over both (41 bytes whatever their
+        length, so within the 2,048-byte partition key limit); the same for every
+        shard count, so a redelivery after a resize finds it.
+
+    Examples
+    --------
+    >>> marker_key("COUNTER#UA", "msg-1") == marker_key("COUNTER#UA", "msg-1")
+    True
+    >>> marker_key("COUNTER#UA", "msg-1") != marker_key("COUNTER#AA", "msg-1")
+    True
+    >>> len(marker_key("COUNTER#UA", "msg-1"))
+    41
+    """
+    digest = hashlib.sha256(f"{logical}\n{idempotency_key}".encode()).hexdigest()[:32]
+    return f"{APPLIED_PREFIX}{digest}"
 
 
 @dataclass(frozen=True)
@@ -104,6 +147,11 @@ class ShardedCounter:
         Retry policy for ``UnprocessedKeys``.
     sleep : callable
         Sleeps between retries; injectable for tests.
+    marker_ttl_s : float
+        Seconds an idempotency marker is kept (its ``expires_at``), default
+        :data:`MARKER_TTL_S`; a redelivery later than that counts again.
+    clock : callable
+        Epoch seconds now; injectable for tests.
     """
 
     def __init__(
@@ -113,12 +161,16 @@ class ShardedCounter:
         metadata: ShardMetadata,
         backoff: Backoff | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        marker_ttl_s: float = MARKER_TTL_S,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.metadata = metadata
         self.backoff = backoff or Backoff()
         self.sleep = sleep
+        self.marker_ttl_s = marker_ttl_s
+        self.clock = clock
 
     def increment(self, name: str, by: int = 1, idempotency_key: str | None = None) -> bool:
         """Add ``by`` to a counter.
@@ -130,8 +182,9 @@ class ShardedCounter:
         by : int
             Any non-zero integer (negative decrements).
         idempotency_key : str, optional
-            When given, the increment applies at most once per key (and lands on the
-            shard the key hashes to).
+            When given, the increment applies at most once per key, whatever shard
+            count is in force when it is sent again (its marker: :func:`marker_key`),
+            for :attr:`marker_ttl_s`.
 
         Returns
         -------
@@ -185,11 +238,15 @@ class ShardedCounter:
             if idempotency_key is None:
                 self.client.update_item(**update)
                 return True
+            expires = int(self.clock() + self.marker_ttl_s)
             marker = {
-                names.ATTR_PK: key[names.ATTR_PK],
-                names.ATTR_SK: {"S": f"{APPLIED_PREFIX}{idempotency_key}"},
+                names.ATTR_PK: {"S": marker_key(logical, idempotency_key)},
+                names.ATTR_SK: {"S": APPLIED_SORT_KEY},
                 names.ATTR_KEY: {"S": logical},
+                names.ATTR_IDEMPOTENCY_KEY: {"S": idempotency_key},
                 names.ATTR_COUNT: {"N": str(by)},
+                names.ATTR_SHARD: {"N": str(shard)},
+                names.ATTR_EXPIRES_AT: {"N": str(expires)},
             }
             self.client.transact_write_items(
                 TransactItems=[
