@@ -22,6 +22,26 @@ from sandbox.dynamodb_local import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _emulator_parsed_every_request() -> Iterator[None]:
+    """Fail a test during which a partition emulator forwarded a request unparsed.
+
+    Such a request reached DynamoDB Local uncharged and unthrottled, so whatever the test
+    measured through the emulator is wrong (``sandbox.emulator.server.take_unparsed``).
+    """
+    from sandbox.emulator.server import take_unparsed
+
+    take_unparsed()
+    yield
+    unparsed = take_unparsed()
+    if unparsed:
+        pytest.fail(
+            f"the partition emulator forwarded requests it could not parse, uncharged and "
+            f"unthrottled: {unparsed} (see the log line 'emulator could not parse')",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(scope="session")
 def dynamodb_local() -> Iterator[DynamoDBLocal]:
     """DynamoDB Local, in memory, on a free port, for the whole session."""
