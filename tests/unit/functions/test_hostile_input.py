@@ -244,3 +244,26 @@ def test_increment_whose_sum_would_pass_38_digits_is_a_4xx_and_the_counter_still
     # (moto adds with 28 digits of precision, so the decrement's sum is not checked here)
     again = ingest.api_handler(_post_counter(-1), context, facade=facade)
     assert again["statusCode"] == 200, again["body"]
+
+
+# --- the router matches every name the document allows -------------------------------------
+@pytest.mark.parametrize("raw", ['a"b', "a`b", "a\\\\b", "caf%C3%A9", "x%2Fy", "é#1"])
+def test_a_counter_name_with_any_character_reaches_its_route(
+    facade: Dynashard, context: LambdaContext, raw: str
+) -> None:
+    # Given a counter name sent with characters Powertools' router does not match
+    event = _post_counter(3)
+    event["path"] = f"/counters/{raw}"
+    event["pathParameters"] = {"name": raw}
+    # When it is posted, it is counted under its decoded name (not a plain-text 404)
+    response = ingest.api_handler(event, context, facade=facade)
+    assert response["statusCode"] == 200, response
+    assert json.loads(response["body"])["name"] == __import__("urllib.parse").parse.unquote(raw)
+
+
+def test_an_unknown_route_inside_the_function_is_a_json_404(context: LambdaContext) -> None:
+    event = _post_counter(3)
+    event["path"] = "/counters/a/b/c"
+    response = ingest.api_handler(event, context)
+    assert response["statusCode"] == 404
+    assert json.loads(response["body"])["field"] == "path"

@@ -132,7 +132,8 @@ def register_error_handlers(
     ``CursorError``) -> 400, except ``LayoutConflictError`` -> 409; ``ShardQueryError``
     -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
-    A ``RecursionError`` raised while the body is decoded (Python's ``json`` gives up
+    A path no route of ``app`` has is a JSON 404 naming ``path`` (Powertools answered
+    its own body). A ``RecursionError`` raised while the body is decoded (Python's ``json`` gives up
     past about a thousand levels) is a 400 naming ``body`` and DynamoDB's 32-level
     nesting limit when the body is nested that deep; any other one propagates.
 
@@ -196,3 +197,11 @@ def register_error_handlers(
     app.exception_handler(ShardQueryError)(shard_failed)
     app.exception_handler(DynashardError)(dynashard_failed)
     app.exception_handler(RecursionError)(too_deep)
+
+    def no_route(_exc: Exception) -> Response[Any]:
+        event = app.current_event
+        return error_response(
+            HTTPStatus.NOT_FOUND, f"No route for {event.http_method} {event.path}", "path"
+        )
+
+    app.not_found(no_route)

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, Field
 
@@ -391,7 +391,7 @@ class FunctionKit(Generic[S]):
         register_error_handlers(app, self.logger, fallback_field)
 
         def resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-            return app.resolve(event, context)
+            return app.resolve(routable(event), context)
 
         resolve.__name__ = resolve.__qualname__ = name
         resolve.__module__ = self.module
@@ -599,6 +599,38 @@ def openapi_responses(ok: str, *errors: int) -> dict[int, OpenAPIResponse]:
     return answers
 
 
+def routable(event: dict[str, Any]) -> dict[str, Any]:
+    """Percent-encode every character of the path that Powertools' router would not match.
+
+    API Gateway matches ``{name}`` to any one path segment, but Powertools' resolver
+    matches a dynamic segment only on word characters and a fixed set of others, so a
+    name with ``"``, a backtick or a backslash, sent unencoded, answered Powertools'
+    404 although API Gateway had routed it. Each segment is decoded and encoded again
+    (nothing left as it is but unreserved characters), which :func:`path_value`
+    decodes back to the same name.
+
+    Parameters
+    ----------
+    event : dict
+        A REST API proxy event.
+
+    Returns
+    -------
+    dict
+        The event with ``path`` re-encoded (a copy; the same event when it has no path).
+
+    Examples
+    --------
+    >>> routable({"path": '/counters/a"b%23c'})["path"]
+    '/counters/a%22b%23c'
+    """
+    path = event.get("path")
+    if not isinstance(path, str):
+        return event
+    encoded = "/".join(quote(unquote(segment), safe="") for segment in path.split("/"))
+    return event if encoded == path else {**event, "path": encoded}
+
+
 def path_value(raw: str) -> str:
     """Decode a path parameter of a REST API event.
 
@@ -778,4 +810,5 @@ __all__ = [
     "register",
     "registered_caches",
     "reset_all",
+    "routable",
 ]
