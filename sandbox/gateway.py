@@ -300,7 +300,8 @@ class Gateway:
             The application; its cleanup shuts the worker threads down.
         """
         application = web.Application()
-        application.router.add_route("*", "/{tail:.*}", self.handle)
+        # [\s\S], not ".": a path with an encoded newline (%0A) is still the API's to answer
+        application.router.add_route("*", r"/{tail:[\s\S]*}", self.handle)
 
         async def _close(_: web.Application) -> None:
             self._executor.shutdown(wait=True)

@@ -118,6 +118,7 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
     responses={
         200: {"description": "Counted"},
         400: {"description": "A dynashard rule was broken", "content": ERROR_CONTENT},
+        409: {"description": "by would take a shard past 38 digits", "content": ERROR_CONTENT},
         500: {"description": "The increment failed", "content": ERROR_CONTENT},
     },
 )
@@ -178,7 +179,7 @@ def put_layout(key: Annotated[str, Path(min_length=1)]) -> api.OrderedLayoutResp
     "/index/<key>",
     summary="Write 1 to 100 entries to a key's ordered index",
     openapi_extensions=api.request_body_doc(api.OrderedPutBody),
-    responses=lambda_kit.openapi_responses("Every entry is durable", 400, 500),
+    responses=lambda_kit.openapi_responses("Every entry is durable", 400, 404, 500),
 )
 def post_index(key: Annotated[str, Path(min_length=1)]) -> api.OrderedPutResponse:
     """Write entries (body: ``OrderedPutBody``) to a configured key's range shards.

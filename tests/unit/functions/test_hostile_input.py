@@ -236,8 +236,9 @@ def test_increment_whose_sum_would_pass_38_digits_is_a_4xx_and_the_counter_still
     assert first["statusCode"] == 200, first["body"]
     # When one more is added
     response = ingest.api_handler(_post_counter(1, idempotency_key), context, facade=facade)
-    # Then it is refused naming by (not a 500), and the counter still takes a decrement
-    assert response["statusCode"] == 400, response["body"]
+    # Then it is refused naming by (not a 500: a 409, what is stored makes the sum
+    # unrepresentable), and the counter still takes a decrement
+    assert response["statusCode"] == 409, response["body"]
     assert json.loads(response["body"])["field"] == "by"
     assert "38" in json.loads(response["body"])["message"]
     assert facade.get_counter("CARRIER#UA").value == largest

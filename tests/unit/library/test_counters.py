@@ -93,3 +93,20 @@ def test_idempotency_markers_expire_through_the_table_ttl(
     assert len(markers) == 1
     expires = int(markers[0][DATA_TABLE.ttl_attribute]["N"])
     assert time.time() + 86400 < expires <= time.time() + 15 * 86400
+
+
+def test_reading_events_of_an_ordered_index_key_is_a_conflict_not_a_key_error(
+    facade: Dynashard,
+) -> None:
+    from dynashard.errors import StateConflictError
+    from dynashard.ordered import OrderedLayout
+    from dynashard.ordered_index import OrderedItem
+
+    # Given a key used as an ordered index, with an entry whose sort key sorts among
+    # event timestamps (found by the API fuzzer: GET /events answered 502 KeyError 'ts')
+    index = facade.ordered_index("0")
+    index.configure(OrderedLayout.uniform(["m"]))
+    index.put([OrderedItem("0", "0", {})])
+    # When its events are read, it is refused naming the key
+    with pytest.raises(StateConflictError, match=r"^key: .*ordered index"):
+        facade.query_events("0")

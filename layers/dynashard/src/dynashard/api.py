@@ -90,10 +90,21 @@ class CounterIncrement(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    @field_validator("by", mode="before")
+    @classmethod
+    def _integral(cls, value: Any) -> Any:
+        # JSON Schema's integer takes 250.0 too; a float holds integers exactly up to 2**53.
+        if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+            return int(value)
+        return value
+
+    # Bounds as exclusive 10**38 (the same integers): JSON tools compare numbers as
+    # floats, and 10**38 - 1 as a float is 1e38.
     by: StrictInt = Field(
-        ge=-MAX_COUNTER_VALUE,
-        le=MAX_COUNTER_VALUE,
+        gt=-(MAX_COUNTER_VALUE + 1),
+        lt=MAX_COUNTER_VALUE + 1,
         description="Not 0; at most 38 digits, the precision of a DynamoDB number",
+        json_schema_extra={"not": {"const": 0}},
     )
 
     @field_validator("by")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import CounterError, InvalidInputError
+from dynashard.errors import CounterError, CounterOverflowError, InvalidInputError
 from dynashard.keys import physical_key, validate_logical_key
 from dynashard.metadata import ShardMetadata
 from dynashard.retry import Backoff
@@ -195,9 +195,10 @@ class ShardedCounter:
         ------
         InvalidInputError
             Naming ``by`` if it is 0, not an int, or more than 38 digits
-            (:data:`MAX_COUNTER_VALUE`), or if adding it would take the shard it lands on
-            past 38 digits (the shard is left as it was); naming ``name`` if the name is
-            invalid.
+            (:data:`MAX_COUNTER_VALUE`); naming ``name`` if the name is invalid.
+        CounterOverflowError
+            Naming ``by``, if adding it would take the shard it lands on past 38 digits
+            (the shard is left as it was).
         CounterError
             If DynamoDB fails the update.
         """
@@ -270,7 +271,7 @@ class ShardedCounter:
                 and reasons[-1:] == ["ConditionalCheckFailed"]
             )
             if overflow:
-                raise InvalidInputError(
+                raise CounterOverflowError(
                     "by",
                     f"would take shard {shard} of counter {name!r} past 38 digits, the "
                     "precision of a DynamoDB number",

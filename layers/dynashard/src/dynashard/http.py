@@ -15,13 +15,17 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 
 from dynashard.errors import (
     DynashardError,
     InvalidInputError,
-    LayoutConflictError,
+    NotAnIndexError,
     ShardQueryError,
+    StateConflictError,
 )
 from dynashard.model import MAX_NESTING_LEVELS
 
@@ -129,11 +133,14 @@ def register_error_handlers(
     """Map request-validation and dynashard errors to JSON responses on ``app``.
 
     ``RequestValidationError`` -> 422 with every error; ``InvalidInputError`` (and
-    ``CursorError``) -> 400, except ``LayoutConflictError`` -> 409; ``ShardQueryError``
+    ``CursorError``) -> 400, except ``StateConflictError`` (another layout is stored, a
+    counter shard would overflow) -> 409 and ``NotAnIndexError`` -> 404; ``ShardQueryError``
     -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
-    A path no route of ``app`` has is a JSON 404 naming ``path`` (Powertools answered
-    its own body). A ``RecursionError`` raised while the body is decoded (Python's ``json`` gives up
+    A body of another content type than JSON is a 415 naming ``Content-Type``, one that
+    is not UTF-8 a 400 naming ``body``, a path no route of ``app`` has a 404 naming
+    ``path`` (Powertools answered its own bodies, or a 502). A ``RecursionError`` raised
+    while the body is decoded (Python's ``json`` gives up
     past about a thousand levels) is a 400 naming ``body`` and DynamoDB's 32-level
     nesting limit when the body is nested that deep; any other one propagates.
 
@@ -168,8 +175,11 @@ def register_error_handlers(
     def dynashard_invalid(exc: InvalidInputError) -> Response[Any]:
         return error_response(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
 
-    def layout_conflict(exc: LayoutConflictError) -> Response[Any]:
+    def state_conflict(exc: StateConflictError) -> Response[Any]:
         return error_response(HTTPStatus.CONFLICT, exc.message, exc.field)
+
+    def not_an_index(exc: NotAnIndexError) -> Response[Any]:
+        return error_response(HTTPStatus.NOT_FOUND, exc.message, exc.field)
 
     def shard_failed(exc: ShardQueryError) -> Response[Any]:
         logger.error("shard query failed", extra={"failures": exc.failures})
@@ -192,11 +202,29 @@ def register_error_handlers(
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
 
     app.exception_handler(RequestValidationError)(request_invalid)
-    app.exception_handler(LayoutConflictError)(layout_conflict)
+    app.exception_handler(StateConflictError)(state_conflict)
+    app.exception_handler(NotAnIndexError)(not_an_index)
     app.exception_handler(InvalidInputError)(dynashard_invalid)
     app.exception_handler(ShardQueryError)(shard_failed)
     app.exception_handler(DynashardError)(dynashard_failed)
     app.exception_handler(RecursionError)(too_deep)
+
+    def unsupported_type(_exc: RequestUnsupportedContentType) -> Response[Any]:
+        sent = app.current_event.headers.get("content-type", "")
+        return error_response(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            f"Content-Type: {sent!r} is not supported; send application/json",
+            "Content-Type",
+        )
+
+    app.exception_handler(RequestUnsupportedContentType)(unsupported_type)
+
+    def not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
+        return error_response(
+            HTTPStatus.BAD_REQUEST, f"body: not UTF-8 text ({exc.reason})", "body"
+        )
+
+    app.exception_handler(UnicodeDecodeError)(not_utf8)
 
     def no_route(_exc: Exception) -> Response[Any]:
         event = app.current_event

@@ -235,10 +235,14 @@ def format_ts(ts: datetime) -> str:
     --------
     >>> format_ts(parse_ts("2013-01-01T05:15:00-05:00"))
     '2013-01-01T10:15:00.000000Z'
+    >>> format_ts(datetime(5, 1, 1, tzinfo=UTC))
+    '0005-01-01T00:00:00.000000Z'
     """
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # The year padded by hand: strftime's %Y gives "5", not "0005", for years below 1000.
+    utc = ts.astimezone(UTC)
+    return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")
 
 
 def sort_key(ts: datetime, event_id: str) -> str:

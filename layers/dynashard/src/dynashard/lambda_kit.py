@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -391,7 +392,8 @@ class FunctionKit(Generic[S]):
         register_error_handlers(app, self.logger, fallback_field)
 
         def resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-            return app.resolve(routable(event), context)
+            refused = not_json(event)
+            return refused if refused is not None else app.resolve(routable(event), context)
 
         resolve.__name__ = resolve.__qualname__ = name
         resolve.__module__ = self.module
@@ -539,6 +541,7 @@ ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
 #: What each error status of :func:`dynashard.http.register_error_handlers` means.
 ERROR_DESCRIPTIONS: dict[int, str] = {
     400: "Bad input: `field` names it",
+    404: "No such resource (e.g. a key without an ordered layout): `field` names it",
     409: "Conflicts with what is stored: `field` names it",
     500: "A dynashard error, e.g. a write that failed after its retries",
     503: "A shard query failed; `shards` names the physical keys",
@@ -597,6 +600,53 @@ def openapi_responses(ok: str, *errors: int) -> dict[int, OpenAPIResponse]:
     for status in errors:
         answers[status] = {"description": ERROR_DESCRIPTIONS[status], "content": ERROR_CONTENT}
     return answers
+
+
+#: The only request body type the APIs take.
+JSON_CONTENT_TYPE = "application/json"
+
+
+def not_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Answer 415 to a request whose body is declared as something else than JSON.
+
+    Powertools parses form and multipart bodies itself, and a multipart type without
+    its boundary raised ``ValueError`` out of the handler (a 502): the APIs take JSON
+    only, so any other declared type is refused before routing.
+
+    Parameters
+    ----------
+    event : mapping
+        A REST API proxy event.
+
+    Returns
+    -------
+    dict or None
+        The proxy response ``{"statusCode": 415, ...}`` with a JSON error naming
+        ``Content-Type``; None when the request has no body or declares JSON (or
+        nothing).
+
+    Examples
+    --------
+    >>> not_json({"body": "{}", "headers": {"Content-Type": "application/json"}}) is None
+    True
+    >>> not_json({"body": "a=1", "headers": {"content-type": "multipart/form-data"}})["statusCode"]
+    415
+    """
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    declared = headers.get("content-type", "").strip()
+    if not event.get("body") or not declared or declared.lower().startswith(JSON_CONTENT_TYPE):
+        return None
+    body = {
+        "message": f"Content-Type: {declared!r} is not supported; send {JSON_CONTENT_TYPE}",
+        "field": "Content-Type",
+    }
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": JSON_CONTENT_TYPE},
+        "multiValueHeaders": {"Content-Type": [JSON_CONTENT_TYPE]},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
 
 
 def routable(event: dict[str, Any]) -> dict[str, Any]:
@@ -803,6 +853,7 @@ __all__ = [
     "batch_payloads",
     "container_cache",
     "function_kit",
+    "not_json",
     "openapi_responses",
     "partial_batch_response",
     "path_value",

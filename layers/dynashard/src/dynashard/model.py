@@ -21,7 +21,14 @@ from decimal import (
 )
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
 
 from dynashard.errors import InvalidInputError
 from dynashard.keys import format_ts, parse_ts, sort_key, validate_logical_key
@@ -51,6 +58,18 @@ NUMBER_RANGE: Final = (
     f"outside DynamoDB's number range: magnitude 1E-130 to 9.9{'9' * 36}E+125 (or 0), "
     f"at most {MAX_NUMBER_DIGITS} significant digits"
 )
+
+
+#: The JSON schema of ``ts`` as the API accepts it: RFC 3339 text, or epoch milliseconds
+#: within the years 1..9999 (what :func:`dynashard.keys.parse_ts` takes; ISO-8601 text
+#: that is not RFC 3339, e.g. a date alone, is accepted too but left undocumented).
+TS_SCHEMA: Final[dict[str, Any]] = {
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "number", "minimum": -62_135_596_800_000, "maximum": 253_402_300_799_999},
+    ],
+    "description": "Event time: RFC 3339 (naive is UTC) or epoch milliseconds",
+}
 
 
 def _parse_ts(value: object) -> datetime:
@@ -93,7 +112,7 @@ class Event(BaseModel):
 
     key: str = Field(min_length=1)
     id: str = Field(min_length=1)
-    ts: Annotated[datetime, BeforeValidator(_parse_ts)]
+    ts: Annotated[datetime, BeforeValidator(_parse_ts), WithJsonSchema(TS_SCHEMA)]
     data: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("key")
@@ -276,7 +295,7 @@ def to_dynamodb_numbers(value: Any, path: str = "value") -> Any:
     ------
     ValueError
         For NaN, infinity, or a number outside DynamoDB's range or precision
-        (:func:`dynamodb_number`), naming its JSON path.
+        (:func:`dynamodb_number`), or a map with an empty key, naming its JSON path.
 
     Examples
     --------
@@ -292,6 +311,8 @@ def to_dynamodb_numbers(value: Any, path: str = "value") -> Any:
     if isinstance(value, int | float | Decimal):
         return dynamodb_number(value, path)
     if isinstance(value, dict):
+        if "" in value:  # DynamoDB: "ValidationException: Empty attribute name"
+            raise ValueError(f"{path}: has an empty attribute name (DynamoDB needs 1+ characters)")
         return {k: to_dynamodb_numbers(v, f"{path}.{k}") for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_dynamodb_numbers(v, f"{path}[{i}]") for i, v in enumerate(value)]
