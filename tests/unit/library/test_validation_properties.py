@@ -207,3 +207,15 @@ def test_invalid_input_errors_name_a_field() -> None:
     with pytest.raises(InvalidInputError) as info:
         validate_logical_key("")
     assert info.value.field == "key"
+
+
+@pytest.mark.parametrize("text", ["0001-01-01T00:04:00+01:00", "9999-12-31T23:59:00-01:00"])
+def test_a_time_that_leaves_years_1_to_9999_in_utc_is_refused_naming_ts(text: str) -> None:
+    # found by the API fuzzer: OverflowError out of the handler (a 502)
+    from dynashard.keys import parse_ts
+
+    with pytest.raises(InvalidInputError) as info:
+        parse_ts(text)
+    assert info.value.field == "ts"
+    with pytest.raises(ValidationError, match="ts"):
+        Event(key="K", id="e", ts=text)

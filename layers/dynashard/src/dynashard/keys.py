@@ -215,7 +215,12 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
         ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:04:00+01:00 is in year 0 in UTC
+        raise InvalidInputError(
+            field, f"is outside the years 1..9999 in UTC, got {value!r}"
+        ) from exc
 
 
 def format_ts(ts: datetime) -> str:
