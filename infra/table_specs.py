@@ -47,6 +47,9 @@ class TableSpec:
         Attribute name of the sort key (type ``S``), or None for a simple primary key.
     indexes : tuple of IndexSpec
         Global secondary indexes.
+    ttl_attribute : str or None
+        The table's Time to Live attribute (epoch seconds), or None for none. Not part of
+        ``CreateTable``: the sandbox turns it on with ``UpdateTimeToLive``.
     """
 
     logical_id: str
@@ -54,6 +57,7 @@ class TableSpec:
     partition_key: str
     sort_key: str | None = None
     indexes: tuple[IndexSpec, ...] = field(default_factory=tuple)
+    ttl_attribute: str | None = None
 
 
 DATA_TABLE = TableSpec(
@@ -62,6 +66,7 @@ DATA_TABLE = TableSpec(
     partition_key=names.ATTR_PK,
     sort_key=names.ATTR_SK,
     indexes=(IndexSpec(names.GSI1_NAME, names.ATTR_GSI1PK, names.ATTR_GSI1SK),),
+    ttl_attribute=names.ATTR_EXPIRES_AT,
 )
 
 METADATA_TABLE = TableSpec(

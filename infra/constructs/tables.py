@@ -61,10 +61,12 @@ def _build_table(
 ) -> dynamodb.TableV2:
     """Return a TableV2 for a spec with the settings both tables share.
 
-    Both tables get point-in-time recovery and encryption at rest with the AWS managed
-    key (``aws/dynamodb``, visible in CloudTrail); outside dev stages, deletion
-    protection and a retain policy, because losing the metadata table's
-    ``shard_history`` would make readers miss shards (design invariant 3).
+    A spec's ``ttl_attribute`` turns on Time to Live (the data table's: counters'
+    idempotency markers expire). Both tables get point-in-time recovery and
+    encryption at rest with the AWS managed key (``aws/dynamodb``, visible in
+    CloudTrail); outside dev stages, deletion protection and a retain policy,
+    because losing the metadata table's ``shard_history`` would make readers miss
+    shards (design invariant 3).
     """
     return dynamodb.TableV2(
         scope,
@@ -81,6 +83,7 @@ def _build_table(
         billing=billing,
         warm_throughput=warm_throughput,
         contributor_insights_specification=contributor_insights,
+        time_to_live_attribute=spec.ttl_attribute,
     )
 
 

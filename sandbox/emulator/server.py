@@ -10,6 +10,12 @@ DynamoDB's own throttling error and never forwarded; the rest is forwarded verba
 batch is rewritten: the admitted part is forwarded and the throttled part is returned
 in ``UnprocessedItems`` / ``UnprocessedKeys``.
 
+A request it cannot parse or plan (or a PartiQL statement, which it has no plan for)
+is still forwarded, so that the client gets DynamoDB Local's own answer, but never
+silently: it is counted per operation (:attr:`PartitionEmulator.unparsed`, ``unparsed``
+on ``GET /_emulator/metrics``, :func:`take_unparsed` for the whole process) and logged
+as a warning, and the test suite fails a test that caused one.
+
 Admin routes, off the DynamoDB path: ``GET /_emulator/metrics``,
 ``GET /_emulator/contributors``, ``POST /_emulator/limits``, ``POST /_emulator/reset``.
 """
@@ -19,8 +25,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import random
 import threading
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -71,6 +79,37 @@ from sandbox.lifecycle import StartStop
 
 #: Prefix of the DynamoDB JSON protocol's ``X-Amz-Target``.
 TARGET_PREFIX: Final = "DynamoDB_20120810."
+#: Data-plane operations the emulator has no plan for (PartiQL): forwarded uncharged,
+#: so counted as unparsed like a request it failed to parse.
+UNPLANNED_DATA_OPERATIONS: Final = frozenset(
+    {"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"}
+)
+
+_log = logging.getLogger(__name__)
+#: Requests every emulator of this process forwarded unparsed, by operation.
+_UNPARSED: Counter[str] = Counter()
+_UNPARSED_LOCK = threading.Lock()
+
+
+def take_unparsed() -> dict[str, int]:
+    """Return, and reset, the requests any emulator of this process forwarded unparsed.
+
+    A request the emulator cannot parse or plan is forwarded to DynamoDB Local as it
+    is: uncharged and never throttled, so a test or a benchmark that sent one measured
+    less than it thinks. The test suite calls this after every test and fails one that
+    leaves any (tests/conftest.py).
+
+    Returns
+    -------
+    dict of str to int
+        Operation (``PutItem``, ``ExecuteStatement`` ...) -> requests, since the last call.
+    """
+    with _UNPARSED_LOCK:
+        taken = dict(_UNPARSED)
+        _UNPARSED.clear()
+    return taken
+
+
 #: Operations after which the table metadata cache is refreshed.
 _SCHEMA_CHANGES: Final = frozenset({"CreateTable", "UpdateTable", "DeleteTable"})
 #: Request headers not forwarded (hop-by-hop, or recomputed by the client session).
@@ -108,6 +147,14 @@ class _Passthrough(Exception):
     """Planning could not make sense of the request: forward it untouched."""
 
 
+class _NoSuchTable(_Passthrough):
+    """The request names a table DynamoDB Local does not have: forward it for its error.
+
+    Not counted as unparsed: DynamoDB answers ``ResourceNotFoundException`` and charges
+    nothing, which is what the client gets.
+    """
+
+
 def _charges(plans: Iterable[WritePlan]) -> list[Charge]:
     return [c for p in plans for c in p.charges]
 
@@ -138,6 +185,9 @@ class PartitionEmulator:
             self.config.unscaled_tables,
         )
         self.metrics = m.Metrics()
+        #: Requests forwarded unparsed (uncharged, unthrottled), by operation; also on
+        #: ``GET /_emulator/metrics`` as ``unparsed`` and in :func:`take_unparsed`.
+        self.unparsed: Counter[str] = Counter()
         self.images = ImageCache()
         self.endpoint_url: str | None = None
         self._tables: dict[str, TableMeta] = {}
@@ -252,6 +302,7 @@ class PartitionEmulator:
         """Refill every bucket, drop all figures, remembered items and table metadata."""
         self.limiter.reset()
         self.metrics.reset()
+        self.unparsed.clear()
         self.images.clear()
         self._tables.clear()
 
@@ -341,6 +392,8 @@ class PartitionEmulator:
         headers = CIMultiDict(call.headers)
         headers["X-Amz-Target"] = TARGET_PREFIX + "DescribeTable"
         status, data, _ = await self._send(headers, json.dumps({"TableName": table}).encode())
+        if status == 400 and b"ResourceNotFoundException" in data:
+            raise _NoSuchTable(table)
         if status != 200:
             raise _Passthrough(f"DescribeTable {table}: HTTP {status}")
         meta = table_meta_from_description(json.loads(data)["Table"])
@@ -372,8 +425,20 @@ class PartitionEmulator:
         if handler is not None:
             try:
                 response = await handler(call, json.loads(body))
-            except (_Passthrough, ValueError, KeyError, TypeError, AttributeError, StopIteration):
+            except _NoSuchTable:
+                response = None
+            except (
+                _Passthrough,
+                ValueError,
+                KeyError,
+                TypeError,
+                AttributeError,
+                StopIteration,
+            ) as exc:
+                self._count_unparsed(operation, f"{type(exc).__name__}: {exc}")
                 response = self._relay(call) if call.upstream is not None else None
+        elif operation in UNPLANNED_DATA_OPERATIONS:
+            self._count_unparsed(operation, "no plan for this operation")
         if response is None:
             await self._forward(call)
             if operation in _SCHEMA_CHANGES:
@@ -383,6 +448,18 @@ class PartitionEmulator:
         if latency is not None:
             await asyncio.sleep(latency.sample(self._rng))
         return response
+
+    def _count_unparsed(self, operation: str, why: str) -> None:
+        """Count and log a request forwarded without being charged or throttled."""
+        self.unparsed[operation] += 1
+        with _UNPARSED_LOCK:
+            _UNPARSED[operation] += 1
+        _log.warning(
+            "emulator could not parse a %s request (%s): forwarded to DynamoDB Local "
+            "uncharged and unthrottled",
+            operation,
+            why,
+        )
 
     # --- figures --------------------------------------------------------------------
     def _record_consumed(self, op: Operation, charges: Iterable[Charge], now: float) -> None:
@@ -715,7 +792,7 @@ class PartitionEmulator:
     async def _admin_metrics(self, request: web.Request) -> web.Response:
         table = request.query.get("table")
         rows = [r for r in self.metrics.snapshot() if table is None or r["table"] == table]
-        return web.json_response({"metrics": rows})
+        return web.json_response({"metrics": rows, "unparsed": dict(self.unparsed)})
 
     async def _admin_contributors(self, request: web.Request) -> web.Response:
         q = request.query

@@ -92,3 +92,13 @@ def test_metadata_table_simple_key_on_demand_pitr(dev: Synth) -> None:
 def test_exactly_two_tables(dev: Synth) -> None:
     assert len(dev.of_type("AWS::DynamoDB::GlobalTable")) == 2
     assert not dev.of_type("AWS::DynamoDB::Table")
+
+
+def test_data_table_expires_items_through_its_ttl_attribute(dev: Synth) -> None:
+    # Idempotency markers of counters carry it (dynashard.counters), so they expire.
+    props = _table(dev, "data")["Properties"]
+    assert props["TimeToLiveSpecification"] == {
+        "AttributeName": names.ATTR_EXPIRES_AT,
+        "Enabled": True,
+    }
+    assert DATA_TABLE.ttl_attribute == names.ATTR_EXPIRES_AT

@@ -7,6 +7,7 @@ every count below is exact and no test sleeps.
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -321,3 +322,41 @@ def test_other_operations_and_errors_pass_through(server: EmulatorServer, data_t
         )
     with pytest.raises(client.exceptions.ResourceNotFoundException):
         put(client, "no-such-table", "a", "b")
+
+
+def test_a_request_the_emulator_cannot_parse_is_counted_reported_and_logged(
+    server: EmulatorServer, data_table: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    # Given a PutItem the emulator cannot plan: its sort key is not an attribute value
+    # (boto3 validates its parameters; another client, or a hand-made request, may not)
+    body = json.dumps({"TableName": data_table, "Item": {"PK": {"S": "k"}, "SK": "bad"}})
+    request = AWSRequest(
+        method="POST",
+        url=f"{server.endpoint_url}/",
+        data=body.encode(),
+        headers={
+            "X-Amz-Target": "DynamoDB_20120810.PutItem",
+            "Content-Type": "application/x-amz-json-1.0",
+        },
+    )
+    SigV4Auth(Credentials("testing", "testing"), "dynamodb", REGION).add_auth(request)
+    raw = urllib.request.Request(
+        request.url, data=body.encode(), headers=dict(request.headers.items()), method="POST"
+    )
+    # When it is sent, DynamoDB Local still answers it (it refuses it) ...
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(raw)
+    assert info.value.code >= 400  # DynamoDB Local 3.3 answers InternalFailure (500)
+    # ... and the emulator counts it, reports it on its metrics route and logs it
+    assert server.emulator.unparsed == {"PutItem": 1}
+    with urllib.request.urlopen(f"{server.endpoint_url}/_emulator/metrics") as answer:
+        assert json.load(answer)["unparsed"] == {"PutItem": 1}
+    assert any("could not parse" in r.getMessage() for r in caplog.records)
+    # (the guard in tests/conftest.py fails any test that leaves one: this one takes it)
+    from sandbox.emulator.server import take_unparsed
+
+    assert take_unparsed() == {"PutItem": 1}

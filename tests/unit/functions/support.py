@@ -47,6 +47,8 @@ class Outcome:
     error: str | None = None
     physical_key: str | None = None
     write_units: int = 1
+    permanent: bool = False
+    field: str | None = None
 
 
 @dataclass

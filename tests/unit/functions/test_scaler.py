@@ -23,6 +23,8 @@ from functions.scaler import app as scaler
 from .support import FakeFacade, LambdaContext, load_event
 
 ALARM_TIME = datetime(2024, 2, 17, 11, 53, 8, 431000, tzinfo=UTC)
+#: The minute the sample alarms evaluated (their one datapoint: 11:51:00, period 60).
+EVALUATED = (datetime(2024, 2, 17, 11, 51, tzinfo=UTC), datetime(2024, 2, 17, 11, 52, tzinfo=UTC))
 
 
 class FakeHotKeys:
@@ -74,6 +76,8 @@ def test_lambda_action_alarm_is_parsed() -> None:
     assert alarm.state == "ALARM"
     assert alarm.timestamp == ALARM_TIME
     assert alarm.window_s == 60
+    # the window the alarm evaluated (reasonData), not the minute before the state change
+    assert (alarm.start, alarm.end) == EVALUATED
     assert alarm.metric_names == ("WriteKeyRangeThroughputThrottleEvents",)
     assert alarm.table_name == "dynashard-data"
     assert alarm.index_name is None
@@ -90,10 +94,51 @@ def test_sns_gsi_dimension_and_window_of_several_periods() -> None:
     message = _sns_message(event)
     message["Trigger"]["Dimensions"].append({"value": "GSI1", "name": "GlobalSecondaryIndexName"})
     message["Trigger"]["EvaluationPeriods"] = 3
+    message["NewStateReason"] = (
+        "Threshold Crossed: 3 out of the last 3 datapoints [412.0 (17/02/24 11:51:00), "
+        "10.0 (17/02/24 11:50:00), 7.0 (17/02/24 11:49:00)] was greater than the threshold "
+        "(0.0) (minimum 3 datapoints for OK -> ALARM transition)."
+    )
     alarm = scaler.parse_alarm(_with_sns_message(event, message))
     assert alarm.index_name == "GSI1"
     assert alarm.window_s == 180
-    assert alarm.start == ALARM_TIME - timedelta(seconds=180)
+    assert (alarm.start, alarm.end) == (EVALUATED[0] - timedelta(minutes=2), EVALUATED[1])
+
+
+def test_lambda_action_window_is_the_evaluated_datapoints() -> None:
+    # Given an action whose alarm evaluated 3 five-minute datapoints, the last at 11:45
+    event = load_event("cloudwatch_alarm_lambda_action")
+    state = event["alarmData"]["state"]
+    state["reasonData"] = json.dumps(
+        {
+            "version": "1.0",
+            "queryDate": "2024-02-17T11:53:08.423+0000",
+            "startDate": "2024-02-17T11:35:00.000+0000",
+            "statistic": "Sum",
+            "period": 300,
+            "recentDatapoints": [1.0, 5.0, 412.0],
+            "threshold": 0.0,
+            "evaluatedDatapoints": [
+                {"timestamp": "2024-02-17T11:45:00.000+0000", "sampleCount": 5.0, "value": 412.0},
+                {"timestamp": "2024-02-17T11:40:00.000+0000", "sampleCount": 5.0, "value": 5.0},
+                {"timestamp": "2024-02-17T11:35:00.000+0000", "sampleCount": 5.0, "value": 1.0},
+            ],
+        }
+    )
+    event["alarmData"]["configuration"]["metrics"][0]["metricStat"]["period"] = 300
+    # When it is parsed, the window is [11:35, 11:50): what the alarm saw
+    alarm = scaler.parse_alarm(event)
+    assert alarm.start == datetime(2024, 2, 17, 11, 35, tzinfo=UTC)
+    assert alarm.end == datetime(2024, 2, 17, 11, 50, tzinfo=UTC)
+    assert alarm.window_s == 900
+
+
+def test_an_alarm_without_reason_data_looks_back_from_its_state_change() -> None:
+    event = load_event("cloudwatch_alarm_lambda_action")
+    del event["alarmData"]["state"]["reasonData"]
+    event["alarmData"]["state"]["reason"] = "Threshold Crossed: no datapoints named"
+    alarm = scaler.parse_alarm(event)
+    assert (alarm.start, alarm.end) == (ALARM_TIME - timedelta(seconds=60), ALARM_TIME)
 
 
 def test_a_metric_math_lambda_action_is_read_leniently() -> None:
@@ -103,6 +148,8 @@ def test_a_metric_math_lambda_action_is_read_leniently() -> None:
     metrics = event["alarmData"]["configuration"]["metrics"]
     metrics[0]["metricStat"]["metric"]["name"] = "ReadKeyRangeThroughputThrottleEvents"
     metrics[0]["metricStat"]["period"] = 120
+    state = event["alarmData"]["state"]
+    state["reasonData"] = state["reasonData"].replace('"period":60', '"period":120')
     other = {"namespace": "Custom", "name": "Other", "dimensions": {"TableName": "not-it"}}
     metrics.insert(0, {"id": "e1", "expression": "m1 + m2", "returnData": True})
     metrics.append({"id": "m2", "metricStat": {"metric": other, "period": 60}})
@@ -140,7 +187,7 @@ def test_alarm_grows_the_hot_key_to_the_planned_count(sample: str, context: Lamb
     # When the alarm arrives
     summary = scaler.handler(load_event(sample), context, facade=facade, hot_keys=hot)
     # Then the source was asked about the alarm's table and window
-    assert hot.calls == [("dynashard-data", None, ALARM_TIME - timedelta(seconds=60), ALARM_TIME)]
+    assert hot.calls == [("dynashard-data", None, *EVALUATED)]
     # and JFK grows to ceil(2000.5 / (1000 x 0.8)) = 3 (2 shards at the limit, and 200
     # throttled requests / 8 attempts turned away for 1,850 x 60 units consumed), EWR
     # is left alone
@@ -224,7 +271,7 @@ def test_writes_are_planned_from_the_offered_load_the_writers_reported(
     # Then the rule was asked about the alarm's window, HOT grows in one step to
     # ceil(200 / 25) = 8 on the offered basis, the counter (not in the writers' report)
     # on the estimate, and COLD (offered, but not hot) is left alone
-    assert offered.calls == [(ALARM_TIME - timedelta(seconds=60), ALARM_TIME)]
+    assert offered.calls == [EVALUATED]
     grown = {g["key"]: (g["current"], g["basis"]) for g in summary["grown"]}
     assert grown["HOT"] == (8, "offered")
     assert grown["COUNTER#C"][1] == "estimated"

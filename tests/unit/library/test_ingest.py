@@ -55,6 +55,8 @@ class Outcome:
     ok: bool
     error: str | None = None
     write_units: int = 1
+    permanent: bool = False
+    field: str | None = None
 
 
 class FakeWriter:

@@ -30,9 +30,10 @@ from pydantic import (
     field_validator,
 )
 
+from dynashard.counters import MAX_COUNTER_VALUE
 from dynashard.errors import InvalidInputError
 from dynashard.keys import MAX_SHARD_COUNT
-from dynashard.model import MAX_EVENTS_PER_REQUEST, Event
+from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, to_dynamodb_document
 
 if TYPE_CHECKING:
     from dynashard.ingest import OutcomeLike
@@ -83,12 +84,28 @@ class CounterIncrement(BaseModel):
     Attributes
     ----------
     by : int
-        Amount to add; negative subtracts; never 0 (JSON integers only).
+        Amount to add; negative subtracts; never 0 (JSON integers only); at most 38
+        digits (the precision of a DynamoDB number).
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    by: StrictInt
+    @field_validator("by", mode="before")
+    @classmethod
+    def _integral(cls, value: Any) -> Any:
+        # JSON Schema's integer takes 250.0 too; a float holds integers exactly up to 2**53.
+        if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+            return int(value)
+        return value
+
+    # Bounds as exclusive 10**38 (the same integers): JSON tools compare numbers as
+    # floats, and 10**38 - 1 as a float is 1e38.
+    by: StrictInt = Field(
+        gt=-(MAX_COUNTER_VALUE + 1),
+        lt=MAX_COUNTER_VALUE + 1,
+        description="Not 0; at most 38 digits, the precision of a DynamoDB number",
+        json_schema_extra={"not": {"const": 0}},
+    )
 
     @field_validator("by")
     @classmethod
@@ -109,7 +126,7 @@ class EventResult(BaseModel):
 
 
 class FailedEvent(BaseModel):
-    """An event that was not written and must be sent again."""
+    """An event that was not written: send it again (``failed``) or fix it (``rejected``)."""
 
     id: str
     key: str
@@ -117,38 +134,93 @@ class FailedEvent(BaseModel):
 
 
 class PostEventsResponse(BaseModel):
-    """Body of a ``POST /events`` answer (200 and 503 alike)."""
+    """Body of a ``POST /events`` answer (200, 400 and 503 alike).
+
+    Attributes
+    ----------
+    written : int
+        Events durable in the table.
+    failed : list of FailedEvent
+        Events not written for now (throttling, an outage): send them again.
+    rejected : list of FailedEvent
+        Events that can never be written as they are (over DynamoDB's 400 KB item
+        limit, without their ``calculated`` attribute ...): do not send them again.
+    results : list of EventResult
+        One per event of the request, in order.
+    message : str or None
+        What was wrong with the first rejected event, naming its field (``events[3].data:
+        ... 400 KB``); None when nothing was rejected.
+    field : str or None
+        That event's offending field, as the client sent it, e.g. ``events[3].data``.
+    """
 
     written: int
     failed: list[FailedEvent]
+    rejected: list[FailedEvent] = Field(
+        default_factory=list, description="Events that can never be written as they are"
+    )
     results: list[EventResult]
+    message: str | None = Field(None, description="What was wrong with the first rejected event")
+    field: str | None = Field(None, description="The first rejected event's offending field")
 
     @classmethod
-    def from_outcomes(cls, outcomes: Iterable[OutcomeLike]) -> PostEventsResponse:
+    def from_outcomes(
+        cls, outcomes: Iterable[OutcomeLike], *, batch: bool = False
+    ) -> PostEventsResponse:
         """Build the answer from the bulk write's outcomes.
 
         Parameters
         ----------
         outcomes : iterable of OutcomeLike
             One :class:`~dynashard.WriteOutcome` per event of the request, same order.
+        batch : bool
+            Whether the request was ``{"events": [...]}``: fields are then named
+            ``events[i].<field>``.
 
         Returns
         -------
         PostEventsResponse
             ``results`` one per event (``error`` only when not written), ``failed`` the
-            events to send again (``error`` defaults to ``not written``), ``written``
-            the count of the others.
+            events to send again (``error`` defaults to ``not written``), ``rejected``
+            the events refused for good, ``written`` the count of the others, and
+            ``message``/``field`` naming the first rejected event's fault.
         """
+        outcomes = list(outcomes)
         results = [
             EventResult(id=o.event_id, key=o.key, ok=o.ok, error=None if o.ok else o.error)
             for o in outcomes
         ]
-        failed = [
-            FailedEvent(id=r.id, key=r.key, error=r.error or "not written")
-            for r in results
-            if not r.ok
-        ]
-        return cls(written=len(results) - len(failed), failed=failed, results=results)
+        failed: list[FailedEvent] = []
+        rejected: list[FailedEvent] = []
+        message = field = None
+        for index, o in enumerate(outcomes):
+            if o.ok:
+                continue
+            entry = FailedEvent(id=o.event_id, key=o.key, error=o.error or "not written")
+            if not o.permanent:
+                failed.append(entry)
+                continue
+            rejected.append(entry)
+            if message is None:
+                field, message = _rejection(o.field, o.error, f"events[{index}]" if batch else "")
+        written = len(results) - len(failed) - len(rejected)
+        return cls(
+            written=written,
+            failed=failed,
+            rejected=rejected,
+            results=results,
+            message=message,
+            field=field,
+        )
+
+
+def _rejection(field: str | None, error: str | None, prefix: str) -> tuple[str, str]:
+    """Name a rejected event's field as the client sent it, and say what was wrong."""
+    detail = (error or "refused").split(": ", 1)[-1]  # drop the exception's name
+    if field and detail.startswith(f"{field}: "):
+        detail = detail.removeprefix(f"{field}: ")
+    name = ".".join(part for part in (prefix, field or "") if part) or "body"
+    return name, f"{name}: {detail}"
 
 
 class CounterResponse(BaseModel):
@@ -451,6 +523,13 @@ class OrderedItemBody(BaseModel):
     id: StrictStr = Field(min_length=1)
     value: StrictStr = Field(min_length=1)
     data: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("data")
+    @classmethod
+    def _data_fits(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # DynamoDB's nesting and number limits, naming the path (a 400, not a 500).
+        to_dynamodb_document(value, "data")
+        return value
 
 
 class OrderedPutBody(BaseModel):

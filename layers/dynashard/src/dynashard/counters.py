@@ -7,12 +7,20 @@ reference), with ``UnprocessedKeys`` retried with back-off, summed.
 
 ``ADD`` is not idempotent (Developer Guide, "Atomic counters"): a redelivered message
 would count twice. Pass an ``idempotency_key`` to make the increment a transaction
-that also writes a marker item conditional on its absence, so a replay applies once
-(two write units more per increment).
+(TransactWriteItems) that also writes a marker item conditional on its absence, so a
+replay applies once (two write units more per increment). The marker has its own
+partition key, a hash of the counter and the idempotency key
+(``#APPLIED#{sha256}``), not the counter's shard: the shard an increment lands on
+depends on the shard count in force, so a redelivery after a resize would find no
+marker on its new shard and count twice. Markers spread over as many partitions as
+there are keys, and carry the table's TTL attribute (:data:`dynashard.names.ATTR_EXPIRES_AT`,
+:data:`MARKER_TTL_S` ahead by default) so that DynamoDB deletes them once no
+redelivery can come.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable
@@ -22,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.errors import CounterError, InvalidInputError
+from dynashard.errors import CounterError, CounterOverflowError, InvalidInputError
 from dynashard.keys import physical_key, validate_logical_key
 from dynashard.metadata import ShardMetadata
 from dynashard.retry import Backoff
@@ -35,10 +43,19 @@ if TYPE_CHECKING:
 COUNTER_PREFIX: Final = names.COUNTER_PREFIX
 #: Sort key of a counter shard's item.
 COUNTER_SORT_KEY: Final = "#COUNTER"
-#: Sort-key prefix of the markers of applied idempotent increments.
+#: Partition-key prefix of the markers of applied idempotent increments.
 APPLIED_PREFIX: Final = "#APPLIED#"
+#: Sort key of a marker item.
+APPLIED_SORT_KEY: Final = "#APPLIED"
+#: How long a marker is kept, seconds: 14 days, the longest an SQS message can be
+#: retained (SQS quotas, ``MessageRetentionPeriod``), so no redelivery outlives it.
+MARKER_TTL_S: Final = 14 * 86_400
 #: Largest number of keys in one BatchGetItem call (DynamoDB quota).
 BATCH_GET_MAX_KEYS: Final = 100
+#: Largest magnitude of an increment and of a counter shard's value: 38 digits, the
+#: precision of a DynamoDB number (Developer Guide, "Data types", Number). A shard's
+#: ``ADD`` past it would fail on DynamoDB, so it is refused before, by a condition.
+MAX_COUNTER_VALUE: Final = 10**38 - 1
 
 
 def counter_key(name: str) -> str:
@@ -64,6 +81,36 @@ def counter_key(name: str) -> str:
         raise InvalidInputError("name", "must not be empty")
     validate_logical_key(logical, field="name")
     return logical
+
+
+def marker_key(logical: str, idempotency_key: str) -> str:
+    """Return the partition key of an idempotent increment's marker.
+
+    Parameters
+    ----------
+    logical : str
+        The counter's logical key, ``COUNTER#{name}``.
+    idempotency_key : str
+        The increment's idempotency key.
+
+    Returns
+    -------
+    str
+        ``#APPLIED#`` and 32 hex digits of SHA-256 over both (41 bytes whatever their
+        length, so within the 2,048-byte partition key limit); the same for every
+        shard count, so a redelivery after a resize finds it.
+
+    Examples
+    --------
+    >>> marker_key("COUNTER#UA", "msg-1") == marker_key("COUNTER#UA", "msg-1")
+    True
+    >>> marker_key("COUNTER#UA", "msg-1") != marker_key("COUNTER#AA", "msg-1")
+    True
+    >>> len(marker_key("COUNTER#UA", "msg-1"))
+    41
+    """
+    digest = hashlib.sha256(f"{logical}\n{idempotency_key}".encode()).hexdigest()[:32]
+    return f"{APPLIED_PREFIX}{digest}"
 
 
 @dataclass(frozen=True)
@@ -100,6 +147,11 @@ class ShardedCounter:
         Retry policy for ``UnprocessedKeys``.
     sleep : callable
         Sleeps between retries; injectable for tests.
+    marker_ttl_s : float
+        Seconds an idempotency marker is kept (its ``expires_at``), default
+        :data:`MARKER_TTL_S`; a redelivery later than that counts again.
+    clock : callable
+        Epoch seconds now; injectable for tests.
     """
 
     def __init__(
@@ -109,12 +161,16 @@ class ShardedCounter:
         metadata: ShardMetadata,
         backoff: Backoff | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        marker_ttl_s: float = MARKER_TTL_S,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.metadata = metadata
         self.backoff = backoff or Backoff()
         self.sleep = sleep
+        self.marker_ttl_s = marker_ttl_s
+        self.clock = clock
 
     def increment(self, name: str, by: int = 1, idempotency_key: str | None = None) -> bool:
         """Add ``by`` to a counter.
@@ -126,8 +182,9 @@ class ShardedCounter:
         by : int
             Any non-zero integer (negative decrements).
         idempotency_key : str, optional
-            When given, the increment applies at most once per key (and lands on the
-            shard the key hashes to).
+            When given, the increment applies at most once per key, whatever shard
+            count is in force when it is sent again (its marker: :func:`marker_key`),
+            for :attr:`marker_ttl_s`.
 
         Returns
         -------
@@ -137,12 +194,20 @@ class ShardedCounter:
         Raises
         ------
         InvalidInputError
-            If ``by`` is 0 or not an int, or the name is invalid.
+            Naming ``by`` if it is 0, not an int, or more than 38 digits
+            (:data:`MAX_COUNTER_VALUE`); naming ``name`` if the name is invalid.
+        CounterOverflowError
+            Naming ``by``, if adding it would take the shard it lands on past 38 digits
+            (the shard is left as it was).
         CounterError
             If DynamoDB fails the update.
         """
         if isinstance(by, bool) or not isinstance(by, int) or by == 0:
             raise InvalidInputError("by", f"must be a non-zero integer, got {by!r}")
+        if abs(by) > MAX_COUNTER_VALUE:
+            raise InvalidInputError(
+                "by", "has more than 38 digits, the precision of a DynamoDB number"
+            )
         logical = counter_key(name)
         count = self.metadata.for_writer(logical).number_of_shards
         shard = shard_for(idempotency_key, count) if idempotency_key else random.randrange(count)
@@ -150,10 +215,14 @@ class ShardedCounter:
             names.ATTR_PK: {"S": physical_key(logical, shard)},
             names.ATTR_SK: {"S": COUNTER_SORT_KEY},
         }
+        # The shard's value stays within 38 digits: the bound minus by is itself within.
+        bound = MAX_COUNTER_VALUE - by if by > 0 else -MAX_COUNTER_VALUE - by
+        within = f"attribute_not_exists(#c) OR #c {'<=' if by > 0 else '>='} :bound"
         update: dict[str, Any] = {
             "TableName": self.table_name,
             "Key": key,
             "UpdateExpression": "ADD #c :by SET #k = :name, #s = :shard",
+            "ConditionExpression": within,
             "ExpressionAttributeNames": {
                 "#c": names.ATTR_COUNT,
                 "#k": names.ATTR_KEY,
@@ -163,17 +232,22 @@ class ShardedCounter:
                 ":by": {"N": str(by)},
                 ":name": {"S": logical},
                 ":shard": {"N": str(shard)},
+                ":bound": {"N": str(bound)},
             },
         }
         try:
             if idempotency_key is None:
                 self.client.update_item(**update)
                 return True
+            expires = int(self.clock() + self.marker_ttl_s)
             marker = {
-                names.ATTR_PK: key[names.ATTR_PK],
-                names.ATTR_SK: {"S": f"{APPLIED_PREFIX}{idempotency_key}"},
+                names.ATTR_PK: {"S": marker_key(logical, idempotency_key)},
+                names.ATTR_SK: {"S": APPLIED_SORT_KEY},
                 names.ATTR_KEY: {"S": logical},
+                names.ATTR_IDEMPOTENCY_KEY: {"S": idempotency_key},
                 names.ATTR_COUNT: {"N": str(by)},
+                names.ATTR_SHARD: {"N": str(shard)},
+                names.ATTR_EXPIRES_AT: {"N": str(expires)},
             }
             self.client.transact_write_items(
                 TransactItems=[
@@ -191,12 +265,20 @@ class ShardedCounter:
             return True
         except ClientError as exc:
             error = exc.response["Error"]
-            reasons = exc.response.get("CancellationReasons", [])
-            if (
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            overflow = error["Code"] == "ConditionalCheckFailedException" or (
                 error["Code"] == "TransactionCanceledException"
-                and reasons
-                and (reasons[0].get("Code") == "ConditionalCheckFailed")
-            ):
+                and reasons[-1:] == ["ConditionalCheckFailed"]
+            )
+            if overflow:
+                raise CounterOverflowError(
+                    "by",
+                    f"would take shard {shard} of counter {name!r} past 38 digits, the "
+                    "precision of a DynamoDB number",
+                ) from exc
+            if error["Code"] == "TransactionCanceledException" and reasons[:1] == [
+                "ConditionalCheckFailed"
+            ]:
                 return False
             raise CounterError(
                 f"incrementing counter {name!r} failed: {error['Code']}: {error.get('Message', '')}"

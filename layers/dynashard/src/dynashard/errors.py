@@ -66,12 +66,28 @@ class CursorError(InvalidInputError):
         super().__init__("cursor", message)
 
 
-class LayoutConflictError(InvalidInputError):
+class StateConflictError(InvalidInputError):
+    """A request valid on its own contradicts what is stored (an HTTP 409 Conflict)."""
+
+
+class LayoutConflictError(StateConflictError):
     """A logical key already has another ordered layout (its boundaries are fixed).
 
     An HTTP API answers it with 409 Conflict rather than 400: the request is valid on
     its own, but contradicts what is stored.
     """
+
+
+class CounterOverflowError(StateConflictError):
+    """An increment would take a counter shard past 38 digits (an HTTP 409 Conflict).
+
+    ``by`` is within bounds on its own; what is stored makes the sum unrepresentable as
+    a DynamoDB number (38 digits of precision).
+    """
+
+
+class NotAnIndexError(InvalidInputError):
+    """A logical key has no ordered layout, so no ordered index (an HTTP 404 Not Found)."""
 
 
 class MetadataError(DynashardError):

@@ -9,25 +9,67 @@ This module needs Powertools for AWS Lambda (the ``lambda`` extra; the layer shi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 
 from dynashard.errors import (
     DynashardError,
     InvalidInputError,
-    LayoutConflictError,
+    NotAnIndexError,
     ShardQueryError,
+    StateConflictError,
 )
+from dynashard.model import MAX_NESTING_LEVELS
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 _SOURCES = ("body", "query", "path", "header", "cookie")
+#: A JSON string literal (escapes included), removed before brackets are counted.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_nesting_depth(text: str | bytes | None) -> int:
+    """Return how deep the objects and arrays of a JSON text nest, without parsing it.
+
+    Python's ``json`` module recurses once per level and raises ``RecursionError`` past
+    about a thousand; this counts brackets outside string literals instead, so a body
+    nested a hundred thousand levels deep is measured, not a crash.
+
+    Parameters
+    ----------
+    text : str, bytes or None
+        JSON text (need not be valid).
+
+    Returns
+    -------
+    int
+        The deepest level of ``{``/``[`` reached; 0 for a scalar or nothing.
+
+    Examples
+    --------
+    >>> json_nesting_depth('{"a": [1, {"b": "]]]"}]}'), json_nesting_depth(None)
+    (3, 0)
+    """
+    if not text:
+        return 0
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def error_response(
@@ -91,9 +133,16 @@ def register_error_handlers(
     """Map request-validation and dynashard errors to JSON responses on ``app``.
 
     ``RequestValidationError`` -> 422 with every error; ``InvalidInputError`` (and
-    ``CursorError``) -> 400, except ``LayoutConflictError`` -> 409; ``ShardQueryError``
+    ``CursorError``) -> 400, except ``StateConflictError`` (another layout is stored, a
+    counter shard would overflow) -> 409 and ``NotAnIndexError`` -> 404; ``ShardQueryError``
     -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
+    A body of another content type than JSON is a 415 naming ``Content-Type``, one that
+    is not UTF-8 a 400 naming ``body``, a path no route of ``app`` has a 404 naming
+    ``path`` (Powertools answered its own bodies, or a 502). A ``RecursionError`` raised
+    while the body is decoded (Python's ``json`` gives up
+    past about a thousand levels) is a 400 naming ``body`` and DynamoDB's 32-level
+    nesting limit when the body is nested that deep; any other one propagates.
 
     Parameters
     ----------
@@ -126,19 +175,61 @@ def register_error_handlers(
     def dynashard_invalid(exc: InvalidInputError) -> Response[Any]:
         return error_response(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
 
-    def layout_conflict(exc: LayoutConflictError) -> Response[Any]:
+    def state_conflict(exc: StateConflictError) -> Response[Any]:
         return error_response(HTTPStatus.CONFLICT, exc.message, exc.field)
+
+    def not_an_index(exc: NotAnIndexError) -> Response[Any]:
+        return error_response(HTTPStatus.NOT_FOUND, exc.message, exc.field)
 
     def shard_failed(exc: ShardQueryError) -> Response[Any]:
         logger.error("shard query failed", extra={"failures": exc.failures})
         return error_response(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
+
+    def too_deep(exc: RecursionError) -> Response[Any]:
+        depth = json_nesting_depth(app.current_event.body)
+        if depth < MAX_NESTING_LEVELS:
+            raise exc  # not the body's doing: a bug, not bad input
+        logger.info("request rejected", extra={"field": "body", "nesting": depth})
+        return error_response(
+            HTTPStatus.BAD_REQUEST,
+            f"body: nests objects and arrays {depth} deep, over DynamoDB's limit of "
+            f"{MAX_NESTING_LEVELS} levels for an attribute",
+            "body",
+        )
 
     def dynashard_failed(exc: DynashardError) -> Response[Any]:
         logger.exception("dynashard error")
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
 
     app.exception_handler(RequestValidationError)(request_invalid)
-    app.exception_handler(LayoutConflictError)(layout_conflict)
+    app.exception_handler(StateConflictError)(state_conflict)
+    app.exception_handler(NotAnIndexError)(not_an_index)
     app.exception_handler(InvalidInputError)(dynashard_invalid)
     app.exception_handler(ShardQueryError)(shard_failed)
     app.exception_handler(DynashardError)(dynashard_failed)
+    app.exception_handler(RecursionError)(too_deep)
+
+    def unsupported_type(_exc: RequestUnsupportedContentType) -> Response[Any]:
+        sent = app.current_event.headers.get("content-type", "")
+        return error_response(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            f"Content-Type: {sent!r} is not supported; send application/json",
+            "Content-Type",
+        )
+
+    app.exception_handler(RequestUnsupportedContentType)(unsupported_type)
+
+    def not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
+        return error_response(
+            HTTPStatus.BAD_REQUEST, f"body: not UTF-8 text ({exc.reason})", "body"
+        )
+
+    app.exception_handler(UnicodeDecodeError)(not_utf8)
+
+    def no_route(_exc: Exception) -> Response[Any]:
+        event = app.current_event
+        return error_response(
+            HTTPStatus.NOT_FOUND, f"No route for {event.http_method} {event.path}", "path"
+        )
+
+    app.not_found(no_route)

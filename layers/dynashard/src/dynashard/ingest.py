@@ -86,6 +86,16 @@ class OutcomeLike(Protocol):
         """WCU of the item on the base table, 0 when none was built."""
         ...
 
+    @property
+    def permanent(self) -> bool:
+        """True when the event can never be written as it is (sending it again cannot help)."""
+        ...
+
+    @property
+    def field(self) -> str | None:
+        """The offending field of a permanent refusal, when known (``data``, ``data.carrier``)."""
+        ...
+
 
 class EventWriter(Protocol):
     """The part of :class:`~dynashard.Dynashard` that writes events (a port for tests)."""
@@ -211,6 +221,9 @@ def _own_key(event: Event) -> str:
 def log_write_refused(logger: LogSink, outcomes: Sequence[OutcomeLike]) -> None:
     """Log what the write refused, one ``write refused`` line per logical key that had any.
 
+    Events refused for good (``permanent``) are left out: they are not load that more
+    shards would have written.
+
     Parameters
     ----------
     logger : LogSink
@@ -218,7 +231,8 @@ def log_write_refused(logger: LogSink, outcomes: Sequence[OutcomeLike]) -> None:
     outcomes : sequence of OutcomeLike
         The bulk write's outcomes.
     """
-    refused = refused_write_load((o.key, o.write_units, o.ok) for o in outcomes)
+    # A permanent refusal is not load the table refused: more shards would not write it.
+    refused = refused_write_load((o.key, o.write_units, o.ok or o.permanent) for o in outcomes)
     for fields in refused.values():
         logger.info(WRITE_REFUSED_MESSAGE, extra=fields)
 
@@ -262,6 +276,12 @@ def write_events(
     return outcomes
 
 
+#: Reason prefix of a record that can never be written as it is (a permanent failure).
+INVALID_EVENT = "invalid event"
+#: Reason prefix of a record whose write failed for now (throttling, an outage).
+WRITE_FAILED = "write failed"
+
+
 @dataclass(frozen=True)
 class BatchResult:
     """The fate of every record of a batch.
@@ -270,10 +290,17 @@ class BatchResult:
     ----------
     fates : dict of str to (str or None)
         Item identifier -> None if its event is durable, else why it is not
-        (``invalid event: ...`` or ``write failed: ...``).
+        (``invalid event: ...`` for a permanent failure, ``write failed: ...`` for a
+        transient one).
+    permanent : frozenset of str
+        Item identifiers of the records that failed for good: not JSON, not a valid
+        event, or an event DynamoDB can never store (over the 400 KB item limit,
+        without its ``calculated`` attribute). They are reported as batch item failures
+        all the same (see :func:`write_batch`).
     """
 
     fates: dict[str, str | None] = field(default_factory=dict)
+    permanent: frozenset[str] = frozenset()
 
     @property
     def failed(self) -> int:
@@ -296,6 +323,17 @@ def write_batch(
     key_of: Callable[[Event], str] | None = None,
 ) -> BatchResult:
     """Parse every record, write the valid events at once, return each record's fate.
+
+    A record that can never be written (a permanent failure: not a valid event, over a
+    DynamoDB limit, without its ``calculated`` attribute) is still reported back as a
+    batch item failure, because a Lambda partial batch response can only say "failed":
+    the source redelivers it until its redrive policy's ``maxReceiveCount`` (SQS) or the
+    event source mapping's retry limit (Kinesis) moves it to the dead-letter queue or
+    the on-failure destination. Acknowledging it instead would drop it with no trace.
+    Its reason starts ``invalid event:`` and its identifier is in
+    :attr:`BatchResult.permanent`, so the handler logs it as permanent with the message
+    id (:func:`dynashard.lambda_kit.partial_batch_response`): the DLQ holds the record,
+    the log says why.
 
     Parameters
     ----------
@@ -329,14 +367,16 @@ def write_batch(
         a broken contract must not acknowledge anything.
     """
     fates: dict[str, str | None] = {}
+    permanent: set[str] = set()
     valid: list[tuple[str, Event]] = []
     for item_id, payload in items:
         try:
             valid.append((item_id, parse_event(payload())))
         except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-            fates[item_id] = f"invalid event: {describe_error(exc)}"
+            fates[item_id] = f"{INVALID_EVENT}: {describe_error(exc)}"
+            permanent.add(item_id)
     if not valid:
-        return BatchResult(fates)
+        return BatchResult(fates, frozenset(permanent))
     events = [event for _, event in valid]
     flags = [i in redelivered for i, _ in valid]
     log_write_load(logger, events, bucket(), flags, key_of=key_of)
@@ -346,17 +386,25 @@ def write_batch(
         # The write as a whole failed: every record goes back to the source.
         logger.exception("bulk write failed")
         for item_id, _ in valid:
-            fates[item_id] = f"write failed: {exc.message}"
-        return BatchResult(fates)
+            fates[item_id] = f"{WRITE_FAILED}: {exc.message}"
+        return BatchResult(fates, frozenset(permanent))
     if len(outcomes) != len(valid):
         raise RuntimeError(f"put_events returned {len(outcomes)} outcomes for {len(valid)} events")
     for (item_id, _), outcome in zip(valid, outcomes, strict=True):
-        fates[item_id] = None if outcome.ok else f"write failed: {outcome.error or 'unknown'}"
+        if outcome.ok:
+            fates[item_id] = None
+        elif outcome.permanent:
+            fates[item_id] = f"{INVALID_EVENT}: {outcome.error or 'refused'}"
+            permanent.add(item_id)
+        else:
+            fates[item_id] = f"{WRITE_FAILED}: {outcome.error or 'unknown'}"
     log_write_refused(logger, outcomes)
-    return BatchResult(fates)
+    return BatchResult(fates, frozenset(permanent))
 
 
 __all__ = [
+    "INVALID_EVENT",
+    "WRITE_FAILED",
     "BatchItem",
     "BatchResult",
     "EventWriter",

@@ -215,7 +215,12 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
         ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:04:00+01:00 is in year 0 in UTC
+        raise InvalidInputError(
+            field, f"is outside the years 1..9999 in UTC, got {value!r}"
+        ) from exc
 
 
 def format_ts(ts: datetime) -> str:
@@ -235,10 +240,14 @@ def format_ts(ts: datetime) -> str:
     --------
     >>> format_ts(parse_ts("2013-01-01T05:15:00-05:00"))
     '2013-01-01T10:15:00.000000Z'
+    >>> format_ts(datetime(5, 1, 1, tzinfo=UTC))
+    '0005-01-01T00:00:00.000000Z'
     """
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # The year padded by hand: strftime's %Y gives "5", not "0005", for years below 1000.
+    utc = ts.astimezone(UTC)
+    return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")
 
 
 def sort_key(ts: datetime, event_id: str) -> str:
@@ -313,7 +322,7 @@ def validate_item_size(item: dict[str, Any], field: str = "data") -> int:
         raise KeyLimitExceededError(
             field,
             f"makes an item of {size} bytes, over DynamoDB's limit of "
-            f"{MAX_ITEM_BYTES} bytes (400 KB)",
+            f"{MAX_ITEM_BYTES} bytes (400 KB): Item size has exceeded the maximum allowed size",
         )
     return size
 

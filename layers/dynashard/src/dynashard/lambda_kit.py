@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, Field
 
@@ -391,7 +392,8 @@ class FunctionKit(Generic[S]):
         register_error_handlers(app, self.logger, fallback_field)
 
         def resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-            return app.resolve(event, context)
+            refused = not_json(event)
+            return refused if refused is not None else app.resolve(routable(event), context)
 
         resolve.__name__ = resolve.__qualname__ = name
         resolve.__module__ = self.module
@@ -539,6 +541,7 @@ ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
 #: What each error status of :func:`dynashard.http.register_error_handlers` means.
 ERROR_DESCRIPTIONS: dict[int, str] = {
     400: "Bad input: `field` names it",
+    404: "No such resource (e.g. a key without an ordered layout): `field` names it",
     409: "Conflicts with what is stored: `field` names it",
     500: "A dynashard error, e.g. a write that failed after its retries",
     503: "A shard query failed; `shards` names the physical keys",
@@ -597,6 +600,85 @@ def openapi_responses(ok: str, *errors: int) -> dict[int, OpenAPIResponse]:
     for status in errors:
         answers[status] = {"description": ERROR_DESCRIPTIONS[status], "content": ERROR_CONTENT}
     return answers
+
+
+#: The only request body type the APIs take.
+JSON_CONTENT_TYPE = "application/json"
+
+
+def not_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Answer 415 to a request whose body is declared as something else than JSON.
+
+    Powertools parses form and multipart bodies itself, and a multipart type without
+    its boundary raised ``ValueError`` out of the handler (a 502): the APIs take JSON
+    only, so any other declared type is refused before routing.
+
+    Parameters
+    ----------
+    event : mapping
+        A REST API proxy event.
+
+    Returns
+    -------
+    dict or None
+        The proxy response ``{"statusCode": 415, ...}`` with a JSON error naming
+        ``Content-Type``; None when the request has no body or declares JSON (or
+        nothing).
+
+    Examples
+    --------
+    >>> not_json({"body": "{}", "headers": {"Content-Type": "application/json"}}) is None
+    True
+    >>> not_json({"body": "a=1", "headers": {"content-type": "multipart/form-data"}})["statusCode"]
+    415
+    """
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    declared = headers.get("content-type", "").strip()
+    if not event.get("body") or not declared or declared.lower().startswith(JSON_CONTENT_TYPE):
+        return None
+    body = {
+        "message": f"Content-Type: {declared!r} is not supported; send {JSON_CONTENT_TYPE}",
+        "field": "Content-Type",
+    }
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": JSON_CONTENT_TYPE},
+        "multiValueHeaders": {"Content-Type": [JSON_CONTENT_TYPE]},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+def routable(event: dict[str, Any]) -> dict[str, Any]:
+    """Percent-encode every character of the path that Powertools' router would not match.
+
+    API Gateway matches ``{name}`` to any one path segment, but Powertools' resolver
+    matches a dynamic segment only on word characters and a fixed set of others, so a
+    name with ``"``, a backtick or a backslash, sent unencoded, answered Powertools'
+    404 although API Gateway had routed it. Each segment is decoded and encoded again
+    (nothing left as it is but unreserved characters), which :func:`path_value`
+    decodes back to the same name.
+
+    Parameters
+    ----------
+    event : dict
+        A REST API proxy event.
+
+    Returns
+    -------
+    dict
+        The event with ``path`` re-encoded (a copy; the same event when it has no path).
+
+    Examples
+    --------
+    >>> routable({"path": '/counters/a"b%23c'})["path"]
+    '/counters/a%22b%23c'
+    """
+    path = event.get("path")
+    if not isinstance(path, str):
+        return event
+    encoded = "/".join(quote(unquote(segment), safe="") for segment in path.split("/"))
+    return event if encoded == path else {**event, "path": encoded}
 
 
 def path_value(raw: str) -> str:
@@ -707,13 +789,17 @@ def partial_batch_response(
     event_type: EventType,
     fates: Mapping[str, str | None],
     logger: Logger,
+    permanent: Collection[str] = (),
 ) -> PartialItemFailureResponse:
     """Answer a batch from each record's fate, decided before (e.g. by one bulk write).
 
     Each record whose fate is a reason (or that the fates do not name) is logged as
-    ``record rejected`` (warning, with ``item_id`` and ``reason``) and reported as a batch
-    item failure. An all-failed batch is still a partial response listing every record,
-    so each one is retried, and reaches its DLQ, on its own.
+    ``record rejected`` (warning, with ``item_id``, ``reason`` and ``permanent``) and
+    reported as a batch item failure. An all-failed batch is still a partial response
+    listing every record, so each one is retried, and reaches its DLQ, on its own. A
+    permanent failure is reported the same way (a partial batch response can only say
+    "failed"): redrive moves it to the DLQ after ``maxReceiveCount``, and this log line,
+    ``permanent: true`` with the message id, says why it is there.
 
     Parameters
     ----------
@@ -728,6 +814,9 @@ def partial_batch_response(
         else why it is not.
     logger : Logger
         The function's logger.
+    permanent : collection of str
+        Item identifiers whose failure is permanent (an invalid event, one DynamoDB can
+        never store): logged with ``permanent: true``.
 
     Returns
     -------
@@ -740,7 +829,8 @@ def partial_batch_response(
         item_id = _item_id(record)
         reason = fates.get(item_id, NOT_SEEN)
         if reason is not None:
-            logger.warning("record rejected", extra={"item_id": item_id, "reason": reason})
+            fields = {"item_id": item_id, "reason": reason, "permanent": item_id in permanent}
+            logger.warning("record rejected", extra=fields)
             raise RecordRejectedError(item_id, reason)
 
     processor = BatchProcessor(event_type=event_type, raise_on_entire_batch_failure=False)
@@ -763,6 +853,7 @@ __all__ = [
     "batch_payloads",
     "container_cache",
     "function_kit",
+    "not_json",
     "openapi_responses",
     "partial_batch_response",
     "path_value",
@@ -770,4 +861,5 @@ __all__ = [
     "register",
     "registered_caches",
     "reset_all",
+    "routable",
 ]

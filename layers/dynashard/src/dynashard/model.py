@@ -9,16 +9,67 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from decimal import Decimal
-from typing import Annotated, Any
+from decimal import (
+    Clamped,
+    Context,
+    Decimal,
+    DecimalException,
+    Inexact,
+    Overflow,
+    Rounded,
+    Underflow,
+)
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
 
 from dynashard.errors import InvalidInputError
 from dynashard.keys import format_ts, parse_ts, sort_key, validate_logical_key
 
 #: Largest number of events one ``POST /events`` request may carry.
 MAX_EVENTS_PER_REQUEST = 100
+#: DynamoDB's nesting limit for documents: 32 levels, the top-level attribute being level 1
+#: (Developer Guide, "Quotas in Amazon DynamoDB", attributes: "nested attribute depth"),
+#: so a top-level map or list holds at most 31 levels of maps and lists.
+MAX_NESTING_LEVELS: Final = 32
+#: Smallest magnitude of a non-zero DynamoDB number (Developer Guide, "Data types", Number).
+MIN_NUMBER_MAGNITUDE: Final = Decimal("1E-130")
+#: Largest magnitude of a DynamoDB number (same page).
+MAX_NUMBER_MAGNITUDE: Final = Decimal("9.9999999999999999999999999999999999999E+125")
+#: Significant digits a DynamoDB number holds (same page).
+MAX_NUMBER_DIGITS: Final = 38
+#: The context boto3's serializer converts numbers with (``boto3.dynamodb.types``): a
+#: number it would round, or that overflows or underflows it, fails the write.
+_DYNAMODB_CONTEXT: Final = Context(
+    Emin=-128,
+    Emax=126,
+    prec=MAX_NUMBER_DIGITS,
+    traps=[Clamped, Overflow, Inexact, Rounded, Underflow],
+)
+#: What :func:`dynamodb_number` says of a number DynamoDB cannot store.
+NUMBER_RANGE: Final = (
+    f"outside DynamoDB's number range: magnitude 1E-130 to 9.9{'9' * 36}E+125 (or 0), "
+    f"at most {MAX_NUMBER_DIGITS} significant digits"
+)
+
+
+#: The JSON schema of ``ts`` as the API accepts it: RFC 3339 text, or epoch milliseconds
+#: within the years 1..9999 (what :func:`dynashard.keys.parse_ts` takes; ISO-8601 text
+#: that is not RFC 3339, e.g. a date alone, is accepted too but left undocumented).
+TS_SCHEMA: Final[dict[str, Any]] = {
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "number", "minimum": -62_135_596_800_000, "maximum": 253_402_300_799_999},
+    ],
+    "description": "Event time: RFC 3339 (naive is UTC) or epoch milliseconds",
+}
 
 
 def _parse_ts(value: object) -> datetime:
@@ -61,7 +112,7 @@ class Event(BaseModel):
 
     key: str = Field(min_length=1)
     id: str = Field(min_length=1)
-    ts: Annotated[datetime, BeforeValidator(_parse_ts)]
+    ts: Annotated[datetime, BeforeValidator(_parse_ts), WithJsonSchema(TS_SCHEMA)]
     data: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("key")
@@ -76,7 +127,7 @@ class Event(BaseModel):
     @field_validator("data")
     @classmethod
     def _data_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
-        converted: dict[str, Any] = to_dynamodb_numbers(value)
+        converted: dict[str, Any] = to_dynamodb_document(value, "data")
         return converted
 
     @property
@@ -100,13 +151,140 @@ class Event(BaseModel):
         }
 
 
-def to_dynamodb_numbers(value: Any) -> Any:
-    """Replace floats by ``Decimal`` throughout, as DynamoDB's serializer requires.
+def nesting_depth(value: Any) -> int:
+    """Return how many maps and lists deep ``value`` goes (iteratively: no recursion).
 
     Parameters
     ----------
     value : Any
         JSON-like data.
+
+    Returns
+    -------
+    int
+        0 for a scalar, 1 for a flat map or list, 2 for a map holding a map ...
+
+    Examples
+    --------
+    >>> nesting_depth(3), nesting_depth({}), nesting_depth({"a": [1, {"b": 2}]})
+    (0, 1, 3)
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple | set | frozenset):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def dynamodb_number(value: int | float | Decimal, path: str = "value") -> int | Decimal:
+    """Check that DynamoDB (and boto3's serializer) can store a number, and convert floats.
+
+    Parameters
+    ----------
+    value : int, float or Decimal
+        A number from JSON.
+    path : str
+        Its JSON path, for the error, e.g. ``data.x.y[1]``.
+
+    Returns
+    -------
+    int or Decimal
+        An int as it is; a float as ``Decimal(str(f))``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``path``, for NaN, infinity, a magnitude outside 1E-130 ..
+        9.9999999999999999999999999999999999999E+125 or more than 38 significant digits
+        (Developer Guide, "Data types", Number). The value itself is not in the message:
+        it is payload data, and messages are logged.
+
+    Examples
+    --------
+    >>> dynamodb_number(2.5), dynamodb_number(10**37)
+    (Decimal('2.5'), 10000000000000000000000000000000000000)
+    >>> dynamodb_number(1e-151, "data.x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: data.x: a number outside DynamoDB's number range: magnitude 1E-130 to ...
+    """
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{path}: NaN and infinity cannot be stored as DynamoDB numbers")
+        number: int | Decimal = Decimal(str(value))
+    else:
+        number = value
+    try:
+        exact = _DYNAMODB_CONTEXT.create_decimal(number)
+    except DecimalException:
+        raise ValueError(f"{path}: a number {NUMBER_RANGE}") from None
+    if exact and not MIN_NUMBER_MAGNITUDE <= abs(exact) <= MAX_NUMBER_MAGNITUDE:
+        raise ValueError(f"{path}: a number {NUMBER_RANGE}")
+    return number
+
+
+def to_dynamodb_document(value: Any, path: str = "data") -> Any:
+    """Check a payload fits DynamoDB (nesting, numbers) and convert its floats to ``Decimal``.
+
+    Parameters
+    ----------
+    value : Any
+        JSON-like data, the value of the top-level attribute ``path``.
+    path : str
+        Its name, the start of the JSON paths in errors.
+
+    Returns
+    -------
+    Any
+        As :func:`to_dynamodb_numbers`.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` nests maps and lists more than 31 deep (DynamoDB's 32 levels with
+        the attribute as level 1: :data:`MAX_NESTING_LEVELS`), or holds a number DynamoDB
+        cannot store (:func:`dynamodb_number`, naming its JSON path).
+
+    Examples
+    --------
+    >>> to_dynamodb_document({"delays": [2.5, 3]})
+    {'delays': [Decimal('2.5'), 3]}
+    >>> deep: Any = "leaf"
+    >>> for _ in range(32):
+    ...     deep = {"a": deep}
+    >>> to_dynamodb_document(deep)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: data: nests maps and lists 32 deep, over DynamoDB's limit of 32 levels ...
+    """
+    depth = nesting_depth(value)
+    if depth >= MAX_NESTING_LEVELS:
+        raise ValueError(
+            f"{path}: nests maps and lists {depth} deep, over DynamoDB's limit of "
+            f"{MAX_NESTING_LEVELS} levels (the attribute is level 1: at most "
+            f"{MAX_NESTING_LEVELS - 1} maps or lists deep)"
+        )
+    return to_dynamodb_numbers(value, path)
+
+
+def to_dynamodb_numbers(value: Any, path: str = "value") -> Any:
+    """Replace floats by ``Decimal`` throughout, as DynamoDB's serializer requires.
+
+    Parameters
+    ----------
+    value : Any
+        JSON-like data, nested at most a few hundred levels (recursive: check the depth
+        first with :func:`nesting_depth`, as :func:`to_dynamodb_document` does).
+    path : str
+        JSON path of ``value``, for errors.
 
     Returns
     -------
@@ -116,7 +294,8 @@ def to_dynamodb_numbers(value: Any) -> Any:
     Raises
     ------
     ValueError
-        For NaN or infinity, which DynamoDB numbers cannot hold.
+        For NaN, infinity, or a number outside DynamoDB's range or precision
+        (:func:`dynamodb_number`), or a map with an empty key, naming its JSON path.
 
     Examples
     --------
@@ -125,16 +304,18 @@ def to_dynamodb_numbers(value: Any) -> Any:
     >>> to_dynamodb_numbers(float("nan"))
     Traceback (most recent call last):
     ...
-    ValueError: NaN and infinity cannot be stored as DynamoDB numbers
+    ValueError: value: NaN and infinity cannot be stored as DynamoDB numbers
     """
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError("NaN and infinity cannot be stored as DynamoDB numbers")
-        return Decimal(str(value))
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float | Decimal):
+        return dynamodb_number(value, path)
     if isinstance(value, dict):
-        return {k: to_dynamodb_numbers(v) for k, v in value.items()}
+        if "" in value:  # DynamoDB: "ValidationException: Empty attribute name"
+            raise ValueError(f"{path}: has an empty attribute name (DynamoDB needs 1+ characters)")
+        return {k: to_dynamodb_numbers(v, f"{path}.{k}") for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [to_dynamodb_numbers(v) for v in value]
+        return [to_dynamodb_numbers(v, f"{path}[{i}]") for i, v in enumerate(value)]
     return value
 
 

@@ -66,6 +66,12 @@ ATTR_TS: Final = "ts"
 ATTR_SHARD: Final = "shard"
 ATTR_DATA: Final = "data"
 ATTR_COUNT: Final = "count"
+#: The data table's TTL attribute (epoch seconds): DynamoDB deletes an item some time
+#: after it passes ("Time to Live", Developer Guide). Counters' idempotency markers
+#: carry it.
+ATTR_EXPIRES_AT: Final = "expires_at"
+#: The idempotency key an idempotency marker stands for.
+ATTR_IDEMPOTENCY_KEY: Final = "idempotency_key"
 #: Logical keys of counters start with this (``COUNTER#{name}``).
 COUNTER_PREFIX: Final = "COUNTER#"
 

@@ -30,6 +30,7 @@ from dynashard.errors import (
     InvalidInputError,
     LayoutConflictError,
     MetadataError,
+    NotAnIndexError,
     WriteFailedError,
 )
 from dynashard.keys import validate_item_size, validate_logical_key
@@ -255,15 +256,15 @@ class OrderedIndex:
 
         Raises
         ------
-        InvalidInputError
-            If the key is not an ordered index (field ``key``).
+        NotAnIndexError
+            If the key is not an ordered index (field ``key``; an ``InvalidInputError``).
         MetadataError
             If the metadata table fails.
         """
         if self._layout is None or fresh:
             stored, _ = self._store.get_layout(self.key)
             if stored is None:
-                raise InvalidInputError(
+                raise NotAnIndexError(
                     "key", f"{self.key!r} is not an ordered index (no boundaries stored)"
                 )
             self._layout = stored

@@ -42,7 +42,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.capacity import READ_UNIT_BYTES, wire_item_size
-from dynashard.errors import InvalidInputError, ShardQueryError
+from dynashard.errors import InvalidInputError, ShardQueryError, StateConflictError
 from dynashard.keys import format_ts, physical_key
 from dynashard.merge import Cursor, merge_page, query_fingerprint
 from dynashard.metadata import ShardInfo, ShardMetadata
@@ -353,6 +353,9 @@ class ShardedReader:
             If ``limit`` is out of range, ``start >= end``, or ``attribute_value`` is
             given for a key whose strategy is not ``calculated`` or is empty (field
             ``attr``, the HTTP API's parameter).
+        StateConflictError
+            Naming ``key``, if the key is an ordered index (its items are index
+            entries, not events: read them with :class:`~dynashard.ordered_index.OrderedIndex`).
         CursorError
             If ``cursor`` is malformed or belongs to another query.
         ShardQueryError
@@ -392,6 +395,10 @@ class ShardedReader:
             open_streams(_unfinished(physical_keys_to_query(guess), skip))
         try:
             info = info if info is not None else self.metadata.for_reader(key)
+            if info.strategy is Strategy.ORDERED:  # its entries lack ts and id (a KeyError)
+                raise StateConflictError(
+                    "key", f"{key!r} is an ordered index: read it with GET /index/{{key}}"
+                )
         except BaseException:
             for stream in streams.values():
                 stream.cancel()

@@ -27,9 +27,11 @@ dimensions" in the Amazon DynamoDB Developer Guide; "Using Amazon CloudWatch ala
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -71,13 +73,18 @@ class Alarm:
         State: ``ALARM``, ``OK`` or ``INSUFFICIENT_DATA``.
     timestamp : datetime
         When the state changed, or when a sweep saw it (UTC); the end of the window
-        to inspect.
+        to inspect unless ``window_end`` says otherwise.
     window_s : int
-        Seconds the alarm evaluates (period x evaluation periods), at least 60.
+        Seconds of the window to inspect: the evaluated datapoints' span when the
+        alarm says which (:func:`evaluated_window`), else period x evaluation periods;
+        at least 60.
     metric_names : tuple of str
         The metrics the alarm watches.
     table_name, index_name : str or None
         ``TableName`` / ``GlobalSecondaryIndexName`` dimensions, if present.
+    window_end : datetime or None
+        End of the last datapoint the alarm evaluated (UTC), when it said which
+        (:func:`with_evaluated_window`); None: the window ends at ``timestamp``.
     """
 
     name: str
@@ -87,11 +94,17 @@ class Alarm:
     metric_names: tuple[str, ...] = ()
     table_name: str | None = None
     index_name: str | None = None
+    window_end: datetime | None = None
+
+    @property
+    def end(self) -> datetime:
+        """datetime: End of the window to inspect (``window_end``, else ``timestamp``)."""
+        return self.window_end or self.timestamp
 
     @property
     def start(self) -> datetime:
         """datetime: Start of the window to inspect."""
-        return self.timestamp - timedelta(seconds=self.window_s)
+        return self.end - timedelta(seconds=self.window_s)
 
 
 @dataclass(frozen=True)
@@ -136,6 +149,149 @@ def parse_time(value: Any) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
+#: A datapoint in an alarm's reason text: ``412.0 (17/02/24 11:51:00)`` (dd/mm/yy, UTC).
+_REASON_DATAPOINT = re.compile(r"\((\d{2})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})\)")
+
+
+def evaluated_window(reason_data: Any, period_s: int) -> tuple[datetime, datetime] | None:
+    """Return the window an alarm evaluated, from its ``StateReasonData``.
+
+    A state change comes minutes after the datapoints that caused it (DynamoDB
+    publishes per minute, CloudWatch evaluates with a delay), so the minute before the
+    state change can hold none of the load that raised the alarm. The window is
+    ``[earliest evaluated datapoint, latest + period)``: ``evaluatedDatapoints``
+    timestamps are the starts of their periods; without them, ``[startDate, queryDate]``.
+
+    Parameters
+    ----------
+    reason_data : str or mapping
+        The JSON of ``reasonData`` (Lambda alarm action) or ``StateReasonData``
+        (``DescribeAlarms``): ``{"startDate", "queryDate", "period",
+        "evaluatedDatapoints": [{"timestamp", "value"}]}``.
+    period_s : int
+        The alarm's period, seconds, when ``reason_data`` gives none.
+
+    Returns
+    -------
+    tuple of (datetime, datetime) or None
+        Start and end (UTC); None when ``reason_data`` is missing or says neither.
+
+    Examples
+    --------
+    >>> data = {"period": 60, "evaluatedDatapoints": [{"timestamp": "2024-02-17T11:51:00Z"}]}
+    >>> [t.strftime("%H:%M") for t in evaluated_window(data, 60)]
+    ['11:51', '11:52']
+    >>> evaluated_window("not json", 60) is None
+    True
+    """
+    try:
+        data = json.loads(reason_data) if isinstance(reason_data, str | bytes) else reason_data
+    except ValueError:
+        return None
+    if not isinstance(data, Mapping):
+        return None
+    period = timedelta(seconds=int(data.get("period") or period_s))
+    stamps = [
+        _strict_time(p.get("timestamp"))
+        for p in data.get("evaluatedDatapoints") or []
+        if isinstance(p, Mapping)
+    ]
+    points = [t for t in stamps if t is not None]
+    if points:
+        return min(points), max(points) + period
+    start, end = _strict_time(data.get("startDate")), _strict_time(data.get("queryDate"))
+    return (start, end) if start is not None and end is not None and start < end else None
+
+
+def reason_window(reason: Any, period_s: int) -> tuple[datetime, datetime] | None:
+    """Return the window an alarm evaluated, from the datapoints its reason text names.
+
+    A classic (SNS) notification carries no ``StateReasonData``; its ``NewStateReason``
+    names each datapoint as ``value (dd/mm/yy HH:MM:SS)``, the start of its period.
+
+    Parameters
+    ----------
+    reason : str
+        E.g. ``Threshold Crossed: 1 out of the last 1 datapoints [412.0 (17/02/24
+        11:51:00)] was greater than the threshold (0.0) ...``.
+    period_s : int
+        The alarm's period, seconds.
+
+    Returns
+    -------
+    tuple of (datetime, datetime) or None
+        ``[earliest, latest + period)`` (UTC); None when the text names no datapoint.
+
+    Examples
+    --------
+    >>> window = reason_window("[412.0 (17/02/24 11:51:00), 3.0 (17/02/24 11:50:00)]", 60)
+    >>> [t.strftime("%H:%M") for t in window]
+    ['11:50', '11:52']
+    """
+    points = [
+        datetime(2000 + int(y), int(mo), int(d), int(h), int(mi), int(sec), tzinfo=UTC)
+        for d, mo, y, h, mi, sec in _REASON_DATAPOINT.findall(str(reason or ""))
+    ]
+    if not points:
+        return None
+    return min(points), max(points) + timedelta(seconds=period_s)
+
+
+def _strict_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def with_evaluated_window(alarm: Alarm, window: tuple[datetime, datetime] | None) -> Alarm:
+    """Return ``alarm`` looking at the window it evaluated, when one is known.
+
+    Parameters
+    ----------
+    alarm : Alarm
+        As parsed, its window ending at its state change.
+    window : tuple of (datetime, datetime) or None
+        :func:`evaluated_window` or :func:`reason_window`.
+
+    Returns
+    -------
+    Alarm
+        With ``window_end`` and ``window_s`` (at least 60) of ``window``; ``alarm``
+        itself when ``window`` is None.
+    """
+    if window is None:
+        return alarm
+    start, end = window
+    span = max(MIN_WINDOW_S, int((end - start).total_seconds()))
+    return replace(alarm, window_end=end, window_s=span)
+
+
+def with_state_window(alarm: Alarm, state: Mapping[str, Any], period_s: int) -> Alarm:
+    """Return ``alarm`` looking at the window its new state says it evaluated.
+
+    Parameters
+    ----------
+    alarm : Alarm
+        As parsed from a Lambda alarm action.
+    state : mapping
+        The action's ``alarmData.state``: ``reasonData`` (:func:`evaluated_window`),
+        else the datapoints its ``reason`` names (:func:`reason_window`).
+    period_s : int
+        The alarm's period, seconds.
+
+    Returns
+    -------
+    Alarm
+        See :func:`with_evaluated_window`.
+    """
+    window = evaluated_window(state.get("reasonData"), period_s)
+    return with_evaluated_window(alarm, window or reason_window(state.get("reason"), period_s))
+
+
 def alarm_from_notification(message: Mapping[str, Any]) -> Alarm:
     """Build an :class:`Alarm` from a classic alarm notification (the SNS message JSON).
 
@@ -150,7 +306,9 @@ def alarm_from_notification(message: Mapping[str, Any]) -> Alarm:
     Returns
     -------
     Alarm
-        The alarm, its window ``max(60, Period x EvaluationPeriods)`` seconds.
+        The alarm; its window the datapoints ``NewStateReason`` names
+        (:func:`reason_window`), else ``max(60, Period x EvaluationPeriods)`` seconds
+        up to the state change.
     """
     trigger = message.get("Trigger") or {}
     dimensions: dict[str, str] = {}
@@ -168,7 +326,7 @@ def alarm_from_notification(message: Mapping[str, Any]) -> Alarm:
             dimensions[str(dim.get("Name"))] = str(dim.get("Value"))
     period = int(trigger.get("Period") or MIN_WINDOW_S)
     evaluations = int(trigger.get("EvaluationPeriods") or 1)
-    return Alarm(
+    alarm = Alarm(
         name=str(message.get("AlarmName", "")),
         state=str(message.get("NewStateValue", "")),
         timestamp=parse_time(message.get("StateChangeTime")),
@@ -177,6 +335,7 @@ def alarm_from_notification(message: Mapping[str, Any]) -> Alarm:
         table_name=dimensions.get(DIM_TABLE_NAME),
         index_name=dimensions.get(DIM_INDEX_NAME),
     )
+    return with_evaluated_window(alarm, reason_window(message.get("NewStateReason"), period))
 
 
 # --- ports -------------------------------------------------------------------------------
@@ -600,10 +759,10 @@ def handle_alarm(
         )
     partition_limit = settings.partition_rcu if kind == "read" else settings.partition_wcu
     table = alarm.table_name or settings.data_table
-    hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.timestamp)
+    hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.end)
     loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
     offered = (
-        offered_load.offered_wcu(alarm.start, alarm.timestamp)
+        offered_load.offered_wcu(alarm.start, alarm.end)
         if offered_load is not None and kind == "write" and loads
         else {}
     )

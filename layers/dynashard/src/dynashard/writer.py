@@ -8,7 +8,9 @@ the field). Items are grouped
 into BatchWriteItem calls of at most 25 (BatchWriteItem API reference) sent in
 parallel; ``UnprocessedItems`` are retried with exponential back-off and full jitter.
 Every event gets an outcome, written or failed with the reason, so a caller can report
-failures for redelivery instead of losing them (invariant 1).
+failures for redelivery instead of losing them (invariant 1). A failure is either
+transient (throttling, an unavailable service: send it again) or ``permanent`` (the event
+breaks a DynamoDB or dynashard rule: sending it again cannot help, the caller refuses it).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.capacity import write_units
-from dynashard.errors import DynashardError
+from dynashard.errors import DynashardError, InvalidInputError
 from dynashard.gsi_buckets import records_to_prune
 from dynashard.keys import (
     format_ts,
@@ -48,6 +50,10 @@ if TYPE_CHECKING:
 
 #: Largest number of put requests in one BatchWriteItem call (DynamoDB quota).
 BATCH_WRITE_MAX_ITEMS = 25
+
+#: DynamoDB's error code for a request it can never serve as it is (API reference,
+#: "Common errors"): an item it refuses with it is refused for good, not retried.
+VALIDATION_ERROR = "ValidationException"
 
 _serializer = TypeSerializer()
 _log = logging.getLogger(__name__)
@@ -72,6 +78,13 @@ class WriteOutcome:
     write_units : int
         Write capacity units of the item on the base table (one per started KB;
         :func:`dynashard.capacity.write_units`), 0 when no item was built.
+    permanent : bool
+        True when the event can never be written as it is (over a DynamoDB limit,
+        without its ``calculated`` attribute, refused by DynamoDB's
+        ``ValidationException``): sending it again cannot help, unlike a throttled write.
+    field : str or None
+        The offending field of a permanent refusal when known, e.g. ``data`` or
+        ``data.carrier``.
     """
 
     event_id: str
@@ -80,6 +93,8 @@ class WriteOutcome:
     error: str | None = None
     physical_key: str | None = None
     write_units: int = 0
+    permanent: bool = False
+    field: str | None = None
 
 
 def build_item(event: Event, shard: int, bucket: TimeBucket) -> tuple[dict[str, Any], int]:
@@ -242,8 +257,14 @@ class ShardedWriter:
                 unit = self.bucket_of(event.key)
                 item, size = build_item(event, shard, unit)
             except DynashardError as exc:
+                invalid = isinstance(exc, InvalidInputError)
                 outcomes[index] = WriteOutcome(
-                    event.id, event.key, False, f"{type(exc).__name__}: {exc}"
+                    event.id,
+                    event.key,
+                    False,
+                    f"{type(exc).__name__}: {exc}",
+                    permanent=invalid,
+                    field=exc.field if isinstance(exc, InvalidInputError) else None,
                 )
                 continue
             item_key = (item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"])
@@ -269,10 +290,19 @@ class ShardedWriter:
             failures = future.result()
             for item_key in chunk:
                 error = failures.get(item_key)
+                # DynamoDB refuses an item it can never store with a ValidationException
+                # (e.g. "Item size has exceeded the maximum allowed size"): permanent.
+                permanent = error is not None and error.startswith(f"{VALIDATION_ERROR}:")
                 for index in slots[item_key]:
                     event = events[index]
                     outcomes[index] = WriteOutcome(
-                        event.id, event.key, error is None, error, item_key[0], units[item_key]
+                        event.id,
+                        event.key,
+                        error is None,
+                        error,
+                        item_key[0],
+                        units[item_key],
+                        permanent=permanent,
                     )
         return [o for o in outcomes if o is not None]
 

@@ -1,0 +1,30 @@
+"""The gateway's own answers (no route, wrong method) are documented JSON errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from aiohttp.test_utils import make_mocked_request
+
+from sandbox.gateway import Gateway
+
+
+def _answer(method: str, path: str) -> tuple[int, dict[str, str], dict[str, object]]:
+    gateway = Gateway(handlers={})
+    response = asyncio.run(gateway.handle(make_mocked_request(method, path)))
+    return response.status, dict(response.headers), json.loads(response.text or "{}")
+
+
+def test_a_method_the_resource_lacks_is_a_405_with_an_allow_header() -> None:
+    status, headers, body = _answer("DELETE", "/counters/CARRIER%23UA")
+    assert status == 405
+    assert headers["Allow"] == "GET, POST"
+    assert "DELETE" in str(body["message"])
+
+
+def test_an_unknown_path_is_a_json_404() -> None:
+    status, headers, body = _answer("GET", "/nowhere")
+    assert status == 404
+    assert headers["Content-Type"].startswith("application/json")
+    assert body["field"] == "path"
