@@ -131,7 +131,10 @@ class PollerStats:
     records_delivered : int
         Records handed to the function, redeliveries and retries included.
     records_acknowledged : int
-        SQS messages deleted; Kinesis records checkpointed as done.
+        SQS messages deleted (each message once); Kinesis records checkpointed as done.
+    duplicate_deliveries : int
+        SQS messages deleted again after another delivery of theirs was (at least once
+        delivery of a standard queue).
     items_reported_failed : int
         ``batchItemFailures`` entries read.
     function_errors : int
@@ -149,6 +152,7 @@ class PollerStats:
     invocations: int = 0
     records_delivered: int = 0
     records_acknowledged: int = 0
+    duplicate_deliveries: int = 0
     items_reported_failed: int = 0
     function_errors: int = 0
     bisections: int = 0
@@ -296,6 +300,8 @@ class SqsPoller(_Threads):
         self.invoke = invoke
         self.mapping = mapping or SqsEventSourceMapping()
         self.stats = PollerStats()
+        self._acked: set[str] = set()
+        self._acked_lock = threading.Lock()
         self._queue_arn: str | None = None
         self._fifo = False
 
@@ -402,11 +408,18 @@ class SqsPoller(_Threads):
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)
                 ],
             )
-            failed = answer.get("Failed", [])
             # A message whose receipt handle expired comes back: a redelivery, not a loss.
-            for entry in failed:
+            for entry in answer.get("Failed", []):
                 self.stats.error(f"DeleteMessageBatch refused {entry}")
-            self.stats.add(records_acknowledged=len(chunk) - len(failed))
+            deleted = [chunk[int(e["Id"])]["MessageId"] for e in answer.get("Successful", [])]
+            with self._acked_lock:
+                new = [mid for mid in deleted if mid not in self._acked]
+                self._acked.update(new)
+            # A standard queue delivers at least once: a message handed out twice (to two
+            # pollers) and deleted twice is acknowledged once.
+            self.stats.add(
+                records_acknowledged=len(new), duplicate_deliveries=len(deleted) - len(new)
+            )
 
     def backlog(self) -> int:
         """Return the messages still in the queue, visible or in flight.
@@ -679,11 +692,12 @@ class KinesisPoller(_Threads):
     def _fill(self, iterator: str, buffered: deque[dict[str, Any]]) -> str:
         """Read records into ``buffered`` until a batch is full or the window ends."""
         m = self.mapping
+        if len(buffered) >= m.batch_size:
+            return iterator
         deadline = time.monotonic() + m.maximum_batching_window_s
         while True:
-            answer = self.kinesis.get_records(
-                ShardIterator=iterator, Limit=min(MAX_BATCH_SIZE, max(m.batch_size, 1))
-            )
+            # Lambda reads up to 10,000 records per call and batches them itself.
+            answer = self.kinesis.get_records(ShardIterator=iterator, Limit=MAX_BATCH_SIZE)
             iterator = answer["NextShardIterator"]
             buffered.extend(answer["Records"])
             if len(buffered) >= m.batch_size or time.monotonic() >= deadline:
