@@ -486,7 +486,8 @@ class KinesisEventSourceMapping:
         failed again) is split the same way, so a poison record ends alone.
     maximum_retry_attempts : int
         Retries of a batch before it goes to the on-failure destination: -1 (until the
-        record expires, i.e. forever here) or 0 to 10,000.
+        record expires, i.e. forever here) or 0 to 10,000. A partial response that moves
+        the checkpoint starts a new batch there: its first retry is retry 1.
     report_batch_item_failures : bool
         Read ``batchItemFailures``: checkpoint before the lowest failed sequence number.
     retry_backoff_s : float
@@ -762,7 +763,13 @@ class KinesisPoller(_Threads):
                 ]
             )
             return
-        retry = _Batch(rest, batch.attempts + 1, batch.invocations)
+        # A checkpoint that moved starts a new batch at it, whose retries count from zero
+        # (Lambda reads the next batch from the checkpoint); no progress is a retry.
+        retry = (
+            _Batch(rest, batch.attempts + 1, batch.invocations)
+            if no_progress
+            else _Batch(rest, 1, 1)
+        )
         if m.maximum_retry_attempts >= 0 and retry.attempts > m.maximum_retry_attempts:
             self._discard(shard_id, retry, function_error)
             return
