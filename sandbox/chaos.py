@@ -419,7 +419,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "w", prefix="dynashard-chaos-functions-", suffix=".log", delete=False
     ) as log:
         print(f"function output (logs, EMF metrics): {log.name}", flush=True)
-        with contextlib.redirect_stdout(log):
+        # The emulator's log of requests it could not forward (DynamoDB Local killed)
+        # goes to the same file.
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             report = run(args.events, seed=args.seed)
     args.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
     summary = {k: v for k, v in report.items() if not isinstance(v, dict | list)}
@@ -446,7 +448,6 @@ def run(events: int, *, seed: int = 15) -> dict[str, Any]:
     """
     from dynashard import Dynashard, DynashardConfig
     from sandbox.demo.dataset import load_departures
-    from sandbox.demo.delivery import create_sources
     from sandbox.dynamodb_local import DynamoDBLocal, local_client
     from sandbox.emulator import EmulatorConfig, EmulatorServer
     from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
@@ -457,6 +458,7 @@ def run(events: int, *, seed: int = 15) -> dict[str, Any]:
         KinesisPoller,
         SqsEventSourceMapping,
         SqsPoller,
+        create_sources,
     )
     from sandbox.tables import create_tables, data_and_metadata
 
@@ -577,10 +579,10 @@ def _replay(
     sources: Any,
 ) -> ReplayResult:
     from sandbox.aws_events import LambdaContext
-    from sandbox.demo.delivery import queue_depth, send_sqs_messages
+    from sandbox.demo.delivery import send_sqs_messages
     from sandbox.demo.handlers import Handlers, api_call
     from sandbox.moto_server import aws_client
-    from sandbox.pollers import put_records
+    from sandbox.pollers import put_records, queue_depth
 
     kinesis_poller_cls, kinesis_mapping_cls, sqs_poller_cls, sqs_mapping_cls = pollers
     sqs = aws_client("sqs", moto.endpoint_url, max_pool_connections=16)

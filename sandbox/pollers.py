@@ -818,6 +818,109 @@ class KinesisPoller(_Threads):
         return False
 
 
+@dataclass(frozen=True)
+class EventSources:
+    """An ingest function's queue and stream, as the stack would have them.
+
+    Attributes
+    ----------
+    stream : str
+        Kinesis stream name.
+    queue_url, dlq_url : str
+        The SQS queue (with a ``RedrivePolicy``) and
+        its dead-letter queue.
+    on_failure_url : str
+        The Kinesis mapping's on-failure destination (an SQS queue).
+    """
+
+    stream: str
+    queue_url: str
+    dlq_url: str
+    on_failure_url: str
+
+
+def create_sources(
+    sqs: Any,
+    kinesis: Any,
+    shards: int,
+    *,
+    prefix: str = "dynashard-ingest",
+    visibility_timeout_s: int = 30,
+    max_receives: int = 5,
+) -> EventSources:
+    """Create a Kinesis stream, an SQS queue with its DLQ, and an on-failure queue.
+
+    Parameters
+    ----------
+    sqs, kinesis : botocore clients
+        Clients of the moto server.
+    shards : int
+        Shards of the stream (one poller thread, so one invocation in flight, each).
+    prefix : str
+        Name prefix; a random suffix keeps runs apart.
+    visibility_timeout_s : int
+        The queue's ``VisibilityTimeout``, seconds.
+    max_receives : int
+        The queue's ``maxReceiveCount``.
+
+    Returns
+    -------
+    EventSources
+        Names and URLs, the stream active.
+
+    Raises
+    ------
+    TimeoutError
+        If the stream is not active within 30 s.
+    """
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receives}
+    queue_url = sqs.create_queue(
+        QueueName=name,
+        Attributes={
+            "VisibilityTimeout": str(visibility_timeout_s),
+            "RedrivePolicy": json.dumps(redrive),
+        },
+    )["QueueUrl"]
+    on_failure_url = sqs.create_queue(QueueName=f"{name}-on-failure")["QueueUrl"]
+    kinesis.create_stream(StreamName=name, ShardCount=shards)
+    deadline = time.monotonic() + 30
+    while True:
+        summary = kinesis.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
+        if summary["StreamStatus"] == "ACTIVE":
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"stream {name} not ACTIVE after 30 s")
+        time.sleep(0.1)
+    return EventSources(name, queue_url, dlq_url, on_failure_url)
+
+
+def queue_depth(sqs: Any, queue_url: str) -> int:
+    """Return the messages in a queue (``ApproximateNumberOfMessages`` and in flight).
+
+    Parameters
+    ----------
+    sqs : botocore client
+        The SQS client.
+    queue_url : str
+        The queue.
+
+    Returns
+    -------
+    int
+        Visible plus in-flight messages.
+    """
+    attrs = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return sum(int(v) for v in attrs.values())
+
+
 def put_records(
     kinesis: Any, stream_name: str, records: Iterable[tuple[str, bytes]], *, attempts: int = 20
 ) -> int:
@@ -865,6 +968,7 @@ def put_records(
 
 
 __all__ = [
+    "EventSources",
     "InvalidPartialResponseError",
     "Invoke",
     "KinesisEventSourceMapping",
@@ -873,7 +977,9 @@ __all__ = [
     "PollerStats",
     "SqsEventSourceMapping",
     "SqsPoller",
+    "create_sources",
     "kinesis_on_failure_record",
     "partial_failures",
     "put_records",
+    "queue_depth",
 ]

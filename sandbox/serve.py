@@ -1,23 +1,29 @@
-"""Run the local stack until Ctrl-C: DynamoDB Local, the tables and the HTTP gateway.
+"""Run the local stack until Ctrl-C: DynamoDB Local, the tables, the gateway, the pollers.
 
 Usage::
 
     python -m sandbox.serve [--port 8080] [--host 127.0.0.1] [--db-path DIR]
 
-Prints curl examples once everything answers (the gateway is listening by then);
-Ctrl-C (or SIGTERM) stops the gateway and DynamoDB Local cleanly.
+Besides the HTTP gateway, an SQS queue (with its DLQ) and a Kinesis stream on moto's
+server feed the ingest function through Lambda's pollers (:mod:`sandbox.pollers`), as
+the stack's event source mappings do. Prints curl and AWS CLI examples once everything
+answers; Ctrl-C (or SIGTERM) stops the pollers, the gateway, moto's server and DynamoDB
+Local cleanly.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
 from sandbox.env_vars import function_environment, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal
+from sandbox.moto_server import MotoServer
 from sandbox.tables import create_tables, data_and_metadata
 
 
@@ -54,6 +60,85 @@ def curl_examples(base_url: str) -> str:
             f"curl -s {base_url}/shards/DEPARTURES%23JFK",
         ]
     )
+
+
+def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str) -> str:
+    """Return AWS CLI commands that send an event through the queue and the stream.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        moto's server.
+    queue_url, stream : str
+        The ingest queue and stream.
+
+    Returns
+    -------
+    str
+        One command per line.
+    """
+    event = (
+        '{"key":"DEPARTURES#JFK","id":"2013-01-01-AA-1141",'
+        '"ts":"2013-01-01T10:20:00Z","data":{"carrier":"AA","dest":"MIA"}}'
+    )
+    return "\n".join(
+        [
+            f"aws --endpoint-url {endpoint_url} sqs send-message --queue-url {queue_url} "
+            f"--message-body '{event}'",
+            f"aws --endpoint-url {endpoint_url} kinesis put-record --stream-name {stream} "
+            f"--partition-key JFK --cli-binary-format raw-in-base64-out --data '{event}'",
+        ]
+    )
+
+
+@contextlib.contextmanager
+def ingest_pollers(endpoint_url: str) -> Iterator[Any]:
+    """Create the ingest queue and stream on moto's server and poll them into the handlers.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        moto's server.
+
+    Yields
+    ------
+    EventSources
+        The queue, its DLQ, the stream and the on-failure queue; the pollers run until
+        the block ends.
+    """
+    from sandbox.aws_events import LambdaContext
+    from sandbox.lambda_runtime import LocalFunction
+    from sandbox.moto_server import aws_client
+    from sandbox.pollers import (
+        KinesisEventSourceMapping,
+        KinesisPoller,
+        SqsEventSourceMapping,
+        SqsPoller,
+        create_sources,
+    )
+
+    sqs, kinesis = aws_client("sqs", endpoint_url), aws_client("kinesis", endpoint_url)
+    sources = create_sources(sqs, kinesis, shards=1)
+    sqs_fn = LocalFunction("functions.ingest.app:sqs_handler")
+    kinesis_fn = LocalFunction("functions.ingest.app:kinesis_handler")
+    with (
+        SqsPoller(
+            sqs,
+            sources.queue_url,
+            lambda event: sqs_fn(event, LambdaContext(function_name="dynashard-ingest-sqs")),
+            SqsEventSourceMapping(batch_size=10),
+        ),
+        KinesisPoller(
+            kinesis,
+            sources.stream,
+            lambda event: kinesis_fn(event, LambdaContext(function_name="dynashard-ingest")),
+            KinesisEventSourceMapping(
+                batch_size=100, bisect_batch_on_function_error=True, maximum_retry_attempts=5
+            ),
+            on_failure=(sqs, sources.on_failure_url),
+        ),
+    ):
+        yield sources
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -132,15 +217,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             env = function_environment(
                 ddb.endpoint_url, data_table=data_table, metadata_table=metadata_table
             )
-            with patched_environ(env):
+            with (
+                patched_environ(env),
+                MotoServer() as moto,
+                ingest_pollers(moto.endpoint_url) as sources,
+            ):
                 base_url = f"http://{args.host}:{args.port}"
                 banner = "\n".join(
                     [
                         f"DynamoDB Local: {ddb.endpoint_url}  tables: {data_table}, "
                         f"{metadata_table}",
+                        f"SQS, Kinesis:   {moto.endpoint_url}  queue: {sources.queue_url}  "
+                        f"stream: {sources.stream}  (polled into the ingest function)",
                         f"Gateway:        {base_url}  (Ctrl-C to stop)",
                         "",
                         curl_examples(base_url),
+                        aws_cli_examples(moto.endpoint_url, sources.queue_url, sources.stream),
                     ]
                 )
                 asyncio.run(serve_gateway(args.host, args.port, banner))

@@ -26,7 +26,6 @@ import contextlib
 import json
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -206,109 +205,6 @@ def _batches(departures: Sequence[Departure], size: int) -> Iterator[list[Depart
         yield list(departures[start : start + size])
 
 
-@dataclass(frozen=True)
-class EventSources:
-    """The replay's queue and stream on a moto server.
-
-    Attributes
-    ----------
-    stream : str
-        Kinesis stream name.
-    queue_url, dlq_url : str
-        The SQS queue (``RedrivePolicy``: ``maxReceiveCount`` :data:`MAX_RECEIVES`) and
-        its dead-letter queue.
-    on_failure_url : str
-        The Kinesis mapping's on-failure destination (an SQS queue).
-    """
-
-    stream: str
-    queue_url: str
-    dlq_url: str
-    on_failure_url: str
-
-
-def create_sources(
-    sqs: Any,
-    kinesis: Any,
-    shards: int,
-    *,
-    prefix: str = "dynashard-ingest",
-    visibility_timeout_s: int = SQS_VISIBILITY_TIMEOUT_S,
-    max_receives: int = MAX_RECEIVES,
-) -> EventSources:
-    """Create a Kinesis stream, an SQS queue with its DLQ, and an on-failure queue.
-
-    Parameters
-    ----------
-    sqs, kinesis : botocore clients
-        Clients of the moto server.
-    shards : int
-        Shards of the stream (one poller thread, so one invocation in flight, each).
-    prefix : str
-        Name prefix; a random suffix keeps runs apart.
-    visibility_timeout_s : int
-        The queue's ``VisibilityTimeout``, seconds.
-    max_receives : int
-        The queue's ``maxReceiveCount``.
-
-    Returns
-    -------
-    EventSources
-        Names and URLs, the stream active.
-
-    Raises
-    ------
-    TimeoutError
-        If the stream is not active within 30 s.
-    """
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receives}
-    queue_url = sqs.create_queue(
-        QueueName=name,
-        Attributes={
-            "VisibilityTimeout": str(visibility_timeout_s),
-            "RedrivePolicy": json.dumps(redrive),
-        },
-    )["QueueUrl"]
-    on_failure_url = sqs.create_queue(QueueName=f"{name}-on-failure")["QueueUrl"]
-    kinesis.create_stream(StreamName=name, ShardCount=shards)
-    deadline = time.monotonic() + 30
-    while True:
-        summary = kinesis.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
-        if summary["StreamStatus"] == "ACTIVE":
-            break
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"stream {name} not ACTIVE after 30 s")
-        time.sleep(0.1)
-    return EventSources(name, queue_url, dlq_url, on_failure_url)
-
-
-def queue_depth(sqs: Any, queue_url: str) -> int:
-    """Return the messages in a queue (``ApproximateNumberOfMessages`` and in flight).
-
-    Parameters
-    ----------
-    sqs : botocore client
-        The SQS client.
-    queue_url : str
-        The queue.
-
-    Returns
-    -------
-    int
-        Visible plus in-flight messages.
-    """
-    attrs = sqs.get_queue_attributes(
-        QueueUrl=queue_url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return sum(int(v) for v in attrs.values())
-
-
 def send_sqs_messages(sqs: Any, queue_url: str, bodies: Sequence[str]) -> None:
     """Send message bodies to a queue, 10 per ``SendMessageBatch``, resending refused ones.
 
@@ -385,7 +281,9 @@ def replay(
         KinesisPoller,
         SqsEventSourceMapping,
         SqsPoller,
+        create_sources,
         put_records,
+        queue_depth,
     )
 
     stats = stats if stats is not None else IngestStats(offered=len(departures))
@@ -393,7 +291,13 @@ def replay(
         endpoint = moto_endpoint or stack.enter_context(MotoServer()).endpoint_url
         sqs = aws_client("sqs", endpoint, max_pool_connections=workers + 4)
         kinesis = aws_client("kinesis", endpoint, max_pool_connections=workers + 4)
-        sources = create_sources(sqs, kinesis, shards=max(1, workers))
+        sources = create_sources(
+            sqs,
+            kinesis,
+            shards=max(1, workers),
+            visibility_timeout_s=SQS_VISIBILITY_TIMEOUT_S,
+            max_receives=MAX_RECEIVES,
+        )
         kinesis_mapping = KinesisEventSourceMapping(
             batch_size=KINESIS_BATCH_SIZE,
             bisect_batch_on_function_error=True,
