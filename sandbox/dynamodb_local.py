@@ -412,6 +412,20 @@ class DynamoDBLocal(StartStop):
             self._tmpdir = None
             self.db_path = None
 
+    def kill(self) -> None:
+        """Kill the process with ``SIGKILL``, as a crash would, and keep its database.
+
+        The port and, with ``in_memory=False``, the ``-dbPath`` directory stay, so
+        :meth:`start` brings the same endpoint back on the data that reached the disk.
+        """
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
     @property
     def running(self) -> bool:
         """bool: Whether the process is alive."""

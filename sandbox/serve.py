@@ -1,4 +1,4 @@
-"""Run the local stack until Ctrl-C: DynamoDB Local, the tables and the HTTP gateway.
+"""Run the local stack until Ctrl-C: DynamoDB Local, the tables, the gateway, the pollers.
 
 Usage::
 
@@ -9,8 +9,10 @@ Usage::
 front of DynamoDB Local and the functions talk to it, so hot partitions throttle as on
 AWS. Prints the endpoints, the environment to export (for ``dynashard`` and a user's
 own application) and curl examples once everything answers (the gateway is listening
-by then); Ctrl-C (or SIGTERM) stops the gateway, the emulator and DynamoDB Local
-cleanly.
+by then). Besides the HTTP gateway, an SQS queue (with its DLQ) and a Kinesis stream on
+moto's server feed the ingest function through Lambda's pollers (:mod:`sandbox.pollers`),
+as the stack's event source mappings do. Ctrl-C (or SIGTERM) stops the pollers, the
+gateway, moto's server, the emulator and DynamoDB Local cleanly.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ import contextlib
 import shlex
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from dynashard import names
 from dynashard.capacity import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
 from sandbox.env_vars import function_environment, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal
+from sandbox.moto_server import MotoServer
 from sandbox.tables import create_tables, data_and_metadata
 
 
@@ -100,6 +104,85 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--scale", type=float, default=1.0, help="emulator: factor on the per-partition limits"
     )
     return parser.parse_args(argv)
+
+
+def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str) -> str:
+    """Return AWS CLI commands that send an event through the queue and the stream.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        moto's server.
+    queue_url, stream : str
+        The ingest queue and stream.
+
+    Returns
+    -------
+    str
+        One command per line.
+    """
+    event = (
+        '{"key":"DEPARTURES#JFK","id":"2013-01-01-AA-1141",'
+        '"ts":"2013-01-01T10:20:00Z","data":{"carrier":"AA","dest":"MIA"}}'
+    )
+    return "\n".join(
+        [
+            f"aws --endpoint-url {endpoint_url} sqs send-message --queue-url {queue_url} "
+            f"--message-body '{event}'",
+            f"aws --endpoint-url {endpoint_url} kinesis put-record --stream-name {stream} "
+            f"--partition-key JFK --cli-binary-format raw-in-base64-out --data '{event}'",
+        ]
+    )
+
+
+@contextlib.contextmanager
+def ingest_pollers(endpoint_url: str) -> Iterator[Any]:
+    """Create the ingest queue and stream on moto's server and poll them into the handlers.
+
+    Parameters
+    ----------
+    endpoint_url : str
+        moto's server.
+
+    Yields
+    ------
+    EventSources
+        The queue, its DLQ, the stream and the on-failure queue; the pollers run until
+        the block ends.
+    """
+    from sandbox.aws_events import LambdaContext
+    from sandbox.lambda_runtime import LocalFunction
+    from sandbox.moto_server import aws_client
+    from sandbox.pollers import (
+        KinesisEventSourceMapping,
+        KinesisPoller,
+        SqsEventSourceMapping,
+        SqsPoller,
+        create_sources,
+    )
+
+    sqs, kinesis = aws_client("sqs", endpoint_url), aws_client("kinesis", endpoint_url)
+    sources = create_sources(sqs, kinesis, shards=1)
+    sqs_fn = LocalFunction("functions.ingest.app:sqs_handler")
+    kinesis_fn = LocalFunction("functions.ingest.app:kinesis_handler")
+    with (
+        SqsPoller(
+            sqs,
+            sources.queue_url,
+            lambda event: sqs_fn(event, LambdaContext(function_name="dynashard-ingest-sqs")),
+            SqsEventSourceMapping(batch_size=10),
+        ),
+        KinesisPoller(
+            kinesis,
+            sources.stream,
+            lambda event: kinesis_fn(event, LambdaContext(function_name="dynashard-ingest")),
+            KinesisEventSourceMapping(
+                batch_size=100, bisect_batch_on_function_error=True, maximum_retry_attempts=5
+            ),
+            on_failure=(sqs, sources.on_failure_url),
+        ),
+    ):
+        yield sources
 
 
 def export_lines(env: Mapping[str, str]) -> str:
@@ -195,11 +278,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     metadata_table=metadata_table,
                     extra=limits,
                 )
-                with patched_environ(env):
+                with (
+                    patched_environ(env),
+                    MotoServer() as moto,
+                    ingest_pollers(moto.endpoint_url) as sources,
+                ):
                     base_url = f"http://{args.host}:{args.port}"
                     lines = [
                         f"DynamoDB Local: {ddb.endpoint_url}  tables: {data_table}, "
                         f"{metadata_table}",
+                        f"SQS, Kinesis:   {moto.endpoint_url}  queue: {sources.queue_url}  "
+                        f"stream: {sources.stream}  (polled into the ingest function)",
                     ]
                     if emu:
                         lines.append(
@@ -213,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         export_lines(env),
                         "",
                         curl_examples(base_url),
+                        aws_cli_examples(moto.endpoint_url, sources.queue_url, sources.stream),
                     ]
                     asyncio.run(serve_gateway(args.host, args.port, "\n".join(lines)))
     except SandboxError as exc:

@@ -10,10 +10,12 @@ Steps:
 
 1. Start DynamoDB Local, create the tables from ``infra/``, point the functions'
    environment at them and fix the shard counts (8 per origin key, 4 per counter).
-2. Ingest: SQS-shaped batches of 100 records to ``sqs_handler`` from a thread pool,
-   one batch in 20 (5 %) as ``POST /events`` ``{"events": [...]}`` to ``api_handler``.
-   Records reported in ``batchItemFailures`` are redelivered as SQS would (bounded
-   receives, then counted as failed); a 503's failed events are sent again likewise.
+2. Ingest through real event sources on moto's server and Lambda's pollers
+   (:mod:`sandbox.pollers`): batches of 100 departures, most put on a Kinesis stream
+   (``kinesis_handler``), one in 50 (2 %) sent to an SQS queue with a DLQ
+   (``sqs_handler``), one in 20 (5 %) as ``POST /events`` ``{"events": [...]}`` to
+   ``api_handler`` (a 503's failed events are sent again). Retries, redelivery, the DLQ
+   and the on-failure destination are the pollers' and the queue's.
    Counters: departures per carrier, aggregated client-side per chunk of the replay and
    sent as ``POST /counters/CARRIER#XX {"by": n}`` with an ``Idempotency-Key``.
 3. Read back through the query handler (``GET /events``), page by page with cursors:
@@ -30,7 +32,8 @@ Modules, one concern each:
 
 - :mod:`~sandbox.demo.dataset`: the departures as events, New York time to UTC;
 - :mod:`~sandbox.demo.handlers`: the real handlers, invoked as Lambda would;
-- :mod:`~sandbox.demo.delivery`: SQS and API senders with redelivery, counter increments;
+- :mod:`~sandbox.demo.delivery`: the first act's replay through Kinesis, SQS (moto's server and
+  the pollers of :mod:`sandbox.pollers`) and the API; counter increments;
 - :mod:`~sandbox.demo.verify`: the read-back and its comparison with the source;
 - :mod:`~sandbox.demo.report`: the report, the summary table, the progress lines;
 - :mod:`~sandbox.demo.acts`: the first and second acts;

@@ -1,11 +1,19 @@
-"""Delivery: events and counter increments sent to the ingest handlers, as a client would.
+"""Delivery: events and counter increments sent to the ingest handlers, as AWS would.
 
-SQS-shaped batches of 100 records go to ``sqs_handler``, one batch in 20 (5 %) as
-``POST /events`` ``{"events": [...]}`` to ``api_handler``. Records reported in
-``batchItemFailures`` are redelivered as SQS would (bounded receives, then counted as
-failed); a 503's failed events are sent again likewise. Counters: departures per
-carrier, aggregated client-side per chunk of the replay and sent as
-``POST /counters/CARRIER#XX {"by": n}`` with an ``Idempotency-Key``.
+The replay goes through real event sources on moto's server (:mod:`sandbox.moto_server`)
+and Lambda's pollers (:mod:`sandbox.pollers`): batches of 100 departures, most put on a
+Kinesis stream (``PutRecords``, 500 per call) that :class:`~sandbox.pollers.KinesisPoller`
+hands to ``kinesis_handler``, one in :data:`SQS_EVERY` sent to an SQS queue (with a
+dead-letter queue) that :class:`~sandbox.pollers.SqsPoller` hands to ``sqs_handler``, and
+one in :data:`API_EVERY` posted as ``POST /events`` ``{"events": [...]}`` to
+``api_handler`` (a 503's failed events are sent again, as a client would). Redelivery,
+retries, the DLQ and the on-failure destination are the pollers' and the queue's, not
+the demo's. Counters: departures per carrier, aggregated client-side per chunk of the
+replay and sent as ``POST /counters/CARRIER#XX {"by": n}`` with an ``Idempotency-Key``.
+
+Kinesis carries the bulk because moto's SQS costs about 7 ms of its CPU per message
+(send, receive, delete) against about 0.1 ms per Kinesis record (measured on the
+sandbox machine), and a Kinesis batch of 500 is one invocation.
 
 :func:`replay` sends as fast as the handlers acknowledge (the first act); the second
 act's open-loop schedule is :mod:`sandbox.demo.openloop`. :class:`IngestStats` counts
@@ -14,6 +22,7 @@ both.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -23,18 +32,29 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.aws_events import batch_item_failures, sqs_event, sqs_record
 from sandbox.demo.dataset import CARRIER_COUNTER, Departure
 from sandbox.demo.handlers import Handlers, api_call
 
-#: Records per SQS batch and events per ``POST /events`` (the API's maximum).
+#: Events per batch of the replay and per ``POST /events`` (the API's maximum).
 BATCH_SIZE = 100
-#: One batch in this many goes through the API instead of SQS (5 %).
+#: One batch in this many goes through the API (5 %).
 API_EVERY = 20
-#: Deliveries of a record before it would go to the DLQ (SQS ``maxReceiveCount``).
+#: One batch in this many goes through the SQS queue (2 %); the rest through Kinesis.
+SQS_EVERY = 50
+#: Deliveries of a record before it goes to the DLQ (the queue's ``maxReceiveCount``);
+#: attempts of a ``POST /events`` or a counter increment by a client.
 MAX_RECEIVES = 5
 #: Departures per chunk that a client aggregates into one increment per carrier.
 COUNTER_CHUNK = 5_000
+#: Kinesis records per invocation (Lambda allows up to 10,000).
+KINESIS_BATCH_SIZE = 500
+#: SQS messages per invocation and the window to gather them (seconds).
+SQS_BATCH_SIZE = 100
+SQS_BATCHING_WINDOW_S = 1.0
+#: The queue's visibility timeout, seconds: a reported failure comes back after it.
+SQS_VISIBILITY_TIMEOUT_S = 10
+#: Retries of a Kinesis batch before it goes to the on-failure destination.
+KINESIS_MAX_RETRIES = 10
 
 
 @dataclass
@@ -52,11 +72,13 @@ class IngestStats:
     failed: int = 0
     redelivered: int = 0
     via_sqs: int = 0
+    via_kinesis: int = 0
     via_api: int = 0
     counter_increments: int = 0
     counter_deduplicated: int = 0
     counter_failures: int = 0
     errors: list[str] = field(default_factory=list)
+    pollers: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **deltas: int) -> None:
@@ -82,51 +104,6 @@ class IngestStats:
         with self._lock:
             if len(self.errors) < 50:
                 self.errors.append(message)
-
-
-def send_sqs_batch(handlers: Handlers, events: Sequence[dict[str, Any]], stats: IngestStats) -> int:
-    """Deliver events as one SQS batch, redelivering reported failures like SQS would.
-
-    Parameters
-    ----------
-    handlers : Handlers
-        The handlers.
-    events : sequence of dict
-        Events, one per message.
-    stats : IngestStats
-        Updated with written, failed and redelivered counts.
-
-    Returns
-    -------
-    int
-        Events acknowledged (not reported as failed).
-    """
-    pending = {f"{e['id']}@{i}": json.dumps(e) for i, e in enumerate(events)}
-    written = 0
-    for receive in range(1, MAX_RECEIVES + 1):
-        records = [
-            sqs_record(body, message_id=mid, receive_count=receive) for mid, body in pending.items()
-        ]
-        stats.add(delivered=len(records))
-        try:
-            failed = batch_item_failures(handlers.invoke("sqs", sqs_event(records)))
-        except Exception as exc:  # the whole batch returns to the queue
-            stats.error(f"sqs_handler raised {exc!r}")
-            failed = set(pending)
-        unknown = failed - set(pending)
-        if unknown:
-            stats.error(f"batchItemFailures named unknown message ids {sorted(unknown)[:3]}")
-        acknowledged = len(pending) - len(failed & set(pending))
-        written += acknowledged
-        stats.add(written=acknowledged)
-        pending = {mid: body for mid, body in pending.items() if mid in failed}
-        if not pending:
-            break
-        stats.add(redelivered=len(pending))
-    if pending:
-        stats.error(f"{len(pending)} SQS records still failing after {MAX_RECEIVES} receives")
-    stats.add(failed=len(pending), via_sqs=len(events))
-    return written
 
 
 def send_api_batch(handlers: Handlers, events: Sequence[dict[str, Any]], stats: IngestStats) -> int:
@@ -228,50 +205,197 @@ def _batches(departures: Sequence[Departure], size: int) -> Iterator[list[Depart
         yield list(departures[start : start + size])
 
 
+def send_sqs_messages(sqs: Any, queue_url: str, bodies: Sequence[str]) -> None:
+    """Send message bodies to a queue, 10 per ``SendMessageBatch``, resending refused ones.
+
+    Parameters
+    ----------
+    sqs : botocore client
+        The SQS client.
+    queue_url : str
+        The queue.
+    bodies : sequence of str
+        Message bodies.
+
+    Raises
+    ------
+    RuntimeError
+        When SQS still refuses an entry after 10 calls.
+    """
+    for start in range(0, len(bodies), 10):
+        entries = [
+            {"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies[start : start + 10])
+        ]
+        for attempt in range(10):
+            failed = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries).get("Failed", [])
+            refused = {f["Id"] for f in failed}
+            entries = [e for e in entries if e["Id"] in refused]
+            if not entries:
+                break
+            time.sleep(0.05 * 2**attempt)
+        if entries:
+            raise RuntimeError(f"SendMessageBatch refused {len(entries)} messages 10 times")
+
+
 def replay(
     handlers: Handlers,
     departures: Sequence[Departure],
     workers: int,
     on_progress: Callable[[int], None] | None = None,
     stats: IngestStats | None = None,
+    *,
+    moto_endpoint: str | None = None,
+    timeout_s: float = 3600.0,
 ) -> IngestStats:
-    """Replay the departures through the ingest handlers from a thread pool.
+    """Replay the departures through Kinesis, SQS and the API, as AWS would deliver them.
 
     Parameters
     ----------
     handlers : Handlers
-        The handlers.
+        The handlers (``kinesis``, ``sqs``, ``api``).
     departures : sequence of Departure
         In replay order.
     workers : int
-        Concurrent invocations.
+        Kinesis shards (one invocation in flight each) and client threads of the API
+        share and the counters.
     on_progress : callable, optional
-        Called with the number of events of each finished batch.
+        Called with the number of events newly acknowledged (deleted from the queue,
+        checkpointed on the stream, or answered 200 by the API).
     stats : IngestStats, optional
         Where to count (so a caller can sample it while the replay runs); default a
         new one with ``offered`` set.
+    moto_endpoint : str, optional
+        A running moto server; None starts one for the replay.
+    timeout_s : float
+        Seconds to wait for the pollers to settle every record.
 
     Returns
     -------
     IngestStats
-        What was offered, written, failed and redelivered.
+        What was offered, written, failed (in the DLQ or the on-failure destination)
+        and redelivered; ``pollers`` holds each poller's own counts.
     """
+    from sandbox.moto_server import MotoServer, aws_client
+    from sandbox.pollers import (
+        KinesisEventSourceMapping,
+        KinesisPoller,
+        SqsEventSourceMapping,
+        SqsPoller,
+        create_sources,
+        put_records,
+        queue_depth,
+    )
+
     stats = stats if stats is not None else IngestStats(offered=len(departures))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest") as pool:
-        futures: dict[Future[Any], int] = {}
-        for index, batch in enumerate(_batches(departures, BATCH_SIZE)):
-            events = [d.event for d in batch]
-            send = send_api_batch if index % API_EVERY == 0 else send_sqs_batch
-            futures[pool.submit(send, handlers, events, stats)] = len(events)
-        for chunk_no, chunk in enumerate(_batches(departures, COUNTER_CHUNK)):
-            for carrier, count in sorted(Counter(d.carrier for d in chunk).items()):
-                key = f"demo-{chunk_no}-{carrier}"
-                futures[pool.submit(send_counter, handlers, carrier, count, key, stats)] = 0
-        for future in as_completed(futures):
-            try:
-                future.result()
-            except Exception as exc:
-                stats.error(f"ingest task raised {exc!r}")
-            if on_progress is not None and futures[future]:
-                on_progress(futures[future])
+    with contextlib.ExitStack() as stack:
+        endpoint = moto_endpoint or stack.enter_context(MotoServer()).endpoint_url
+        sqs = aws_client("sqs", endpoint, max_pool_connections=workers + 4)
+        kinesis = aws_client("kinesis", endpoint, max_pool_connections=workers + 4)
+        sources = create_sources(
+            sqs,
+            kinesis,
+            shards=max(1, workers),
+            visibility_timeout_s=SQS_VISIBILITY_TIMEOUT_S,
+            max_receives=MAX_RECEIVES,
+        )
+        kinesis_mapping = KinesisEventSourceMapping(
+            batch_size=KINESIS_BATCH_SIZE,
+            bisect_batch_on_function_error=True,
+            maximum_retry_attempts=KINESIS_MAX_RETRIES,
+        )
+        sqs_mapping = SqsEventSourceMapping(
+            batch_size=SQS_BATCH_SIZE,
+            maximum_batching_window_s=SQS_BATCHING_WINDOW_S,
+            concurrency=2,
+        )
+        kp = KinesisPoller(
+            kinesis,
+            sources.stream,
+            lambda event: handlers.invoke("kinesis", event),
+            kinesis_mapping,
+            on_failure=(sqs, sources.on_failure_url),
+        )
+        sp = SqsPoller(
+            sqs, sources.queue_url, lambda event: handlers.invoke("sqs", event), sqs_mapping
+        )
+        stack.enter_context(kp)
+        stack.enter_context(sp)
+        via_kinesis = via_sqs = 0
+        acked = {"api": 0, "pollers": 0}
+        lock = threading.Lock()
+
+        def progress() -> None:
+            now = kp.stats.records_acknowledged + sp.stats.records_acknowledged
+            with lock:
+                delta, acked["pollers"] = now - acked["pollers"], now
+            if delta:
+                stats.add(written=delta)
+                if on_progress is not None:
+                    on_progress(delta)
+
+        def api_batch(events: list[dict[str, Any]]) -> None:
+            written = send_api_batch(handlers, events, stats)
+            with lock:
+                acked["api"] += written
+            if on_progress is not None and written:
+                on_progress(written)
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest") as pool:
+            futures: list[Future[Any]] = []
+            stream_records: list[tuple[str, bytes]] = []
+            for index, batch in enumerate(_batches(departures, BATCH_SIZE)):
+                events = [d.event for d in batch]
+                if index % API_EVERY == 0:
+                    futures.append(pool.submit(api_batch, events))
+                elif index % SQS_EVERY == 1:
+                    bodies = [json.dumps(e) for e in events]
+                    futures.append(pool.submit(send_sqs_messages, sqs, sources.queue_url, bodies))
+                    via_sqs += len(events)
+                else:
+                    stream_records.extend((e["id"], json.dumps(e).encode()) for e in events)
+                    via_kinesis += len(events)
+                if len(stream_records) >= 5_000:
+                    put_records(kinesis, sources.stream, stream_records)
+                    stream_records = []
+                progress()
+            put_records(kinesis, sources.stream, stream_records)
+            for chunk_no, chunk in enumerate(_batches(departures, COUNTER_CHUNK)):
+                for carrier, count in sorted(Counter(d.carrier for d in chunk).items()):
+                    key = f"demo-{chunk_no}-{carrier}"
+                    futures.append(pool.submit(send_counter, handlers, carrier, count, key, stats))
+            deadline = time.monotonic() + timeout_s
+            expected = via_kinesis + via_sqs
+            while time.monotonic() < deadline:
+                progress()
+                settled = acked["pollers"] + kp.stats.records_to_on_failure
+                if settled >= expected and queue_depth(sqs, sources.queue_url) == 0:
+                    break
+                time.sleep(0.2)
+            else:
+                stats.error(f"the pollers did not settle every record within {timeout_s:.0f} s")
+            for future in as_completed(futures):
+                try:
+                    future.result()
+                except Exception as exc:
+                    stats.error(f"ingest task raised {exc!r}")
+        progress()
+        dead = queue_depth(sqs, sources.dlq_url)
+        failed = dead + kp.stats.records_to_on_failure
+        if failed:
+            stats.error(
+                f"{dead} SQS messages in the DLQ, {kp.stats.records_to_on_failure} Kinesis "
+                "records sent to the on-failure destination"
+            )
+        delivered = kp.stats.records_delivered + sp.stats.records_delivered
+        stats.add(
+            failed=failed,
+            via_sqs=via_sqs,
+            via_kinesis=via_kinesis,
+            delivered=delivered,
+            redelivered=max(0, delivered - via_kinesis - via_sqs),
+        )
+        stats.pollers = {"kinesis": kp.stats.to_json(), "sqs": sp.stats.to_json()}
+        for name, poller_stats in stats.pollers.items():
+            for message in poller_stats["errors"][:5]:
+                stats.error(f"{name} poller: {message}")
     return stats

@@ -27,14 +27,16 @@ class Handlers:
 
     Attributes
     ----------
-    sqs, api, query : callable
+    sqs, api, query, kinesis : callable
         ``functions.ingest.app.sqs_handler``, ``...api_handler``,
-        ``functions.query.app.handler``, each a :class:`~sandbox.lambda_runtime.LocalFunction`.
+        ``functions.query.app.handler``, ``functions.ingest.app.kinesis_handler``, each a
+        :class:`~sandbox.lambda_runtime.LocalFunction`.
     """
 
     sqs: Handler
     api: Handler
     query: Handler
+    kinesis: Handler | None = None
     invocations: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -56,6 +58,7 @@ class Handlers:
             sqs=LocalFunction("functions.ingest.app:sqs_handler"),
             api=api_function(INGEST_API_HANDLER),
             query=api_function(QUERY_HANDLER),
+            kinesis=LocalFunction("functions.ingest.app:kinesis_handler"),
         )
 
     def invoke(self, name: str, event: dict[str, Any]) -> Any:
@@ -64,7 +67,7 @@ class Handlers:
         Parameters
         ----------
         name : str
-            ``sqs``, ``api`` or ``query``.
+            ``sqs``, ``kinesis``, ``api`` or ``query``.
         event : dict
             The Lambda event.
 
@@ -75,7 +78,9 @@ class Handlers:
         """
         with self._lock:
             self.invocations[name] += 1
-        handler: Handler = getattr(self, name)
+        handler: Handler | None = getattr(self, name)
+        if handler is None:
+            raise ValueError(f"no {name} handler loaded")
         return handler(event, LambdaContext(function_name=f"dynashard-{name}"))
 
     @property

@@ -76,6 +76,7 @@ def build_report(
         "events_written": stats.written,
         "events_failed": stats.failed,
         "events_redelivered": stats.redelivered,
+        "events_via_kinesis": stats.via_kinesis,
         "events_via_sqs": stats.via_sqs,
         "events_via_api": stats.via_api,
         "events_read_back": events_read_back,
@@ -111,6 +112,7 @@ def build_report(
             for r in reads
             if r.mismatches or r.duplicates
         ][:20],
+        "pollers": stats.pollers,
         "errors": stats.errors,
     }
 
@@ -135,7 +137,11 @@ def print_summary(report: dict[str, Any], console: Any, title: str) -> None:
     rows = [
         ("events offered", f"{report['events_offered']:,}"),
         ("events written", f"{report['events_written']:,}"),
-        ("  via SQS / via API", f"{report['events_via_sqs']:,} / {report['events_via_api']:,}"),
+        (
+            "  via Kinesis / SQS / API",
+            f"{report.get('events_via_kinesis', 0):,} / {report['events_via_sqs']:,} / "
+            f"{report['events_via_api']:,}",
+        ),
         ("  redelivered", f"{report['events_redelivered']:,}"),
         ("events read back", f"{report['events_read_back']:,}"),
         ("items read (all reads)", f"{report['items_read']:,} in {report['pages']:,} pages"),

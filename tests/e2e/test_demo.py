@@ -80,10 +80,18 @@ def test_demo_sample_used_all_paths_and_fixed_shard_counts(
     assert counter_shards == {acts.COUNTER_SHARDS}
     assert {c["shards"] for c in report["counters"].values()} == {acts.COUNTER_SHARDS}
     assert len(report["shard_counts"]) == 3 + report["counters_checked"]
-    assert report["events_via_api"] > 0 and report["events_via_sqs"] > report["events_via_api"]
-    assert report["events_via_api"] + report["events_via_sqs"] == SAMPLE
+    # The bulk through Kinesis, a share through SQS and the API, each through its poller.
+    assert report["events_via_api"] > 0 and report["events_via_sqs"] > 0
+    assert report["events_via_kinesis"] > report["events_via_api"] + report["events_via_sqs"]
+    assert (
+        report["events_via_kinesis"] + report["events_via_api"] + report["events_via_sqs"] == SAMPLE
+    )
+    pollers = report["pollers"]
+    assert pollers["kinesis"]["records_acknowledged"] == report["events_via_kinesis"]
+    assert pollers["sqs"]["records_acknowledged"] == report["events_via_sqs"]
     by_handler = report["requests_by_handler"]
-    assert by_handler["sqs"] > 0 and by_handler["api"] > 0 and by_handler["query"] > 0
+    assert by_handler["kinesis"] > 0 and by_handler["sqs"] > 0
+    assert by_handler["api"] > 0 and by_handler["query"] > 0
     assert report["requests"] == sum(by_handler.values())
     # Year reads (both orders) return every event; day reads take several pages.
     assert report["items_read"] >= 2 * SAMPLE

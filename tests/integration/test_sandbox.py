@@ -385,6 +385,31 @@ def test_serve_prints_curl_examples_answers_and_stops_on_ctrl_c(
         body = json.loads(resp.read())
     assert body["key"] == "DEPARTURES#JFK" and body["number_of_shards"] >= 1
 
+    # An event sent to the printed queue and one put on the stream reach the table
+    # through the pollers and the ingest function.
+    sources_line = next(line for line in lines if line.startswith("SQS, Kinesis"))
+    found = re.search(r"(http://\S+)\s+queue: (\S+)\s+stream: (\S+)", sources_line)
+    assert found, sources_line
+    endpoint, queue_url, stream = found.groups()
+    from sandbox.moto_server import aws_client
+
+    sent = [
+        {"key": "SERVE#Q", "id": f"e{i}", "ts": f"2013-01-01T00:0{i}:00Z", "data": {}}
+        for i in range(2)
+    ]
+    aws_client("sqs", endpoint).send_message(QueueUrl=queue_url, MessageBody=json.dumps(sent[0]))
+    aws_client("kinesis", endpoint).put_record(
+        StreamName=stream, PartitionKey="q", Data=json.dumps(sent[1]).encode()
+    )
+    deadline = time.monotonic() + 60
+    ids: list[str] = []
+    while time.monotonic() < deadline and len(ids) < 2:
+        url = f"http://127.0.0.1:{port}/events?key=SERVE%23Q&limit=10&order=asc"
+        with urllib.request.urlopen(url) as resp:
+            ids = [item["id"] for item in json.loads(resp.read())["items"]]
+        time.sleep(0.2)
+    assert ids == ["e0", "e1"]
+
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out

@@ -770,6 +770,38 @@ def batch_payloads(
     raise ValueError(f"no payloads for {event_type}: expected SQS or KinesisDataStreams")
 
 
+def is_fifo_batch(event: Mapping[str, Any], event_type: EventType) -> bool:
+    """Tell whether a batch comes from an SQS FIFO queue (its ARN ends in ``.fifo``).
+
+    Parameters
+    ----------
+    event : mapping
+        The Lambda event (``Records``).
+    event_type : EventType
+        Powertools' event type of the source.
+
+    Returns
+    -------
+    bool
+        True for an SQS batch whose records' ``eventSourceARN`` names a FIFO queue.
+
+    Examples
+    --------
+    >>> from aws_lambda_powertools.utilities.batch import EventType
+    >>> arn = "arn:aws:sqs:us-east-1:123456789012:q.fifo"
+    >>> is_fifo_batch({"Records": [{"eventSourceARN": arn}]}, EventType.SQS)
+    True
+    >>> is_fifo_batch({"Records": []}, EventType.SQS)
+    False
+    """
+    records = event.get("Records") or []
+    return (
+        event_type.value == "SQS"
+        and bool(records)
+        and str(records[0].get("eventSourceARN", "")).endswith(".fifo")
+    )
+
+
 #: Reason of a record the fates do not name.
 NOT_SEEN = "record not seen by the bulk write"
 
@@ -799,7 +831,11 @@ def partial_batch_response(
     listing every record, so each one is retried, and reaches its DLQ, on its own. A
     permanent failure is reported the same way (a partial batch response can only say
     "failed"): redrive moves it to the DLQ after ``maxReceiveCount``, and this log line,
-    ``permanent: true`` with the message id, says why it is there.
+    ``permanent: true`` with the message id, says why it is there. A FIFO queue's batch
+    (:func:`is_fifo_batch`) stops each message group at its first failure, as Powertools'
+    ``SqsFifoPartialProcessor(skip_group_on_error=True)`` does: the group's later
+    messages are reported failed too, so that none of them is done before the one that
+    failed.
 
     Parameters
     ----------
@@ -823,7 +859,11 @@ def partial_batch_response(
     dict
         ``{"batchItemFailures": [{"itemIdentifier": ...}, ...]}``, in batch order.
     """
-    from aws_lambda_powertools.utilities.batch import BatchProcessor, process_partial_response
+    from aws_lambda_powertools.utilities.batch import (
+        BatchProcessor,
+        SqsFifoPartialProcessor,
+        process_partial_response,
+    )
 
     def record_handler(record: Any) -> None:
         item_id = _item_id(record)
@@ -833,7 +873,14 @@ def partial_batch_response(
             logger.warning("record rejected", extra=fields)
             raise RecordRejectedError(item_id, reason)
 
-    processor = BatchProcessor(event_type=event_type, raise_on_entire_batch_failure=False)
+    processor: BatchProcessor
+    if is_fifo_batch(event, event_type):
+        # A group stops at its first failure: its later messages are reported too, so
+        # SQS hands them out again after it, in order (the other groups go on).
+        processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+        processor.raise_on_entire_batch_failure = False
+    else:
+        processor = BatchProcessor(event_type=event_type, raise_on_entire_batch_failure=False)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
@@ -853,6 +900,7 @@ __all__ = [
     "batch_payloads",
     "container_cache",
     "function_kit",
+    "is_fifo_batch",
     "not_json",
     "openapi_responses",
     "partial_batch_response",

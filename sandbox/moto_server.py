@@ -1,0 +1,325 @@
+"""A real local SQS and Kinesis API: moto in server mode, run as its own process.
+
+The event-source pollers (:mod:`sandbox.pollers`) need queues and streams that behave
+as AWS's do over the wire: visibility timeouts, receive counts, redrive to a dead-letter
+queue after ``maxReceiveCount``, FIFO message groups, shards with sequence numbers and
+iterators. moto's server (``python -m moto.server``, the ``moto[server]`` extra) serves
+them. :class:`MotoServer` starts it on a free port, as :class:`~sandbox.dynamodb_local.
+DynamoDBLocal` starts DynamoDB Local, waits until ``ListQueues`` answers and always
+stops it on exit. A separate process keeps moto's CPU off the process that runs the
+handlers (the machine has few cores; one Python process has one GIL).
+
+Examples
+--------
+>>> with MotoServer() as moto:  # doctest: +SKIP
+...     moto.client("sqs").list_queues().get("QueueUrls", [])
+[]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from sandbox.dynamodb_local import (
+    LOCAL_ACCESS_KEY_ID,
+    LOCAL_REGION,
+    LOCAL_SECRET_ACCESS_KEY,
+    SandboxError,
+    free_port,
+)
+from sandbox.lifecycle import StartStop
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class MotoServerStartError(SandboxError):
+    """moto's server is not installed, exited early or did not answer in time."""
+
+
+def patch_fifo_redelivery_order() -> None:
+    """Make moto's FIFO queues hand a group's messages out again in order.
+
+    moto 5.2.5's ``SQSBackend.receive_message`` frees a message whose visibility timeout
+    expired only when its loop reaches it, and skips every message of a group that still
+    has a pending one. After a batch whose ``a2`` and ``a3`` both failed, ``a2`` is
+    skipped (``a3`` still counts as pending) and ``a3`` is delivered first: the group's
+    order is broken, which SQS FIFO never does. Freeing every expired message before
+    the loop restores SQS's order. Applied in the server process only.
+    """
+    from moto.sqs.models import SQSBackend
+
+    original = SQSBackend.receive_message
+    if getattr(original, "_dynashard_patched", False):
+        return
+
+    def receive_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        queue = self.get_queue(queue_name)
+        for message in list(queue.pending_messages):
+            if message.visible:
+                queue.pending_messages.remove(message)
+        return original(self, queue_name, *args, **kwargs)
+
+    receive_message._dynashard_patched = True  # type: ignore[attr-defined]
+    SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
+
+
+def patch_kinesis_shard_lookups() -> None:
+    """Make moto's Kinesis shards find records by sequence number in constant time.
+
+    moto 5.2.5's ``Shard.put_record`` copies every key of the shard to find the last
+    sequence number, and ``Shard.get_records`` walks the shard from its first record on
+    every call, so putting and reading ``n`` records costs ``O(n^2)``: about an hour
+    of CPU for the demo's 336,776 records. A shard's sequence numbers are consecutive
+    integers (each is the last plus one), so both are direct lookups here. Applied in
+    the server process only; the records and answers are unchanged.
+    """
+    from moto.kinesis.models import Shard
+
+    if getattr(Shard.get_records, "_dynashard_patched", False):
+        return
+
+    def get_max_sequence_number(self: Any) -> int:
+        return next(reversed(self.records)) if self.records else 0
+
+    def get_min_sequence_number(self: Any) -> int:
+        return next(iter(self.records)) if self.records else 0
+
+    def get_records(self: Any, last_sequence_id: str, limit: int | None) -> Any:
+        last = int(last_sequence_id)
+        if not self.records:
+            return [], last, 0
+        first, top = next(iter(self.records)), next(reversed(self.records))
+        start = max(last + 1, first)
+        stop = top if limit is None else min(top, start + limit - 1)
+        results = [self.records[n] for n in range(start, stop + 1) if n in self.records]
+        if not results:
+            return [], last, 0
+        behind_s = self.records[top].created_at - results[-1].created_at
+        return results, results[-1].sequence_number, int(behind_s * 1000)
+
+    get_records._dynashard_patched = True  # type: ignore[attr-defined]
+    Shard.get_max_sequence_number = get_max_sequence_number  # type: ignore[method-assign]
+    Shard.get_min_sequence_number = get_min_sequence_number  # type: ignore[method-assign]
+    Shard.get_records = get_records  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run moto's server (``moto.server.main``) with the patches of this module.
+
+    :func:`patch_fifo_redelivery_order` and :func:`patch_kinesis_shard_lookups`.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        moto's server arguments (``-H host -p port``); ``sys.argv[1:]`` when None.
+    """
+    from moto.server import main as moto_main
+
+    patch_fifo_redelivery_order()
+    patch_kinesis_shard_lookups()
+    moto_main(argv)
+
+
+def aws_client(service: str, endpoint_url: str, *, max_pool_connections: int = 16) -> Any:
+    """Create a boto3 client of a local endpoint with the sandbox's dummy credentials.
+
+    Parameters
+    ----------
+    service : str
+        ``sqs`` or ``kinesis`` (any service moto serves).
+    endpoint_url : str
+        ``http://host:port`` of the moto server.
+    max_pool_connections : int
+        HTTP connections the client may hold (threads sharing it).
+
+    Returns
+    -------
+    botocore.client.BaseClient
+        The client; botocore retries refused connections and 5xx answers (standard mode,
+        4 attempts).
+    """
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        endpoint_url=endpoint_url,
+        region_name=LOCAL_REGION,
+        aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+        aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+        config=Config(
+            retries={"mode": "standard", "total_max_attempts": 4},
+            max_pool_connections=max_pool_connections,
+            connect_timeout=2.0,
+            read_timeout=60.0,
+        ),
+    )
+
+
+class MotoServer(StartStop):
+    """Run moto's server (SQS, Kinesis, ...) for the duration of a ``with`` block.
+
+    Parameters
+    ----------
+    port : int, optional
+        TCP port; a free one is chosen when None.
+    host : str
+        Interface to listen on.
+    startup_timeout_s : float
+        Seconds to wait for ``ListQueues`` to answer.
+
+    Attributes
+    ----------
+    endpoint_url : str
+        ``http://host:port``, valid inside the ``with`` block.
+
+    Raises
+    ------
+    MotoServerStartError
+        On entry, when the ``moto[server]`` extra is not installed, or the process exits
+        early or does not answer in time (its output is in the message).
+    """
+
+    def __init__(
+        self, port: int | None = None, *, host: str = "127.0.0.1", startup_timeout_s: float = 30.0
+    ) -> None:
+        self.port = port
+        self.host = host
+        self.startup_timeout_s = startup_timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        """str: The endpoint URL (``http://host:port``) of the running server."""
+        if self.port is None or self._proc is None:
+            raise SandboxError("moto server is not running")
+        return f"http://{self.host}:{self.port}"
+
+    def client(self, service: str, **kwargs: Any) -> Any:
+        """Create a boto3 client of this server (see :func:`aws_client`).
+
+        Parameters
+        ----------
+        service : str
+            ``sqs`` or ``kinesis``.
+        **kwargs
+            Passed to :func:`aws_client`.
+
+        Returns
+        -------
+        botocore.client.BaseClient
+            A client bound to :attr:`endpoint_url`.
+        """
+        return aws_client(service, self.endpoint_url, **kwargs)
+
+    def start(self) -> None:
+        """Start the process and wait until ``ListQueues`` answers.
+
+        Raises
+        ------
+        MotoServerStartError
+            When moto's server is missing, exits, or does not answer in time.
+        """
+        import importlib.util
+
+        if importlib.util.find_spec("flask") is None:
+            raise MotoServerStartError(
+                "moto's server needs the moto[server] extra (flask, flask-cors): run `make install`"
+            )
+        if self.port is None:
+            self.port = free_port(self.host)
+        # Closed in stop(): it outlives this method (the process writes to it).
+        self._log = tempfile.TemporaryFile(prefix="moto-server-")  # noqa: SIM115
+        argv = [sys.executable, "-m", "sandbox.moto_server", "-H", self.host, "-p", str(self.port)]
+        path = [str(_REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+        self._proc = subprocess.Popen(
+            argv,
+            cwd=_REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _output(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-4000:]
+
+    def _wait_ready(self) -> None:
+        import boto3
+        from botocore.config import Config
+
+        assert self._proc is not None
+        probe = boto3.client(
+            "sqs",
+            endpoint_url=self.endpoint_url,
+            region_name=LOCAL_REGION,
+            aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+            aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+            config=Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=5),
+        )
+        deadline = time.monotonic() + self.startup_timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                probe.list_queues()
+                return
+            except Exception as exc:  # connection refused until the server listens
+                last_error = exc
+            try:
+                code = self._proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                continue
+            raise MotoServerStartError(
+                f"moto server exited with code {code} before answering on port "
+                f"{self.port}; its output:\n{self._output()}"
+            )
+        raise MotoServerStartError(
+            f"moto server did not answer ListQueues on {self.endpoint_url} within "
+            f"{self.startup_timeout_s:.0f} s (last error: {last_error}); its output:\n"
+            f"{self._output()}"
+        )
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the process: terminate, then kill if it has not exited in time.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait after ``SIGTERM`` before ``SIGKILL``.
+        """
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout_s)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    @property
+    def running(self) -> bool:
+        """bool: Whether the process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""The pollers' and the chaos run's pure parts: partial responses, records, poison, exit."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox import chaos
+from sandbox.aws_events import sqs_message_record
+from sandbox.pollers import (
+    InvalidPartialResponseError,
+    kinesis_on_failure_record,
+    partial_failures,
+)
+
+
+@pytest.mark.parametrize("response", [None, {}, {"batchItemFailures": []}, {"other": 1}])
+def test_an_empty_answer_is_a_whole_success(response: Any) -> None:
+    assert partial_failures(response, ["a", "b"]) == []
+
+
+def test_failures_come_back_in_batch_order() -> None:
+    response = {"batchItemFailures": [{"itemIdentifier": "c"}, {"itemIdentifier": "a"}]}
+    assert partial_failures(response, ["a", "b", "c"]) == ["a", "c"]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [{"itemIdentifier": ""}, {"itemIdentifier": None}, {"itemId": "a"}, {"itemIdentifier": "z"}],
+)
+def test_a_malformed_or_unknown_identifier_fails_the_whole_batch(entry: dict[str, Any]) -> None:
+    with pytest.raises(InvalidPartialResponseError):
+        partial_failures({"batchItemFailures": [entry]}, ["a", "b"])
+
+
+def test_a_received_message_becomes_lambdas_record() -> None:
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "rh",
+        "Body": '{"k": 1}',
+        "MD5OfBody": "md5",
+        "Attributes": {"ApproximateReceiveCount": "3", "MessageGroupId": "g"},
+        "MessageAttributes": {"a": {"StringValue": "v", "DataType": "String"}},
+    }
+    record = sqs_message_record(message, "arn:aws:sqs:eu-west-1:123456789012:q.fifo")
+    assert record["messageId"] == "m1" and record["receiptHandle"] == "rh"
+    assert record["attributes"]["ApproximateReceiveCount"] == "3"
+    assert record["attributes"]["MessageGroupId"] == "g"
+    assert record["messageAttributes"]["a"]["stringValue"] == "v"
+    assert record["eventSource"] == "aws:sqs" and record["awsRegion"] == "eu-west-1"
+
+
+def test_on_failure_record_names_the_batch_not_its_data() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    batch = [
+        {"SequenceNumber": "7", "ApproximateArrivalTimestamp": at, "Data": b"payload-one"},
+        {"SequenceNumber": "9", "ApproximateArrivalTimestamp": at, "Data": b"payload-two"},
+    ]
+    record = kinesis_on_failure_record(
+        batch,
+        shard_id="shardId-000000000001",
+        stream_arn="arn:aws:kinesis:us-east-1:123456789012:stream/s",
+        function_name="f",
+        invocations=4,
+        function_error="Unhandled",
+    )
+    info = record["KinesisBatchInfo"]
+    assert (info["startSequenceNumber"], info["endSequenceNumber"], info["batchSize"]) == (
+        "7",
+        "9",
+        2,
+    )
+    assert record["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert record["requestContext"]["approximateInvokeCount"] == 4
+    assert record["responseContext"]["functionError"] == "Unhandled"
+    assert "payload" not in json.dumps(record)
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_every_kind_of_poison_is_refused_with_a_reason(n: int) -> None:
+    poison = chaos.make_poison(n, "DEPARTURES#EWR")
+    assert poison.tag in poison.payload
+    assert chaos.refusal_reason(poison.payload)
+
+
+def test_a_good_event_has_no_refusal_reason() -> None:
+    event = {"key": "K", "id": "e1", "ts": "2013-01-01T00:00:00Z", "data": {}}
+    assert chaos.refusal_reason(json.dumps(event)) is None
+
+
+def test_tracked_acknowledges_only_what_the_handler_did_not_report() -> None:
+    ledger = chaos.Ledger()
+    records = [
+        {"messageId": "m1", "body": json.dumps({"id": "e1"})},
+        {"messageId": "m2", "body": json.dumps({"id": "e2"})},
+        {"messageId": "m3", "body": "not json"},
+        {
+            "kinesis": {
+                "sequenceNumber": "5",
+                "data": base64.b64encode(json.dumps({"id": "e3"}).encode()).decode(),
+            }
+        },
+    ]
+    call = chaos.tracked(lambda event: {"batchItemFailures": [{"itemIdentifier": "m2"}]}, ledger)
+    call({"Records": records})
+    assert sorted(ledger.snapshot()) == ["e1", "e3"]
+
+
+def test_tracked_acknowledges_nothing_when_the_handler_raises() -> None:
+    ledger = chaos.Ledger()
+
+    def boom(event: dict[str, Any]) -> Any:
+        raise RuntimeError("down")
+
+    with pytest.raises(RuntimeError):
+        chaos.tracked(boom, ledger)({"Records": [{"messageId": "m", "body": '{"id": "e"}'}]})
+    assert ledger.count() == 0
+
+
+def test_main_exits_1_and_writes_the_report_when_a_check_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing = {"ok": False, "checks": {"no_event_lost": False}, "events_lost": 1}
+    monkeypatch.setattr(chaos, "run", lambda events, seed: failing)
+    path = tmp_path / "r.json"
+    assert chaos.main(["--events", "10", "--report", str(path)]) == 1
+    assert json.loads(path.read_text())["events_lost"] == 1
+    monkeypatch.setattr(chaos, "run", lambda events, seed: {"ok": True, "checks": {"a": True}})
+    assert chaos.main(["--report", str(path)]) == 0
