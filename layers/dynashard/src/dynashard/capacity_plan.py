@@ -216,10 +216,11 @@ def plan_capacity(
     (4800.0, 6, 6)
 
     A page of 100 reads 100 x 1.5 KB = 150 KB, 38 RCU from one key; over 6 shards each
-    Query reads 26 items (39 KB, 10 RCU), so 6 Queries and the metadata GetItem cost 61:
+    Query reads its share plus one, 18 items (27 KB, 7 RCU), so 6 Queries and the metadata
+    GetItem cost 43:
 
     >>> plan.rcu_per_page_unsharded, plan.per_shard_page_limit, plan.rcu_per_page
-    (38.0, 26, 61.0)
+    (38.0, 18, 43.0)
     """
     _check(writes_per_s >= 0 and math.isfinite(writes_per_s), "writes_per_s", ">= 0")
     _check(reads_per_s >= 0 and math.isfinite(reads_per_s), "reads_per_s", ">= 0")
@@ -285,15 +286,18 @@ def plan_capacity(
     if wanted > shards:
         warnings.append(f"the key needs {wanted} shards; max_shards caps it at {shards}")
 
-    per_shard = shard_page_limit(page_limit, shards) if shards > 1 else page_limit
+    per_shard = (
+        shard_page_limit(page_limit, shards, mean_bytes, consistent) if shards > 1 else page_limit
+    )
     shard_rcu = query_read_units(round(per_shard * mean_bytes), consistent=consistent)
     meta_rcu = read_units(METADATA_ITEM_BYTES, consistent=True) if shards > 1 else 0.0
     rcu_per_page = shards * shard_rcu + meta_rcu
     requests = shards + (1 if shards > 1 else 0)
     if shards > 1:
         steps.append(
-            f"per-shard Limit at N={shards} = min({page_limit}, ceil(1.5 x {page_limit} / "
-            f"{shards})) + 1 = {per_shard} (dynashard.reader.shard_page_limit)"
+            f"per-shard Limit at N={shards} = ceil({page_limit} / {shards}) + 1, rounded up to "
+            f"the items that fill its read units = {per_shard} "
+            "(dynashard.reader.shard_page_limit)"
         )
         steps.append(
             f"RCU per page at N={shards} = {shards} x ceil({per_shard} x {mean_bytes:.0f} B / "
