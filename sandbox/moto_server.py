@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -109,10 +110,51 @@ def patch_kinesis_shard_lookups() -> None:
     Shard.get_records = get_records  # type: ignore[method-assign]
 
 
+def patch_sqs_clock_and_retention() -> None:
+    """Make moto's SQS cost O(1), not O(queue length), per message it sends or receives.
+
+    moto 5.2.5 checks each received message's retention through
+    ``get_queue_attributes``, which builds every attribute of the queue, the
+    ``ApproximateNumberOf...`` counts among them: a walk over every message in the queue,
+    per message received (``O(n^2)`` for a backlog of ``n``); ``SendMessage`` builds the
+    same attributes to read ``ContentBasedDeduplication``. Each step of those walks asks
+    the time through ``datetime`` arithmetic (``moto.core.utils.unix_time``). A py-spy
+    profile of the demo's replay had the server spend 53 % of its time in
+    ``Queue.attributes`` and 39 % in ``utcnow``. Here the retention check reads the
+    queue's retention period directly, and ``unix_time`` / ``unix_time_millis`` without
+    an argument read ``time.time()`` (the same instant, as a float). Applied in the
+    server process only; the answers are unchanged.
+    """
+    sqs_models: Any = importlib.import_module("moto.sqs.models")
+    if getattr(sqs_models.unix_time, "_dynashard_patched", False):
+        return
+    original_unix_time = sqs_models.unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else float(original_unix_time(dt))
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    def is_message_valid_based_on_retention_period(
+        self: Any, queue_name: str, message: Any
+    ) -> bool:
+        retention_s = int(self.get_queue(queue_name).message_retention_period)
+        return bool(retention_s + message.sent_timestamp / 1000 > time.time())
+
+    unix_time._dynashard_patched = True  # type: ignore[attr-defined]
+    sqs_models.unix_time = unix_time
+    sqs_models.unix_time_millis = unix_time_millis
+    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (
+        is_message_valid_based_on_retention_period
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run moto's server (``moto.server.main``) with the patches of this module.
 
-    :func:`patch_fifo_redelivery_order` and :func:`patch_kinesis_shard_lookups`.
+    :func:`patch_fifo_redelivery_order`, :func:`patch_kinesis_shard_lookups` and
+    :func:`patch_sqs_clock_and_retention`.
 
     Parameters
     ----------
@@ -123,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
 
     patch_fifo_redelivery_order()
     patch_kinesis_shard_lookups()
+    patch_sqs_clock_and_retention()
     moto_main(argv)
 
 
