@@ -145,6 +145,10 @@ class PollerStats:
         Kinesis batches retried.
     records_to_on_failure : int
         Kinesis records whose batch went to the on-failure destination.
+    stale_receipt_handles : int
+        SQS deletes refused with ``ReceiptHandleIsInvalid``: the message's visibility
+        timeout ran out while the function worked, SQS handed it out again, and that
+        later delivery deletes it (at least once delivery; the write is idempotent).
     errors : list of str
         The first 50 errors (function errors and AWS API errors).
     """
@@ -158,6 +162,7 @@ class PollerStats:
     bisections: int = 0
     retries: int = 0
     records_to_on_failure: int = 0
+    stale_receipt_handles: int = 0
     errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -410,7 +415,10 @@ class SqsPoller(_Threads):
             )
             # A message whose receipt handle expired comes back: a redelivery, not a loss.
             for entry in answer.get("Failed", []):
-                self.stats.error(f"DeleteMessageBatch refused {entry}")
+                if entry.get("Code") == "ReceiptHandleIsInvalid":
+                    self.stats.add(stale_receipt_handles=1)
+                else:
+                    self.stats.error(f"DeleteMessageBatch refused {entry}")
             deleted = [chunk[int(e["Id"])]["MessageId"] for e in answer.get("Successful", [])]
             with self._acked_lock:
                 new = [mid for mid in deleted if mid not in self._acked]

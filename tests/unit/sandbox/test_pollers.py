@@ -14,6 +14,7 @@ from sandbox import chaos
 from sandbox.aws_events import sqs_message_record
 from sandbox.pollers import (
     InvalidPartialResponseError,
+    SqsPoller,
     kinesis_on_failure_record,
     partial_failures,
 )
@@ -132,3 +133,37 @@ def test_main_exits_1_and_writes_the_report_when_a_check_fails(
     assert json.loads(path.read_text())["events_lost"] == 1
     monkeypatch.setattr(chaos, "run", lambda events, seed: {"ok": True, "checks": {"a": True}})
     assert chaos.main(["--report", str(path)]) == 0
+
+
+class DeleteAnswers:
+    """An SQS client whose DeleteMessageBatch refuses the entries it is told to."""
+
+    def __init__(self, refused: dict[str, str]) -> None:
+        self.refused = refused
+
+    def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, str]]) -> Any:
+        return {
+            "Successful": [{"Id": e["Id"]} for e in Entries if e["Id"] not in self.refused],
+            "Failed": [
+                {"Id": e["Id"], "SenderFault": True, "Code": self.refused[e["Id"]]}
+                for e in Entries
+                if e["Id"] in self.refused
+            ],
+        }
+
+
+def test_a_stale_receipt_handle_is_a_redelivery_and_other_refusals_are_errors() -> None:
+    # Given three processed messages; SQS refuses the first's delete because its
+    # visibility timeout ran out and it was handed out again, and the third's for
+    # another reason
+    client = DeleteAnswers({"0": "ReceiptHandleIsInvalid", "2": "InternalError"})
+    poller = SqsPoller(client, "url", lambda event: None)
+    messages = [{"MessageId": f"m{i}", "ReceiptHandle": f"rh{i}"} for i in range(3)]
+    # When the poller deletes them
+    poller._delete(messages)
+    # Then only the second is acknowledged; the stale handle is counted (its later
+    # delivery deletes the message), the other refusal is an error
+    assert poller.stats.records_acknowledged == 1
+    assert poller.stats.stale_receipt_handles == 1
+    assert len(poller.stats.errors) == 1
+    assert "InternalError" in poller.stats.errors[0]
