@@ -26,6 +26,7 @@ import dynashard.bucketed as bucketed
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.bucketed import parse_bucketed_keys
 from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bucketed_reads.json"
@@ -124,7 +125,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--latency-ms", type=float, default=5.0)
     args = parser.parse_args()
-    result = run(args.repeat, args.per_day, args.limit, args.latency_ms)
+    with exit_on_sigterm():
+        result = run(args.repeat, args.per_day, args.limit, args.latency_ms)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(f"{'parallel':>8} {'items':>6} {'pages':>6} {'queries':>8} {'best ms':>8}")

@@ -29,6 +29,7 @@ from typing import Any
 
 from dynashard import Dynashard, DynashardConfig, Event
 from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gsi_reads.json"
@@ -137,7 +138,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--per-day", type=int, default=2400)
     args = parser.parse_args()
-    result = run(args.repeat, args.per_day)
+    with exit_on_sigterm():
+        result = run(args.repeat, args.per_day)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(

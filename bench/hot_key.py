@@ -56,6 +56,7 @@ from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
+from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 
 RESULTS = Path(__file__).resolve().parent / "results" / "hot_key.json"
@@ -470,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wall0 = time.monotonic()
     runs: list[dict[str, Any]] = []
-    with DynamoDBLocal() as ddb:
+    with exit_on_sigterm(), DynamoDBLocal() as ddb:
         client = ddb.client()
         tables = data_and_metadata(
             create_tables(

@@ -78,6 +78,7 @@ from sandbox.demo.dataset import NEW_YORK, load_departures, local_day_window
 from sandbox.dynamodb_local import DynamoDBLocal, free_port, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.config import LognormalLatency
+from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 
 if TYPE_CHECKING:
@@ -1022,7 +1023,7 @@ def main(argv: list[str] | None = None) -> int:
     tag = uuid.uuid4().hex[:6]
     windows = [Window("day", *local_day_window(DAY)), month_window(*MONTH)]
     cool_hour = cool_hour_window()
-    with DynamoDBLocal() as ddb:
+    with exit_on_sigterm(), DynamoDBLocal() as ddb:
         tables = data_and_metadata(
             create_tables(ddb.client(), suffix=f"-reads{tag}", specs=(DATA_TABLE, METADATA_TABLE))
         )

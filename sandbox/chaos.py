@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.demo.dataset import CARRIER_COUNTER, Departure, local_day_window
+from sandbox.lifecycle import exit_on_sigterm
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -421,7 +422,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"function output (logs, EMF metrics): {log.name}", flush=True)
         # The emulator's log of requests it could not forward (DynamoDB Local killed)
         # goes to the same file.
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        with (
+            exit_on_sigterm(),
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
             report = run(args.events, seed=args.seed)
     args.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
     summary = {k: v for k, v in report.items() if not isinstance(v, dict | list)}

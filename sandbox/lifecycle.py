@@ -3,7 +3,8 @@
 :class:`StartStop` turns a ``start()`` / ``stop()`` pair into a context manager
 (DynamoDB Local, the emulator's server thread); :func:`wait_for_stop_signal` is how
 the command-line servers (``python -m sandbox.serve``, ``python -m sandbox.emulator``)
-wait until SIGINT or SIGTERM.
+wait until SIGINT or SIGTERM; :func:`exit_on_sigterm` makes the batch commands (the
+demo, the chaos run, the benchmarks) stop their engines on SIGTERM as on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -11,11 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    from collections.abc import Iterator
+    from types import FrameType, TracebackType
+
+#: Exit status of a command stopped by SIGTERM (128 + the signal number, as shells report).
+SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
 
 
 class StartStop(ABC):
@@ -62,3 +68,30 @@ async def wait_for_stop_signal(banner: str | None = None) -> None:
     if banner is not None:
         print(banner, flush=True)
     await stop.wait()
+
+
+@contextlib.contextmanager
+def exit_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into ``SystemExit(143)`` inside the block, so ``with`` blocks unwind.
+
+    Python's default for SIGTERM ends the process at once: no ``finally`` and no
+    ``__exit__`` run, so DynamoDB Local's java process, moto's server and the emulator
+    outlive a demo or benchmark stopped by ``timeout``, ``kill`` or a CI cancel. Inside
+    this block the signal raises :class:`SystemExit` in the main thread instead, as
+    Ctrl-C raises :class:`KeyboardInterrupt`, and every engine started in a ``with``
+    block is stopped on the way out. The previous handler is restored afterwards.
+
+    Yields
+    ------
+    None
+        Run the command inside the block, in the main thread.
+    """
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        sys.exit(SIGTERM_EXIT_STATUS)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -22,6 +22,7 @@ from typing import Any
 from sandbox.demo.acts import HOT_EVENTS_PER_KEY, first_act, second_act
 from sandbox.demo.dataset import DemoError, hot_departures, load_departures, slice_note
 from sandbox.demo.report import print_summary
+from sandbox.lifecycle import exit_on_sigterm
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -227,7 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # With metrics disabled, Powertools warns on every invocation that none were published.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     try:
-        report = run(args, console)
+        with exit_on_sigterm():
+            report = run(args, console)
     except (SandboxError, DemoError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
