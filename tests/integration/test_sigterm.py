@@ -25,7 +25,7 @@ from sandbox.dynamodb_local import DynamoDBLocal
 from sandbox.lifecycle import exit_on_sigterm
 
 with exit_on_sigterm(), DynamoDBLocal() as ddb:
-    print(ddb._proc.pid, flush=True)
+    print(ddb.pid, flush=True)
     time.sleep(120)
 """
 
