@@ -209,6 +209,40 @@ def _check(name: str, value: float, low: float, high: float) -> None:
         raise PollerConfigError(f"{name} must be between {low:g} and {high:g}, got {value:g}")
 
 
+def wait_settled(
+    condition: Callable[[], bool], timeout_s: float, settle_s: float, poll_s: float
+) -> bool:
+    """Wait until ``condition`` has held for ``settle_s`` seconds in a row.
+
+    Parameters
+    ----------
+    condition : callable
+        Asked every ``poll_s`` seconds.
+    timeout_s : float
+        Seconds to wait at most.
+    settle_s : float
+        Seconds it must keep holding (0: the first time it holds).
+    poll_s : float
+        Seconds between asks.
+
+    Returns
+    -------
+    bool
+        Whether it settled in time.
+    """
+    deadline = time.monotonic() + timeout_s
+    since: float | None = None
+    while time.monotonic() < deadline:
+        if condition():
+            since = since if since is not None else time.monotonic()
+            if time.monotonic() - since >= settle_s:
+                return True
+        else:
+            since = None
+        time.sleep(poll_s)
+    return False
+
+
 @dataclass(frozen=True)
 class SqsEventSourceMapping:
     """An SQS event source mapping's settings (``CreateEventSourceMapping``).
@@ -463,17 +497,7 @@ class SqsPoller(_Threads):
         bool
             Whether it drained in time.
         """
-        deadline = time.monotonic() + timeout_s
-        empty_since: float | None = None
-        while time.monotonic() < deadline:
-            if self.backlog() == 0:
-                empty_since = empty_since or time.monotonic()
-                if time.monotonic() - empty_since >= settle_s:
-                    return True
-            else:
-                empty_since = None
-            time.sleep(0.2)
-        return False
+        return wait_settled(lambda: self.backlog() == 0, timeout_s, settle_s, poll_s=0.2)
 
 
 @dataclass(frozen=True)
@@ -813,17 +837,7 @@ class KinesisPoller(_Threads):
         bool
             Whether they caught up in time.
         """
-        deadline = time.monotonic() + timeout_s
-        since: float | None = None
-        while time.monotonic() < deadline:
-            if self.caught_up:
-                since = since or time.monotonic()
-                if time.monotonic() - since >= settle_s:
-                    return True
-            else:
-                since = None
-            time.sleep(0.1)
-        return False
+        return wait_settled(lambda: self.caught_up, timeout_s, settle_s, poll_s=0.1)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from sandbox.pollers import (
     SqsPoller,
     kinesis_on_failure_record,
     partial_failures,
+    wait_settled,
 )
 
 
@@ -167,3 +168,19 @@ def test_a_stale_receipt_handle_is_a_redelivery_and_other_refusals_are_errors() 
     assert poller.stats.stale_receipt_handles == 1
     assert len(poller.stats.errors) == 1
     assert "InternalError" in poller.stats.errors[0]
+
+
+def test_wait_settled_needs_the_condition_to_hold_for_the_settle_time() -> None:
+    # Given a condition that holds, breaks once, then holds for good
+    answers = iter([True, False] + [True] * 1000)
+    asked: list[bool] = []
+
+    def condition() -> bool:
+        asked.append(next(answers))
+        return asked[-1]
+
+    # When waited on with a settle time of 3 polls, it settles only after the break
+    assert wait_settled(condition, timeout_s=5, settle_s=0.03, poll_s=0.01)
+    assert asked[:2] == [True, False] and len(asked) >= 5
+    # And a condition that never holds times out
+    assert not wait_settled(lambda: False, timeout_s=0.05, settle_s=0, poll_s=0.01)
