@@ -48,6 +48,7 @@ from sandbox.aws_events import (
     sqs_message_record,
 )
 from sandbox.lifecycle import StartStop
+from sandbox.tally import Tally
 
 #: A function invocation: the event in, what the handler returned out (raises on error).
 Invoke = Callable[[dict[str, Any]], Any]
@@ -121,7 +122,7 @@ def partial_failures(response: Any, identifiers: Sequence[str]) -> list[str]:
 
 
 @dataclass
-class PollerStats:
+class PollerStats(Tally):
     """What a poller did (thread-safe through :meth:`add`).
 
     Attributes
@@ -165,30 +166,6 @@ class PollerStats:
     stale_receipt_handles: int = 0
     errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, **deltas: int) -> None:
-        """Add to counts atomically.
-
-        Parameters
-        ----------
-        **deltas : int
-            Field name to increment.
-        """
-        with self._lock:
-            for name, delta in deltas.items():
-                setattr(self, name, getattr(self, name) + delta)
-
-    def error(self, message: str) -> None:
-        """Keep an error message (the first 50).
-
-        Parameters
-        ----------
-        message : str
-            What went wrong.
-        """
-        with self._lock:
-            if len(self.errors) < 50:
-                self.errors.append(message)
 
     def to_json(self) -> dict[str, Any]:
         """Return the counts and errors as a JSON-ready dict.

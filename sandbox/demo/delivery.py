@@ -34,6 +34,7 @@ from typing import Any
 
 from sandbox.demo.dataset import CARRIER_COUNTER, Departure
 from sandbox.demo.handlers import Handlers, api_call
+from sandbox.tally import Tally
 
 #: Events per batch of the replay and per ``POST /events`` (the API's maximum).
 BATCH_SIZE = 100
@@ -58,7 +59,7 @@ KINESIS_MAX_RETRIES = 10
 
 
 @dataclass
-class IngestStats:
+class IngestStats(Tally):
     """Counts of the replay (thread-safe through :meth:`add`).
 
     ``offered`` counts events once; ``delivered`` counts every delivery of a record to
@@ -80,30 +81,6 @@ class IngestStats:
     errors: list[str] = field(default_factory=list)
     pollers: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, **deltas: int) -> None:
-        """Add to counts atomically.
-
-        Parameters
-        ----------
-        **deltas : int
-            Field name to increment.
-        """
-        with self._lock:
-            for name, delta in deltas.items():
-                setattr(self, name, getattr(self, name) + delta)
-
-    def error(self, message: str) -> None:
-        """Record an error (the first 50 are kept).
-
-        Parameters
-        ----------
-        message : str
-            What went wrong.
-        """
-        with self._lock:
-            if len(self.errors) < 50:
-                self.errors.append(message)
 
 
 def send_api_batch(handlers: Handlers, events: Sequence[dict[str, Any]], stats: IngestStats) -> int:
