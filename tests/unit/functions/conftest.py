@@ -13,13 +13,17 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dynashard-test")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "dynashard")
 
-from dynashard import names
+import boto3
+from moto import mock_aws
+
+from dynashard import Dynashard, DynashardConfig, names
 
 # Imported here, at collection, while sockets are still allowed: Powertools' Tracer
 # builds the X-Ray recorder on import, and the recorder opens a UDP socket (no traffic).
 from functions.ingest import app as ingest  # noqa: F401
 from functions.query import app as query  # noqa: F401
 from functions.scaler import app as scaler  # noqa: F401
+from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 from sandbox.env_vars import reset_function_caches
 
 from .support import LambdaContext
@@ -39,3 +43,20 @@ def _function_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def context() -> LambdaContext:
     return LambdaContext()
+
+
+@pytest.fixture
+def facade() -> Iterator[Dynashard]:
+    """A real Dynashard over moto tables created from the infra specs (no cooldown)."""
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        for spec in ALL_TABLES:
+            client.create_table(**create_table_request(spec))
+        ds = Dynashard(
+            DynashardConfig(
+                DATA_TABLE.default_name, METADATA_TABLE.default_name, cooldown_s=0.0, max_workers=4
+            ),
+            client=client,
+        )
+        yield ds
+        ds.close()

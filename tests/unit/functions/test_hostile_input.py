@@ -8,36 +8,15 @@ never answered 503 (which a client retries forever) or failed with a 5xx.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from dynashard import Dynashard, DynashardConfig
+from dynashard import Dynashard
 from dynashard.ordered import OrderedLayout
 from functions.ingest import app as ingest
-from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 from .support import LambdaContext, load_event
-
-
-@pytest.fixture
-def facade() -> Iterator[Dynashard]:
-    """A real Dynashard over moto tables created from the infra specs."""
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        for spec in ALL_TABLES:
-            client.create_table(**create_table_request(spec))
-        ds = Dynashard(
-            DynashardConfig(
-                DATA_TABLE.default_name, METADATA_TABLE.default_name, cooldown_s=0.0, max_workers=2
-            ),
-            client=client,
-        )
-        yield ds
-        ds.close()
 
 
 def _post_events(body: Any) -> dict[str, Any]:

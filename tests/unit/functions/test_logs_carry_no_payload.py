@@ -11,37 +11,17 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from dynashard import Dynashard, DynashardConfig
+from dynashard import Dynashard
 from functions.ingest import app as ingest
 from functions.query import app as query
-from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 from .support import FakeFacade, LambdaContext, load_event
 
 SECRET = "s3cr3t-PAYLOAD-4f1c"
-
-
-@pytest.fixture
-def facade() -> Iterator[Dynashard]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        for spec in ALL_TABLES:
-            client.create_table(**create_table_request(spec))
-        ds = Dynashard(
-            DynashardConfig(
-                DATA_TABLE.default_name, METADATA_TABLE.default_name, cooldown_s=0.0, max_workers=2
-            ),
-            client=client,
-        )
-        yield ds
-        ds.close()
 
 
 def _events() -> list[dict[str, Any]]:

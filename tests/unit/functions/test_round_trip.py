@@ -3,37 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-import boto3
-import pytest
-from moto import mock_aws
-
-from dynashard import Dynashard, DynashardConfig
+from dynashard import Dynashard
 from functions.ingest import app as ingest
 from functions.query import app as query
-from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 from .support import LambdaContext, load_event
-
-
-@pytest.fixture
-def facade() -> Iterator[Dynashard]:
-    """A real Dynashard over moto tables created from the infra specs."""
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        for spec in ALL_TABLES:
-            client.create_table(**create_table_request(spec))
-        ds = Dynashard(
-            DynashardConfig(
-                DATA_TABLE.default_name, METADATA_TABLE.default_name, cooldown_s=0.0, max_workers=4
-            ),
-            client=client,
-        )
-        yield ds
-        ds.close()
 
 
 def _get(
