@@ -250,6 +250,42 @@ def attempts_per_request(
     return CLIENT_MAX_ATTEMPTS
 
 
+def partition_group(key: str, index_name: str | None = None) -> tuple[str, str, int] | None:
+    """Map a reported partition key to its logical key, partition group and shard.
+
+    Parameters
+    ----------
+    key : str
+        A physical key ``{logical}#{shard}`` of the data table, or a GSI1 key
+        ``{logical}#{bucket}#{shard}`` when ``index_name`` is GSI1.
+    index_name : str or None
+        The index the key is from, or None for the base table.
+
+    Returns
+    -------
+    tuple of (str, str, int) or None
+        ``(logical key, group, shard)``: the group is the logical key on the base table
+        and ``{logical}#{bucket}`` on GSI1. None for a key dynashard does not write.
+
+    Examples
+    --------
+    >>> partition_group("DEPARTURES#JFK#3")
+    ('DEPARTURES#JFK', 'DEPARTURES#JFK', 3)
+    >>> partition_group("DEPARTURES#JFK#2013-01-01#0", "GSI1")
+    ('DEPARTURES#JFK', 'DEPARTURES#JFK#2013-01-01', 0)
+    >>> partition_group("not-sharded") is None
+    True
+    """
+    try:
+        if index_name == names.GSI1_NAME:
+            logical, bucket, shard = split_gsi1_partition_key(key)
+            return logical, f"{logical}{SEPARATOR}{bucket}", shard
+        logical, shard = split_physical_key(key)
+        return logical, logical, shard
+    except InvalidInputError:
+        return None
+
+
 def loads_by_logical_key(
     hot: Iterable[ReportedKey], index_name: str | None = None
 ) -> tuple[dict[str, list[KeyLoad]], list[str]]:
@@ -301,16 +337,11 @@ def loads_by_logical_key(
     groups: dict[str, KeyLoad] = {}
     unmapped: list[str] = []
     for item in hot:
-        try:
-            if index_name == names.GSI1_NAME:
-                logical, bucket, shard = split_gsi1_partition_key(item.key)
-                group = f"{logical}{SEPARATOR}{bucket}"
-            else:
-                logical, shard = split_physical_key(item.key)
-                group = logical
-        except InvalidInputError:
+        parts = partition_group(item.key, index_name)
+        if parts is None:
             unmapped.append(item.key)
             continue
+        logical, group, shard = parts
         load = groups.setdefault(group, KeyLoad(logical, group))
         load.consumed_units_per_s += item.consumed_units_per_s
         load.throttled_events += item.throttled_events

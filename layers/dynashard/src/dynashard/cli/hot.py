@@ -24,13 +24,13 @@ from dynashard.adapters.insights import (
     rank_hot_keys,
 )
 from dynashard.cli.context import env_float
-from dynashard.errors import DynashardError, InvalidInputError
-from dynashard.keys import split_gsi1_partition_key, split_physical_key
+from dynashard.errors import DynashardError
 from dynashard.planning import (
     PARTITION_RCU_LIMIT,
     PARTITION_WCU_LIMIT,
     attempts_per_request,
     loads_by_logical_key,
+    partition_group,
     plan_shard_count,
 )
 from dynashard.retry import Backoff
@@ -103,15 +103,6 @@ def emulator_hot_keys(
     throttled = {r["key"]: float(r["throttled_events"]) for r in body.get("most_throttled", [])}
     consumed = {r["key"]: float(r["consumed_units"]) for r in body.get("most_accessed", [])}
     return rank_hot_keys(throttled, consumed, minutes * 60.0)
-
-
-def _logical_of(key: str, index: str | None) -> str | None:
-    try:
-        if index == names.GSI1_NAME:
-            return split_gsi1_partition_key(key)[0]
-        return split_physical_key(key)[0]
-    except InvalidInputError:
-        return None
 
 
 def hot_report(
@@ -187,6 +178,7 @@ def hot_report(
     loads, unmapped = loads_by_logical_key(hot, index_name=index)
     ds = opts.facade()
     rows: list[dict[str, Any]] = []
+    logical_of = {h.key: parts[0] for h in hot if (parts := partition_group(h.key, index))}
     try:
         for logical, groups in loads.items():
             info = ds.shard_info(logical)
@@ -208,7 +200,7 @@ def hot_report(
                     "consumed_units_per_s": round(sum(g.consumed_units_per_s for g in groups), 3),
                     "shards": info.number_of_shards,
                     "planned_shards": planned,
-                    "physical_keys": [h.key for h in hot if _logical_of(h.key, index) == logical],
+                    "physical_keys": [h.key for h in hot if logical_of.get(h.key) == logical],
                 }
             )
     finally:
