@@ -268,7 +268,12 @@ class LocalServerProcess(StartStop):
         return self._proc is not None and self._proc.poll() is None
 
     def command(self) -> tuple[list[str], Path, dict[str, str] | None]:
-        """Return the argv, the working directory and the environment (None: inherited).
+        """Say how to run the server; called by :meth:`start` once the port is chosen.
+
+        Returns
+        -------
+        tuple of (list of str, Path, dict or None)
+            The argv, the working directory, and the environment (None: inherited).
 
         Raises
         ------
@@ -278,7 +283,13 @@ class LocalServerProcess(StartStop):
         raise NotImplementedError
 
     def probe(self) -> Callable[[], object]:
-        """Return a call that succeeds once the server answers (one attempt, short timeouts)."""
+        """Say how to ask whether the server answers.
+
+        Returns
+        -------
+        callable
+            A call that raises until the server answers (one attempt, short timeouts).
+        """
         raise NotImplementedError
 
     def start(self) -> None:
@@ -491,7 +502,13 @@ class DynamoDBLocal(LocalServerProcess):
         return argv, jar_dir, None
 
     def probe(self) -> Callable[[], object]:
-        """Return a ``ListTables`` call with one attempt and short timeouts."""
+        """Return a ``ListTables`` call with one attempt and short timeouts.
+
+        Returns
+        -------
+        callable
+            Raises until DynamoDB Local answers.
+        """
         client = local_client(
             self.endpoint_url, total_max_attempts=1, connect_timeout=1.0, read_timeout=5.0
         )

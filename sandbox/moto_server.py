@@ -259,6 +259,12 @@ class MotoServer(LocalServerProcess):
     def command(self) -> tuple[list[str], Path, dict[str, str] | None]:
         """Return ``python -m sandbox.moto_server`` (this module's patches), run from the repo.
 
+        Returns
+        -------
+        tuple of (list of str, Path, dict)
+            The argv, the repository root, and the environment with the repository on
+            ``PYTHONPATH``.
+
         Raises
         ------
         MotoServerStartError
@@ -274,7 +280,13 @@ class MotoServer(LocalServerProcess):
         return argv, _REPO_ROOT, {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
     def probe(self) -> Callable[[], object]:
-        """Return a ``ListQueues`` call with one attempt and short timeouts."""
+        """Return a ``ListQueues`` call with one attempt and short timeouts.
+
+        Returns
+        -------
+        callable
+            Raises until moto's server answers.
+        """
         import boto3
         from botocore.config import Config
 

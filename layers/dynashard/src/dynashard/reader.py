@@ -247,7 +247,19 @@ class ReadMemory:
     def remember(
         self, key: str, *, info: ShardInfo | None = None, size: float | None = None
     ) -> None:
-        """Record ``key``'s metadata and/or one item's size, bytes (each map bounded)."""
+        """Record ``key``'s metadata and/or the size of one of its items.
+
+        Each map keeps at most :data:`READ_MEMORY_LIMIT` keys and starts afresh past it.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        info : ShardInfo, optional
+            Its metadata as a read just saw it (fresh).
+        size : float, optional
+            The size of one of its items, bytes (DynamoDB's item-size rules).
+        """
         if info is not None:
             _bounded_set(self.shard_info, key, info)
         if size is not None:
