@@ -339,7 +339,7 @@ def second_act(
         growths=[a for a in alarms if a["grown"]],
         targets={k: t["target_shards"] for k, t in targets.items()},
     )
-    extra = timeline_report(rows, throttles)
+    extra = timeline_report(rows, throttles, speed=settings.speed)
     growth, per_key = growth_checks(targets, history, alarms, settings.speed)
     kept = loop_stats.late_deliveries == 0
     checks = {

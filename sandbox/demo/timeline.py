@@ -181,8 +181,12 @@ def rate_row(before: Sample, after: Sample) -> dict[str, Any]:
     }
 
 
+#: Emulated seconds of the recovery's rolling sums (:func:`time_to_recover_s`).
+RECOVERY_WINDOW_S = 30.0
+
+
 def time_to_recover_s(
-    rows: Sequence[dict[str, Any]], goodput: float = 0.95, window_s: float = 30.0
+    rows: Sequence[dict[str, Any]], goodput: float = 0.95, window_s: float = RECOVERY_WINDOW_S
 ) -> float | None:
     """Measure from the first key-range throttle to the moment writes keep up for good.
 
@@ -202,7 +206,8 @@ def time_to_recover_s(
     goodput : float
         Written / offered that counts as keeping up, in (0, 1].
     window_s : float
-        Wall seconds of the rolling sums (30: long enough that a batch in flight stays
+        Wall seconds of the rolling sums; :func:`timeline_report` passes
+        ``RECOVERY_WINDOW_S / speed`` (30 emulated s: long enough that a batch in flight stays
         under the 5% that ``goodput`` allows).
 
     Returns
@@ -239,7 +244,9 @@ def time_to_recover_s(
     return round(float(max(0.0, (last_short or start_t) - start_t)), 1)
 
 
-def timeline_report(rows: Sequence[dict[str, Any]], totals: Mapping[str, int]) -> dict[str, Any]:
+def timeline_report(
+    rows: Sequence[dict[str, Any]], totals: Mapping[str, int], speed: float = 1.0
+) -> dict[str, Any]:
     """Summarize the timeline for ``demo-report.json``.
 
     Parameters
@@ -248,6 +255,11 @@ def timeline_report(rows: Sequence[dict[str, Any]], totals: Mapping[str, int]) -
         :meth:`Timeline.rows`.
     totals : mapping of str to int
         Throttle events by reason over the whole act.
+    speed : float
+        Emulated seconds per wall second. The recovery's rolling sums span
+        :data:`RECOVERY_WINDOW_S` emulated seconds (``RECOVERY_WINDOW_S / speed`` wall
+        seconds): a batch in flight is a share of the key's load per emulated second, so
+        the window that smooths it is emulated time too.
 
     Returns
     -------
@@ -256,7 +268,7 @@ def timeline_report(rows: Sequence[dict[str, Any]], totals: Mapping[str, int]) -
         ``time_to_recover_s``, the written rate while throttled and after the recovery
         (events per wall second), and the per-second ``timeline``.
     """
-    recover = time_to_recover_s(rows)
+    recover = time_to_recover_s(rows, window_s=RECOVERY_WINDOW_S / speed)
     first = next((r["t_s"] for r in rows if r["key_range_throttles_per_s"] > 0), None)
 
     def mean_written(selected: list[dict[str, Any]]) -> float | None:

@@ -48,6 +48,9 @@ def test_demo_sample_passes_every_check(sample_report: tuple[int, dict[str, Any]
     code, whole, output = sample_report
     assert code == 0, output[-3000:]
     assert whole["ok"] is True and whole["events"] == SAMPLE
+    # the whole run's wall time covers both acts' (and the data load, DynamoDB Local)
+    acts_s = whole["first_act"]["elapsed_s"] + whole["second_act"]["elapsed_s"]
+    assert whole["elapsed_s"] >= acts_s
     # the emulator charged and could throttle every request (sandbox.emulator.server logs
     # each one it forwarded unparsed)
     assert "could not parse" not in output

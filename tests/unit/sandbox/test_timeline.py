@@ -72,6 +72,17 @@ def test_a_batch_in_flight_at_a_window_end_is_within_the_default_window() -> Non
     assert time_to_recover_s(rows) == 30.0
 
 
+def test_the_report_sums_over_30_emulated_seconds_whatever_the_speed() -> None:
+    # Given the rows of the recovery test above, in wall seconds
+    rows = [row(t, 100, 40, offered=300) for t in range(1, 6)]
+    rows += [row(t, 300, 0) for t in range(6, 40)]
+    # When the act ran at 3 emulated seconds per wall second, its 30 emulated s window
+    # is 10 wall s: the recovery is the 10 s window's, not the 30 s one's
+    assert timeline_report(rows, {KR: 200}, speed=3.0)["time_to_recover_s"] == 13.0
+    assert timeline_report(rows, {KR: 200})["time_to_recover_s"] == time_to_recover_s(rows)
+    assert time_to_recover_s(rows) != 13.0
+
+
 def test_no_throttling_or_no_end_of_it_has_no_recovery_time() -> None:
     assert time_to_recover_s([row(t, 300, 0) for t in range(10)]) is None
     assert time_to_recover_s([row(t, 50, 40) for t in range(10)]) is None
