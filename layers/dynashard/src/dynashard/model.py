@@ -8,6 +8,7 @@ milliseconds on input; fixed-width UTC ISO-8601 on output) and a JSON object pay
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from decimal import (
     Clamped,
@@ -348,6 +349,71 @@ def from_dynamodb_numbers(value: Any) -> Any:
     if isinstance(value, set | frozenset):
         return sorted(from_dynamodb_numbers(v) for v in value)
     return value
+
+
+_INTEGER = re.compile(r"-?[0-9]+").fullmatch
+_DECIMAL_FRACTION = re.compile(r"-?[0-9]*\.[0-9]*[1-9][0-9]*").fullmatch
+
+
+def _json_number(text: str) -> int | float:
+    if _INTEGER(text):
+        return int(text)
+    # No exponent and a nonzero fraction: float(text) rounds as float(Decimal(text)).
+    if _DECIMAL_FRACTION(text):
+        return float(text)
+    number = Decimal(text)
+    return int(number) if number == number.to_integral_value() else float(number)
+
+
+def plain_value(value: dict[str, Any]) -> Any:
+    """Turn one DynamoDB ``AttributeValue`` (typed JSON) into a JSON-ready Python value.
+
+    The same result as boto3's ``TypeDeserializer().deserialize`` followed by
+    :func:`from_dynamodb_numbers`, in one pass and without a ``Decimal`` for integers:
+    the read path turns every item of a page into an event with it.
+
+    Parameters
+    ----------
+    value : dict of str to Any
+        One typed value as a ``Query`` returns it, e.g. ``{"N": "2.5"}`` or
+        ``{"M": {"a": {"S": "x"}}}``.
+
+    Returns
+    -------
+    Any
+        ``S`` -> str; ``N`` -> int (integral) or float; ``BOOL`` -> bool; ``NULL`` ->
+        None; ``M`` -> dict; ``L`` -> list; ``SS`` / ``NS`` -> sorted list; ``B`` / ``BS``
+        as ``TypeDeserializer`` returns them (``Binary``).
+
+    Raises
+    ------
+    TypeError
+        If the type descriptor is not one of DynamoDB's ten (``TypeDeserializer``'s
+        error).
+
+    Examples
+    --------
+    >>> plain_value({"M": {"n": {"N": "2"}, "d": {"N": "2.50"}, "s": {"NS": ["3", "1E+1"]}}})
+    {'n': 2, 'd': 2.5, 's': [3, 10]}
+    """
+    ((tag, inner),) = value.items()
+    if tag == "S" or tag == "BOOL":
+        return inner
+    if tag == "N":
+        return _json_number(inner)
+    if tag == "M":
+        return {k: plain_value(v) for k, v in inner.items()}
+    if tag == "L":
+        return [plain_value(v) for v in inner]
+    if tag == "NULL":
+        return None
+    if tag == "SS":
+        return sorted(inner)
+    if tag == "NS":
+        return sorted(_json_number(n) for n in inner)
+    from boto3.dynamodb.types import TypeDeserializer
+
+    return from_dynamodb_numbers(TypeDeserializer().deserialize(value))
 
 
 def dumps(value: Any) -> str:

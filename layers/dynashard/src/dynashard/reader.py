@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, TypedDict
 
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
@@ -46,7 +45,7 @@ from dynashard.errors import InvalidInputError, ShardQueryError, StateConflictEr
 from dynashard.keys import format_ts, physical_key
 from dynashard.merge import Cursor, merge_page, query_fingerprint
 from dynashard.metadata import ShardInfo, ShardMetadata
-from dynashard.model import from_dynamodb_numbers
+from dynashard.model import plain_value
 from dynashard.strategies import Strategy, calculated_shards
 
 if TYPE_CHECKING:
@@ -65,8 +64,6 @@ _SK_CEILING: Final = ":"
 DEFAULT_ITEM_BYTES: Final = 1024.0
 #: Logical keys a :class:`ReadMemory` remembers (bounds a container's memory).
 READ_MEMORY_LIMIT: Final = 10_000
-
-_deserializer = TypeDeserializer()
 
 
 @dataclass
@@ -741,8 +738,8 @@ def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
     -------
     dict of str to Any
         ``{"key", "id", "ts", "data"}``; numbers in ``data`` become ``int`` or
-        ``float`` (:func:`dynashard.model.from_dynamodb_numbers`), a missing ``data``
-        becomes ``{}``.
+        ``float`` (:func:`dynashard.model.plain_value`), a missing ``data`` becomes
+        ``{}``. Other attributes (shard key, sort key, GSI1 keys) are not decoded.
 
     Raises
     ------
@@ -755,10 +752,10 @@ def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
     ...                "data": {"M": {"n": {"N": "2"}}}})
     {'key': 'K', 'id': 'e1', 'ts': 't', 'data': {'n': 2}}
     """
-    plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
+    data = item.get(names.ATTR_DATA)
     return {
-        "key": plain[names.ATTR_KEY],
-        "id": plain[names.ATTR_ID],
-        "ts": plain[names.ATTR_TS],
-        "data": from_dynamodb_numbers(plain.get(names.ATTR_DATA, {})),
+        "key": plain_value(item[names.ATTR_KEY]),
+        "id": plain_value(item[names.ATTR_ID]),
+        "ts": plain_value(item[names.ATTR_TS]),
+        "data": {} if data is None else plain_value(data),
     }
