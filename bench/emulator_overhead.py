@@ -10,8 +10,8 @@ DynamoDB Local and sends the same sequential requests four ways, in one run:
   (:class:`sandbox.emulator.InProcessEmulator`, a botocore ``before-send`` handler).
 
 The emulator runs unscaled with no added latency, so nothing is throttled or delayed:
-what is measured is its own cost. Rounds are interleaved (each path sends a block of
-requests in turn, ten times), so drift on a shared machine hits every path alike.
+what is measured is its own cost. The paths take turns request by request (the order
+rotated each time), so whatever else runs on a shared machine hits every path alike.
 Operations: ``PutItem`` of a small item (the target) and ``Query`` of one small item
 collection (a read, charged from the response's size).
 
@@ -47,7 +47,6 @@ from sandbox.tables import create_tables, data_and_metadata
 RESULTS = Path(__file__).resolve().parent / "results" / "emulator_overhead.json"
 PATHS: Final = ("direct", "passthrough", "http", "in_process")
 OPERATIONS: Final = ("PutItem", "Query")
-ROUNDS: Final = 10
 WARM_UP: Final = 50
 #: Largest in-process / direct median latency ratio (issue 17).
 TARGET_RATIO: Final = 1.2
@@ -166,7 +165,7 @@ def measure(ddb: DynamoDBLocal, table: str, n: int) -> dict[str, dict[str, Any]]
     table : str
         The data table (deployed shape, GSI1 included).
     n : int
-        Requests per path and operation (split over :data:`ROUNDS` rounds).
+        Requests per path and operation, the paths taking turns request by request.
 
     Returns
     -------
@@ -196,9 +195,15 @@ def measure(ddb: DynamoDBLocal, table: str, n: int) -> dict[str, dict[str, Any]]
             samples: dict[str, list[float]] = {name: [] for name in clients}
             for client in clients.values():
                 latency_ms(send, client, WARM_UP)  # connections, JIT, table metadata
-            for _ in range(ROUNDS):
-                for name, client in clients.items():
-                    samples[name] += latency_ms(send, client, max(1, n // ROUNDS))
+            names = list(clients)
+            for i in range(n):
+                # One request per path in turn, the order rotated, so that whatever else
+                # runs on the machine hits every path alike.
+                shift = i % len(names)
+                for name in names[shift:] + names[:shift]:
+                    t0 = time.perf_counter()
+                    send(clients[name], i)
+                    samples[name].append((time.perf_counter() - t0) * 1000.0)
             direct = statistics.median(samples["direct"])
             out[operation] = {
                 name: {
@@ -279,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         "definitions": {
             "ratio": (
                 "median latency of sequential requests on that path / median latency of "
-                "the same requests direct to DynamoDB Local, same run, interleaved rounds"
+                "the same requests direct to DynamoDB Local, same run, interleaved request "
+                "by request"
             ),
             "paths": {
                 "direct": "boto3 client of DynamoDB Local",
@@ -293,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "setup": {
             "emulator": "scale 1, no added latency: nothing throttled or delayed",
-            "rounds": ROUNDS,
+            "interleaving": "one request per path in turn, the order rotated each time",
             "warm_up_requests": WARM_UP,
             "put_item": "one small item (two string keys), 50 partition keys",
             "query": "one item collection of 3 items of about 110 bytes, Limit 10",

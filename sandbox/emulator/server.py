@@ -16,6 +16,11 @@ silently: it is counted per operation (:attr:`PartitionEmulator.unparsed`, ``unp
 on ``GET /_emulator/metrics``, :func:`take_unparsed` for the whole process) and logged
 as a warning, and the test suite fails a test that caused one.
 
+Every request is answered by :meth:`PartitionEmulator.dispatch`, whatever carried it:
+the HTTP server here, or a botocore hook on a client of this process
+(:mod:`sandbox.emulator.inprocess`, no second HTTP hop). Both share one model, guarded
+by :attr:`PartitionEmulator.lock`.
+
 Admin routes, off the DynamoDB path: ``GET /_emulator/metrics``,
 ``GET /_emulator/contributors``, ``POST /_emulator/limits``, ``POST /_emulator/reset``.
 """
