@@ -81,9 +81,15 @@ typecheck: install ## mypy
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench bench-reads bench-charts
-bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16 x the limit) -> bench/results/hot_key.json and .png
+.PHONY: bench bench-hot-key bench-emulator bench-reads bench-charts
+bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16, 64 x the limit) -> bench/results/hot_key.json and .png
 	$(VENV)/bin/dynashard bench hot-key
+
+bench-hot-key: install ## hot-key benchmark alone (about 6 minutes; --quick: k = 1 and 16, adaptive) -> bench/results/hot_key.json and .png
+	$(PY) -m bench.hot_key
+
+bench-emulator: install ## emulator overhead: direct, pass-through proxy, HTTP and in-process emulator -> bench/results/emulator_overhead.json
+	$(PY) -m bench.emulator_overhead
 
 bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json and .png
 	$(VENV)/bin/dynashard bench reads

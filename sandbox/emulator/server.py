@@ -16,6 +16,11 @@ silently: it is counted per operation (:attr:`PartitionEmulator.unparsed`, ``unp
 on ``GET /_emulator/metrics``, :func:`take_unparsed` for the whole process) and logged
 as a warning, and the test suite fails a test that caused one.
 
+Every request is answered by :meth:`PartitionEmulator.dispatch`, whatever carried it:
+the HTTP server here, or a botocore hook on a client of this process
+(:mod:`sandbox.emulator.inprocess`, no second HTTP hop). Both share one model, guarded
+by :attr:`PartitionEmulator.lock`.
+
 Admin routes, off the DynamoDB path: ``GET /_emulator/metrics``,
 ``GET /_emulator/contributors``, ``POST /_emulator/limits``, ``POST /_emulator/reset``.
 """
@@ -30,11 +35,11 @@ import random
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDict
 
 from dynashard.capacity import query_read_units, read_units
 from dynashard.capacity import wire_item_size as item_size
@@ -76,6 +81,9 @@ from sandbox.emulator.schema import (
     table_meta_from_description,
 )
 from sandbox.lifecycle import StartStop
+
+if TYPE_CHECKING:
+    from sandbox.emulator.inprocess import InProcessEmulator
 
 #: Prefix of the DynamoDB JSON protocol's ``X-Amz-Target``.
 TARGET_PREFIX: Final = "DynamoDB_20120810."
@@ -129,7 +137,35 @@ _RELAY_HEADERS: Final = ("Content-Type", "x-amzn-RequestId", "x-amz-crc32", "Con
 #: Largest request body accepted (BatchWriteItem: 16 MB).
 _MAX_BODY: Final = 17 * 1024 * 1024
 
-Handler = Callable[["_Call", dict[str, Any]], Awaitable[web.Response]]
+Handler = Callable[["_Call", dict[str, Any]], Awaitable["Reply"]]
+#: Upstream headers: case-insensitive lookups (aiohttp's ``CIMultiDictProxy``, botocore's
+#: HeadersDict).
+UpstreamHeaders = Mapping[str, str]
+#: Sends one request (headers, body) to DynamoDB Local; returns (status, body, headers).
+#: The HTTP server's sender awaits aiohttp; the in-process path's sends synchronously
+#: (:mod:`sandbox.emulator.inprocess`). Either releases :attr:`PartitionEmulator.lock`
+#: while the request is on the wire.
+Sender = Callable[[Mapping[str, str], bytes], Awaitable[tuple[int, bytes, UpstreamHeaders]]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reply:
+    """The answer to one DynamoDB request: what the client receives.
+
+    Attributes
+    ----------
+    status : int
+        HTTP status (200, or 400 for a throttling error).
+    body : bytes
+        The JSON body.
+    headers : dict of str to str
+        ``Content-Type``, ``x-amzn-RequestId``, ``x-amz-crc32`` (and what else
+        DynamoDB Local sent that is relayed).
+    """
+
+    status: int
+    body: bytes
+    headers: dict[str, str]
 
 
 @dataclasses.dataclass(slots=True)
@@ -138,9 +174,10 @@ class _Call:
 
     operation: str
     body: bytes
-    headers: CIMultiDict[str]
+    headers: Mapping[str, str]
     region: str
-    upstream: tuple[int, bytes, CIMultiDictProxy[str]] | None = None
+    send: Sender
+    upstream: tuple[int, bytes, UpstreamHeaders] | None = None
 
 
 class _Passthrough(Exception):
@@ -189,6 +226,10 @@ class PartitionEmulator:
         #: ``GET /_emulator/metrics`` as ``unparsed`` and in :func:`take_unparsed`.
         self.unparsed: Counter[str] = Counter()
         self.images = ImageCache()
+        #: Guards the model (buckets, figures, item images, table metadata): held while
+        #: a request is charged, released while it is on the wire. Shared by the HTTP
+        #: server's event loop and the in-process path's threads.
+        self.lock = threading.Lock()
         self.endpoint_url: str | None = None
         self._tables: dict[str, TableMeta] = {}
         self._rng = random.Random(self.config.seed)
@@ -289,22 +330,24 @@ class PartitionEmulator:
         TypeError, ValueError
             For an unknown field or an invalid value.
         """
-        self.config = dataclasses.replace(self.config, **changes)
-        self.limiter.unscaled_tables = self.config.unscaled_tables
-        self.limiter.configure(
-            self.config.partition_wcu, self.config.partition_rcu, self.config.scale
-        )
-        for meta in self._tables.values():
-            self._apply_limits(meta)
-        return self.config
+        with self.lock:
+            self.config = dataclasses.replace(self.config, **changes)
+            self.limiter.unscaled_tables = self.config.unscaled_tables
+            self.limiter.configure(
+                self.config.partition_wcu, self.config.partition_rcu, self.config.scale
+            )
+            for meta in self._tables.values():
+                self._apply_limits(meta)
+            return self.config
 
     def reset(self) -> None:
         """Refill every bucket, drop all figures, remembered items and table metadata."""
-        self.limiter.reset()
-        self.metrics.reset()
-        self.unparsed.clear()
-        self.images.clear()
-        self._tables.clear()
+        with self.lock:
+            self.limiter.reset()
+            self.metrics.reset()
+            self.unparsed.clear()
+            self.images.clear()
+            self._tables.clear()
 
     def on_demand(self, meta: TableMeta) -> bool:
         """Return whether a table is treated as on-demand.
@@ -357,33 +400,51 @@ class PartitionEmulator:
 
     # --- upstream -------------------------------------------------------------------
     @staticmethod
-    def _forward_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
+    def forward_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
+        """Return the headers of a client's request to forward to DynamoDB Local.
+
+        Parameters
+        ----------
+        headers : mapping of str to str
+            The request's headers (signature included).
+
+        Returns
+        -------
+        CIMultiDict
+            Without hop-by-hop headers and ``Content-Length`` (the sender sets it for
+            the body it sends), with ``Accept-Encoding: identity``.
+        """
         out: CIMultiDict[str] = CIMultiDict(
             (k, v) for k, v in headers.items() if k.lower() not in _DROP_HEADERS
         )
         out["Accept-Encoding"] = "identity"
         return out
 
-    async def _send(
+    async def _http_send(
         self, headers: Mapping[str, str], body: bytes
-    ) -> tuple[int, bytes, CIMultiDictProxy[str]]:
+    ) -> tuple[int, bytes, UpstreamHeaders]:
+        """Send to DynamoDB Local with aiohttp, the lock released (the server's sender)."""
         if self._session is None:
             raise RuntimeError("the emulator is not started")
-        async with self._session.post(self.upstream_url, data=body, headers=headers) as resp:
-            return resp.status, await resp.read(), resp.headers
+        self.lock.release()
+        try:
+            async with self._session.post(self.upstream_url, data=body, headers=headers) as resp:
+                return resp.status, await resp.read(), resp.headers
+        finally:
+            self.lock.acquire()
 
     async def _forward(self, call: _Call, body: bytes | None = None) -> None:
-        call.upstream = await self._send(call.headers, call.body if body is None else body)
+        call.upstream = await call.send(call.headers, call.body if body is None else body)
 
     @staticmethod
-    def _relay(call: _Call, body: bytes | None = None) -> web.Response:
+    def _relay(call: _Call, body: bytes | None = None) -> Reply:
         assert call.upstream is not None
         status, data, headers = call.upstream
         out = {k: headers[k] for k in _RELAY_HEADERS if k in headers}
         if body is not None:
             out.update(response_headers(body, headers.get("x-amzn-RequestId")))
             data = body
-        return web.Response(status=status, body=data, headers=out)
+        return Reply(status, data, out)
 
     async def _meta(self, call: _Call, table: str) -> TableMeta:
         meta = self._tables.get(table)
@@ -391,7 +452,7 @@ class PartitionEmulator:
             return meta
         headers = CIMultiDict(call.headers)
         headers["X-Amz-Target"] = TARGET_PREFIX + "DescribeTable"
-        status, data, _ = await self._send(headers, json.dumps({"TableName": table}).encode())
+        status, data, _ = await call.send(headers, json.dumps({"TableName": table}).encode())
         if status == 400 and b"ResourceNotFoundException" in data:
             raise _NoSuchTable(table)
         if status != 200:
@@ -419,14 +480,59 @@ class PartitionEmulator:
         target = request.headers.get("X-Amz-Target", "")
         operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
         region = region_from_authorization(request.headers.get("Authorization")) or LOCAL_REGION
-        call = _Call(operation, body, self._forward_headers(request.headers), region)
+        headers = self.forward_headers(request.headers)
+        with self.lock:
+            reply = await self.dispatch(operation, body, headers, region, self._http_send)
+        latency = self.config.latency
+        if latency is not None:
+            await asyncio.sleep(latency.sample(self._rng))
+        return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
+
+    async def dispatch(
+        self,
+        operation: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        region: str,
+        send: Sender,
+    ) -> Reply:
+        """Charge, throttle or forward one DynamoDB request; the core of both paths.
+
+        The HTTP server (:meth:`make_app`) and the in-process path
+        (:class:`sandbox.emulator.inprocess.InProcessEmulator`) both answer every
+        request here, so they share one model: the same limiter, metrics, item images
+        and table metadata. The caller holds :attr:`lock`; ``send`` releases it while
+        the request is on the wire, as the event loop interleaves requests at an
+        ``await``, so figures and buckets are only touched under the lock.
+
+        Parameters
+        ----------
+        operation : str
+            ``PutItem``, ``Query`` ... (from ``X-Amz-Target``; "" when absent).
+        body : bytes
+            The request's JSON body, as sent by the client.
+        headers : mapping of str to str
+            Headers to forward to DynamoDB Local (signature included; hop-by-hop
+            headers and ``Content-Length`` left out).
+        region : str
+            Region of the signature, for the ARNs in ``ThrottlingReasons``.
+        send : Sender
+            Sends a request to DynamoDB Local.
+
+        Returns
+        -------
+        Reply
+            DynamoDB Local's answer relayed, or rewritten (a partly throttled batch),
+            or DynamoDB's throttling error (HTTP 400), never forwarded.
+        """
+        call = _Call(operation, body, headers, region, send)
         handler = self._handlers.get(operation)
-        response: web.Response | None = None
+        reply: Reply | None = None
         if handler is not None:
             try:
-                response = await handler(call, json.loads(body))
+                reply = await handler(call, json.loads(body))
             except _NoSuchTable:
-                response = None
+                reply = None
             except (
                 _Passthrough,
                 ValueError,
@@ -436,18 +542,15 @@ class PartitionEmulator:
                 StopIteration,
             ) as exc:
                 self._count_unparsed(operation, f"{type(exc).__name__}: {exc}")
-                response = self._relay(call) if call.upstream is not None else None
+                reply = self._relay(call) if call.upstream is not None else None
         elif operation in UNPLANNED_DATA_OPERATIONS:
             self._count_unparsed(operation, "no plan for this operation")
-        if response is None:
+        if reply is None:
             await self._forward(call)
             if operation in _SCHEMA_CHANGES:
                 self._forget(body)
-            response = self._relay(call)
-        latency = self.config.latency
-        if latency is not None:
-            await asyncio.sleep(latency.sample(self._rng))
-        return response
+            reply = self._relay(call)
+        return reply
 
     def _count_unparsed(self, operation: str, why: str) -> None:
         """Count and log a request forwarded without being charged or throttled."""
@@ -484,7 +587,7 @@ class PartitionEmulator:
             if charge.key is not None:
                 self.metrics.record_key(op, charge.resource, charge.key, now, throttled=True)
 
-    def _throttle_response(self, call: _Call, violations: list[Violation]) -> web.Response:
+    def _throttle_response(self, call: _Call, violations: list[Violation]) -> Reply:
         first = violations[0]
         meta = self._tables[first.resource.table]
         on_demand = self.on_demand(meta)
@@ -495,7 +598,7 @@ class PartitionEmulator:
             reasons[(v.reason, self._arn(v.resource, call.region))] = None
         self.metrics.add(m.THROTTLED_REQUESTS, Resource(first.resource.table), 1, self._now())
         body = throttling_error_body(code, message, list(reasons))
-        return web.Response(status=400, body=body, headers=response_headers(body))
+        return Reply(400, body, response_headers(body))
 
     def _arn(self, resource: Resource, region: str) -> str:
         if resource.index is None:
@@ -515,7 +618,7 @@ class PartitionEmulator:
         op: Operation,
         charges: list[Charge],
         transaction: list[WritePlan] | None = None,
-    ) -> web.Response | None:
+    ) -> Reply | None:
         """Charge a whole request and forward it; return the refusal when it is throttled.
 
         A throttled ``transaction`` (its plans) is answered with
@@ -533,7 +636,7 @@ class PartitionEmulator:
         return None
 
     # --- writes ---------------------------------------------------------------------
-    async def _single_write(self, call: _Call, plan: WritePlan) -> web.Response:
+    async def _single_write(self, call: _Call, plan: WritePlan) -> Reply:
         refused = await self._admit_and_forward(call, Operation.WRITE, plan.charges)
         if refused is not None:
             return refused
@@ -541,19 +644,19 @@ class PartitionEmulator:
             self.images.put(plan.cache_key, plan.image_after)
         return self._relay(call)
 
-    async def _put_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _put_item(self, call: _Call, req: dict[str, Any]) -> Reply:
         meta = await self._meta(call, req["TableName"])
         return await self._single_write(call, plan_put(meta, req["Item"], self.images))
 
-    async def _update_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _update_item(self, call: _Call, req: dict[str, Any]) -> Reply:
         meta = await self._meta(call, req["TableName"])
         return await self._single_write(call, plan_update(meta, req, self.images))
 
-    async def _delete_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _delete_item(self, call: _Call, req: dict[str, Any]) -> Reply:
         meta = await self._meta(call, req["TableName"])
         return await self._single_write(call, plan_delete(meta, req["Key"], self.images))
 
-    async def _batch_write_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _batch_write_item(self, call: _Call, req: dict[str, Any]) -> Reply:
         metas = {t: await self._meta(call, t) for t in req["RequestItems"]}
         now = self._now()
         admitted: dict[str, list[Any]] = {}
@@ -595,7 +698,7 @@ class PartitionEmulator:
             merged.setdefault(table, []).extend(requests)
         return self._relay(call, json.dumps(answer, separators=(",", ":")).encode())
 
-    async def _transact_write_items(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _transact_write_items(self, call: _Call, req: dict[str, Any]) -> Reply:
         plans: list[WritePlan] = []
         for action in req["TransactItems"]:
             kind, spec = next(iter(action.items()))
@@ -621,7 +724,7 @@ class PartitionEmulator:
 
     def _transaction_canceled(
         self, op: Operation, plans: list[WritePlan], violations: list[Violation], now: float
-    ) -> web.Response:
+    ) -> Reply:
         codes: list[str | None] = []
         for plan in plans:
             hit = [
@@ -644,7 +747,7 @@ class PartitionEmulator:
         )
         self.metrics.add(m.THROTTLED_REQUESTS, Resource(first.resource.table), 1, now)
         body = transaction_canceled_body(codes, message)
-        return web.Response(status=400, body=body, headers=response_headers(body))
+        return Reply(400, body, response_headers(body))
 
     # --- reads ----------------------------------------------------------------------
     def _settle_read(self, resource: Resource, key: str | None, units: float, now: float) -> None:
@@ -657,7 +760,7 @@ class PartitionEmulator:
         if key is not None:
             self.metrics.record_key(Operation.READ, resource, key, now, units=units, count=False)
 
-    async def _get_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _get_item(self, call: _Call, req: dict[str, Any]) -> Reply:
         meta = await self._meta(call, req["TableName"])
         consistent = bool(req.get("ConsistentRead", False))
         resource = Resource(meta.name)
@@ -675,7 +778,7 @@ class PartitionEmulator:
             self._settle_read(resource, key, units - reserved, self._now())
         return self._relay(call)
 
-    async def _batch_get_item(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _batch_get_item(self, call: _Call, req: dict[str, Any]) -> Reply:
         metas = {t: await self._meta(call, t) for t in req["RequestItems"]}
         now = self._now()
         admitted: dict[str, Any] = {}
@@ -725,7 +828,7 @@ class PartitionEmulator:
                 merged[table] = spec
         return self._relay(call, json.dumps(answer, separators=(",", ":")).encode())
 
-    async def _query_or_scan(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _query_or_scan(self, call: _Call, req: dict[str, Any]) -> Reply:
         meta = await self._meta(call, req["TableName"])
         resource, hash_key = read_resource(meta, req.get("IndexName"))
         key = query_partition_key(req, hash_key) if call.operation == "Query" else None
@@ -748,7 +851,7 @@ class PartitionEmulator:
             self._settle_read(resource, key, units - reserved, self._now())
         return self._relay(call)
 
-    async def _transact_get_items(self, call: _Call, req: dict[str, Any]) -> web.Response:
+    async def _transact_get_items(self, call: _Call, req: dict[str, Any]) -> Reply:
         plans: list[WritePlan] = []
         reserved = read_units(0, consistent=True, transactional=True)
         for action in req["TransactItems"]:
@@ -792,7 +895,9 @@ class PartitionEmulator:
     async def _admin_metrics(self, request: web.Request) -> web.Response:
         table = request.query.get("table")
         rows = [r for r in self.metrics.snapshot() if table is None or r["table"] == table]
-        return web.json_response({"metrics": rows, "unparsed": dict(self.unparsed)})
+        with self.lock:
+            unparsed = dict(self.unparsed)
+        return web.json_response({"metrics": rows, "unparsed": unparsed})
 
     async def _admin_contributors(self, request: web.Request) -> web.Response:
         q = request.query
@@ -916,6 +1021,19 @@ class EmulatorServer(StartStop):
         self.host, self.port = host, port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+
+    def in_process(self) -> InProcessEmulator:
+        """Return the in-process path to this server's emulator (one model for both).
+
+        Returns
+        -------
+        InProcessEmulator
+            Attaches boto3 clients of this process to :attr:`emulator` without the
+            HTTP hop; their requests share its buckets, figures and admin routes.
+        """
+        from sandbox.emulator.inprocess import InProcessEmulator
+
+        return InProcessEmulator(emulator=self.emulator)
 
     @property
     def endpoint_url(self) -> str:

@@ -1,7 +1,9 @@
 """The partition emulator in front of DynamoDB Local, driven by boto3.
 
 The emulator's clock is a manual one: buckets refill only when a test advances it, so
-every count below is exact and no test sleeps.
+every count below is exact and no test sleeps. Each test that drives the emulator with
+a boto3 client runs twice: over HTTP, and in process (``EmulatorServer.in_process()``:
+a botocore ``before-send`` handler on a client of DynamoDB Local itself).
 """
 
 from __future__ import annotations
@@ -61,6 +63,34 @@ def server(dynamodb_local: DynamoDBLocal, clock: ManualClock) -> Iterator[Emulat
         yield s
 
 
+class EmulatorPath:
+    """One way to the emulator: over HTTP, or in process (sharing the server's model).
+
+    Either way the test reads figures from ``emulator`` (the server's) and the admin
+    routes from ``server``, so both paths are held to the same assertions.
+    """
+
+    def __init__(self, name: str, server: EmulatorServer) -> None:
+        self.name = name
+        self.server = server
+        self.emulator = server.emulator
+        self.in_process = server.in_process() if name == "in_process" else None
+
+    def client(self, *, mode: RetryMode = "standard", total_max_attempts: int = 1) -> Any:
+        if self.in_process is None:
+            return make_client(
+                self.server.endpoint_url, mode=mode, total_max_attempts=total_max_attempts
+            )
+        return self.in_process.client(
+            region_name=REGION, retry_mode=mode, total_max_attempts=total_max_attempts
+        )
+
+
+@pytest.fixture(params=["http", "in_process"])
+def path(request: pytest.FixtureRequest, server: EmulatorServer) -> EmulatorPath:
+    return EmulatorPath(request.param, server)
+
+
 def make_client(url: str, *, mode: RetryMode = "standard", total_max_attempts: int = 1) -> Any:
     """A client signed for :data:`REGION`; botocore retries off unless asked for."""
     return local_client(
@@ -79,9 +109,9 @@ def arn(table: str, index: str | None = None) -> str:
 
 
 def test_hot_key_is_throttled_with_key_range_reason_and_others_are_not(
-    server: EmulatorServer, data_table: str, clock: ManualClock
+    path: EmulatorPath, data_table: str, clock: ManualClock
 ) -> None:
-    client = make_client(server.endpoint_url)
+    client = path.client()
     # Given a hot key that has used its 10 WCU for this second
     for i in range(10):
         put(client, data_table, "hot", f"{i}")
@@ -95,14 +125,14 @@ def test_hot_key_is_throttled_with_key_range_reason_and_others_are_not(
         {"reason": "TableWriteKeyRangeThroughputExceeded", "resource": arn(data_table)}
     ]
     # And the emulator counts the throttle event under that reason
-    assert server.emulator.metrics.throttle_reasons() == {"TableWriteKeyRangeThroughputExceeded": 1}
+    assert path.emulator.metrics.throttle_reasons() == {"TableWriteKeyRangeThroughputExceeded": 1}
     # And another key is unaffected
     put(client, data_table, "cold", "1")
     # And one second later the hot key has 10 WCU again
     clock.now += 1.0
     put(client, data_table, "hot", "y")
     # And the throttled write never reached DynamoDB Local
-    direct = make_client(server.emulator.upstream_url)
+    direct = make_client(path.emulator.upstream_url)
     key = {"PK": {"S": "hot"}, "SK": {"S": "x"}}
     assert "Item" not in direct.get_item(TableName=data_table, Key=key)
 
@@ -112,9 +142,9 @@ def test_hot_key_is_throttled_with_key_range_reason_and_others_are_not(
     [{"mode": "standard", "total_max_attempts": 3}, {"mode": "legacy", "total_max_attempts": 3}],
 )
 def test_botocore_retries_the_answer_as_throttling(
-    server: EmulatorServer, data_table: str, retries: dict[str, Any]
+    path: EmulatorPath, data_table: str, retries: dict[str, Any]
 ) -> None:
-    client = make_client(server.endpoint_url, **retries)
+    client = path.client(**retries)
     for i in range(10):
         put(client, data_table, "retry", f"{i}")
     with pytest.raises(ClientError) as info:
@@ -123,9 +153,9 @@ def test_botocore_retries_the_answer_as_throttling(
 
 
 def test_batch_write_returns_throttled_part_as_unprocessed_items(
-    server: EmulatorServer, data_table: str
+    path: EmulatorPath, data_table: str
 ) -> None:
-    client = make_client(server.endpoint_url)
+    client = path.client()
     requests = [
         {"PutRequest": {"Item": {"PK": {"S": "batch"}, "SK": {"S": f"{i:02d}"}}}} for i in range(25)
     ]
@@ -145,10 +175,8 @@ def test_batch_write_returns_throttled_part_as_unprocessed_items(
         client.batch_write_item(RequestItems={data_table: requests[10:12]})
 
 
-def test_hot_gsi_partition_throttles_base_table_write(
-    server: EmulatorServer, data_table: str
-) -> None:
-    client = make_client(server.endpoint_url)
+def test_hot_gsi_partition_throttles_base_table_write(path: EmulatorPath, data_table: str) -> None:
+    client = path.client()
     gsi = {"GSI1PK": {"S": "low-cardinality"}, "GSI1SK": {"S": "s"}}
     # Given distinct table keys that all share one GSI partition key
     for i in range(10):
@@ -160,13 +188,13 @@ def test_hot_gsi_partition_throttles_base_table_write(
     assert info.value.response["ThrottlingReasons"] == [
         {"reason": "IndexWriteKeyRangeThroughputExceeded", "resource": arn(data_table, "GSI1")}
     ]
-    direct = make_client(server.emulator.upstream_url)
+    direct = make_client(path.emulator.upstream_url)
     key = {"PK": {"S": "spread#10"}, "SK": {"S": "s"}}
     assert "Item" not in direct.get_item(TableName=data_table, Key=key)
 
 
 def test_sharded_gsi_key_spreads_the_same_writes_without_back_pressure(
-    server: EmulatorServer, data_table: str
+    path: EmulatorPath, data_table: str
 ) -> None:
     """The counterpart of the test above, with the writer's GSI1 key shape: the same
     burst of writes to one logical key and time bucket, its GSI1 key sharded 4 ways
@@ -176,7 +204,7 @@ def test_sharded_gsi_key_spreads_the_same_writes_without_back_pressure(
     from dynashard.keys import gsi1_partition_key, physical_key
     from dynashard.strategies import TimeBucket
 
-    client = make_client(server.endpoint_url)
+    client = path.client()
     ts = datetime(2013, 1, 1, 10, tzinfo=UTC)
 
     def burst(logical: str, shards: int) -> list[str]:
@@ -202,9 +230,9 @@ def test_sharded_gsi_key_spreads_the_same_writes_without_back_pressure(
 
 
 def test_metrics_and_top_keys_match_what_was_sent(
-    server: EmulatorServer, data_table: str, clock: ManualClock
+    path: EmulatorPath, data_table: str, clock: ManualClock
 ) -> None:
-    client = make_client(server.endpoint_url)
+    client = path.client()
     throttled = 0
     for i in range(14):
         try:
@@ -213,7 +241,7 @@ def test_metrics_and_top_keys_match_what_was_sent(
             throttled += 1
     for i in range(3):
         put(client, data_table, "m-warm", f"{i}", data={"S": "x" * 1500})  # 2 WCU each
-    emulator, table = server.emulator, Resource(data_table)
+    emulator, table = path.emulator, Resource(data_table)
     start, end = T0 - 60, T0 + 60
     assert throttled == 4
     assert emulator.metrics.total(CONSUMED_WCU, table, start, end) == 10 + 3 * 2
@@ -228,7 +256,9 @@ def test_metrics_and_top_keys_match_what_was_sent(
         ("m-warm", 6.0),
     ]
     # And the admin route (off the DynamoDB path) says the same
-    url = f"{server.endpoint_url}/_emulator/contributors?table={data_table}&mode=THROTTLED_KEYS"
+    url = (
+        f"{path.server.endpoint_url}/_emulator/contributors?table={data_table}&mode=THROTTLED_KEYS"
+    )
     with urllib.request.urlopen(url, timeout=5) as resp:  # loopback only
         body = json.load(resp)
     assert body["most_throttled"][0]["key"] == "m-hot"
@@ -236,15 +266,13 @@ def test_metrics_and_top_keys_match_what_was_sent(
     assert "most_accessed" not in body
 
 
-def test_reads_charged_by_bytes_and_throttled_per_key(
-    server: EmulatorServer, data_table: str
-) -> None:
-    client = make_client(server.endpoint_url)
+def test_reads_charged_by_bytes_and_throttled_per_key(path: EmulatorPath, data_table: str) -> None:
+    client = path.client()
     table = Resource(data_table)
     big = {"S": "x" * 3000}
     for i in range(3):
         put(client, data_table, "r-big", f"{i}", data=big)
-    before = server.emulator.metrics.total(CONSUMED_RCU, table, T0 - 60, T0 + 60)
+    before = path.emulator.metrics.total(CONSUMED_RCU, table, T0 - 60, T0 + 60)
     # An EC Query of three ~3 KB items reads ~9 KB: ceil(9 KB / 4 KB) = 3 RCU, halved
     got = client.query(
         TableName=data_table,
@@ -252,7 +280,7 @@ def test_reads_charged_by_bytes_and_throttled_per_key(
         ExpressionAttributeValues={":p": {"S": "r-big"}},
     )
     assert got["Count"] == 3
-    after = server.emulator.metrics.total(CONSUMED_RCU, table, T0 - 60, T0 + 60)
+    after = path.emulator.metrics.total(CONSUMED_RCU, table, T0 - 60, T0 + 60)
     assert after - before == 1.5
     # 30 RCU/s per key: 30 strongly consistent reads of a small item, then throttled
     put(client, data_table, "r-hot", "1")
@@ -264,14 +292,14 @@ def test_reads_charged_by_bytes_and_throttled_per_key(
     assert info.value.response["ThrottlingReasons"][0]["reason"] == (
         "TableReadKeyRangeThroughputExceeded"
     )
-    assert server.emulator.metrics.total(READ_THROTTLE_EVENTS, table, T0 - 60, T0 + 60) == 1
+    assert path.emulator.metrics.total(READ_THROTTLE_EVENTS, table, T0 - 60, T0 + 60) == 1
 
 
 def test_provisioned_table_limit_and_batch_get_unprocessed_keys(
-    server: EmulatorServer, data_table: str
+    path: EmulatorPath, data_table: str
 ) -> None:
-    client = make_client(server.endpoint_url)
-    server.emulator.update_limits(table_mode=Provisioned(rcu=4, wcu=5))
+    client = path.client()
+    path.emulator.update_limits(table_mode=Provisioned(rcu=4, wcu=5))
     for i in range(5):
         put(client, data_table, f"p#{i}", "s")
     with pytest.raises(client.exceptions.ProvisionedThroughputExceededException) as info:
@@ -293,9 +321,9 @@ def test_provisioned_table_limit_and_batch_get_unprocessed_keys(
 
 
 def test_throttled_transaction_is_cancelled_with_reasons(
-    server: EmulatorServer, data_table: str
+    path: EmulatorPath, data_table: str
 ) -> None:
-    client = make_client(server.endpoint_url)
+    client = path.client()
     for i in range(5):
         put(client, data_table, "tx-hot", f"{i}")  # 5 of 10 WCU left
 
@@ -310,8 +338,8 @@ def test_throttled_transaction_is_cancelled_with_reasons(
     assert codes == ["None", "ThrottlingError", "ThrottlingError", "ThrottlingError"]
 
 
-def test_other_operations_and_errors_pass_through(server: EmulatorServer, data_table: str) -> None:
-    client = make_client(server.endpoint_url)
+def test_other_operations_and_errors_pass_through(path: EmulatorPath, data_table: str) -> None:
+    client = path.client()
     assert data_table in client.list_tables()["TableNames"]
     put(client, data_table, "c", "1")
     with pytest.raises(client.exceptions.ConditionalCheckFailedException):
