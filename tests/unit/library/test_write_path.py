@@ -9,8 +9,10 @@ subclasses, non-ASCII keys).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -19,13 +21,14 @@ from boto3.dynamodb.types import Binary, TypeSerializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynashard import names
+from dynashard import Dynashard, names
 from dynashard.capacity import item_size, write_units
-from dynashard.errors import KeyLimitExceededError
+from dynashard.errors import KeyLimitExceededError, MetadataError
 from dynashard.keys import format_ts, gsi1_partition_key, physical_key
 from dynashard.model import Event
 from dynashard.strategies import TimeBucket
-from dynashard.writer import build_item, event_write_units, serialize_value
+from dynashard.writer import ShardedWriter, build_item, event_write_units, serialize_value
+from infra.table_specs import DATA_TABLE
 
 _boto3 = TypeSerializer()
 
@@ -175,3 +178,84 @@ def test_build_item_takes_the_callers_bucket_label() -> None:
     item, _ = build_item(event, 3, TimeBucket.DAY, label="2013-01-01")
     assert item[names.ATTR_GSI1PK] == {"S": "DEPARTURES#JFK#2013-01-01#3"}
     assert item == build_item(event, 3, TimeBucket.DAY)[0]
+
+
+class _Recorder:
+    """A GSI1 bucket recorder that holds every record until ``expected`` run at once."""
+
+    def __init__(self, expected: int, fail_bucket: str | None = None) -> None:
+        self.barrier = threading.Barrier(expected, timeout=10)
+        self.fail_bucket = fail_bucket
+        self.calls: list[tuple[str, str, int]] = []
+        self.lock = threading.Lock()
+
+    def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
+        with self.lock:
+            self.calls.append((key, bucket, count))
+        self.barrier.wait()  # raises BrokenBarrierError unless all run concurrently
+        if bucket == self.fail_bucket:
+            raise MetadataError(f"recording {bucket} failed")
+
+
+def _writer(facade: Dynashard, recorder: Any) -> ShardedWriter:
+    return ShardedWriter(
+        facade.client,
+        DATA_TABLE.default_name,
+        facade.metadata,
+        facade.executor,
+        gsi1_recorder=recorder,
+    )
+
+
+def _days(n: int) -> list[Event]:
+    t0 = datetime(2013, 1, 1, 12, tzinfo=UTC)
+    return [
+        Event(key="K", id=f"e{d}-{i}", ts=t0 + timedelta(days=d), data={"i": i})
+        for d in range(n)
+        for i in range(3)
+    ]
+
+
+def test_a_batch_over_several_buckets_records_them_in_parallel(facade: Dynashard) -> None:
+    # Given a batch spanning 4 day buckets, and a recorder that only lets a record
+    # through once all 4 are in flight (a sequential writer would break its barrier)
+    recorder = _Recorder(expected=4)
+    events = _days(4)
+    # When the batch is written
+    outcomes = _writer(facade, recorder).write(events)
+    # Then every bucket was recorded once, at the key's count, and every event is durable
+    assert sorted(recorder.calls) == [("K", f"2013-01-0{d + 1}", 1) for d in range(4)]
+    assert all(o.ok for o in outcomes), outcomes
+
+
+def test_a_failed_bucket_record_fails_only_that_buckets_events(facade: Dynashard) -> None:
+    # Given a batch over 3 buckets whose second bucket's record fails
+    recorder = _Recorder(expected=3, fail_bucket="2013-01-02")
+    events = _days(3)
+    # When it is written
+    outcomes = _writer(facade, recorder).write(events)
+    # Then exactly that bucket's events fail, naming the record's error, and are not written
+    failed = {o.event_id for o in outcomes if not o.ok}
+    assert failed == {"e1-0", "e1-1", "e1-2"}
+    assert all(
+        "MetadataError: recording 2013-01-02 failed" in (o.error or "")
+        for o in outcomes
+        if not o.ok
+    )
+    stored = facade.client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    assert {i["id"]["S"] for i in stored} == {e.id for e in events} - failed
+
+
+def test_a_single_bucket_is_recorded_without_the_pool(facade: Dynashard) -> None:
+    # Given a batch of one bucket and a recorder that notes its thread
+    threads: list[str] = []
+
+    class Noting:
+        def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
+            threads.append(threading.current_thread().name)
+
+    # When it is written
+    outcomes = _writer(facade, Noting()).write(_days(1))
+    # Then the record ran on the calling thread, once, and the events are durable
+    assert threads == [threading.current_thread().name]
+    assert all(o.ok for o in outcomes)

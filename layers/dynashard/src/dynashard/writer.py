@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -407,15 +407,33 @@ class ShardedWriter:
     ) -> dict[tuple[str, str], str]:
         """Record each bucket's shard count (pruning the oldest records past the bound).
 
+        A batch that spans several buckets (a backfill, a day boundary) records them in
+        parallel on the executor: each new bucket is one conditional ``UpdateItem``, a
+        round trip, and every record must be in place before its items are written.
+        Records of one key may run at once: each update is atomic and sets only its own
+        bucket; what they prune was read before the batch, as when they run in turn.
+
         Returns the items whose record failed, with the reason.
         """
         failed: dict[tuple[str, str], str] = {}
-        if self.gsi1_recorder is None:
+        recorder = self.gsi1_recorder
+        if recorder is None:
             return failed
-        for (key, bucket), (count, item_keys) in buckets.items():
-            prune = records_to_prune(recorded.get(key, ()), bucket)
+        work = [
+            (key, bucket, count, item_keys, records_to_prune(recorded.get(key, ()), bucket))
+            for (key, bucket), (count, item_keys) in buckets.items()
+        ]
+        if len(work) == 1:
+            key, bucket, count, item_keys, prune = work[0]
+            futures = [_done(recorder.ensure, key, bucket, count, prune)]
+        else:
+            futures = [
+                self.executor.submit(recorder.ensure, key, bucket, count, prune)
+                for key, bucket, count, _, prune in work
+            ]
+        for (_, _, _, item_keys, _), future in zip(work, futures, strict=True):
             try:
-                self.gsi1_recorder.ensure(key, bucket, count, prune)
+                future.result()
             except DynashardError as exc:
                 failed.update(dict.fromkeys(item_keys, f"{type(exc).__name__}: {exc}"))
         return failed
@@ -475,6 +493,16 @@ class ShardedWriter:
         for item in chunk:
             failures.update(self._write_chunk([item]))
         return failures
+
+
+def _done(call: Callable[..., None], *args: Any) -> Future[None]:
+    """Run ``call`` here and now; return its outcome as a completed future."""
+    future: Future[None] = Future()
+    try:
+        future.set_result(call(*args))
+    except Exception as exc:  # re-raised by result(), as the executor's futures do
+        future.set_exception(exc)
+    return future
 
 
 def _constant_bucket(unit: TimeBucket) -> Callable[[str], TimeBucket]:
