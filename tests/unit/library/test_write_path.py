@@ -9,6 +9,7 @@ subclasses, non-ASCII keys).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from dynashard import Dynashard, names
 from dynashard.capacity import item_size, write_units
 from dynashard.errors import KeyLimitExceededError, MetadataError
 from dynashard.keys import format_ts, gsi1_partition_key, physical_key
-from dynashard.model import Event
+from dynashard.model import Event, dynamodb_number, to_dynamodb_numbers
 from dynashard.strategies import TimeBucket
 from dynashard.writer import ShardedWriter, build_item, event_write_units, serialize_value
 from infra.table_specs import DATA_TABLE
@@ -259,3 +260,66 @@ def test_a_single_bucket_is_recorded_without_the_pool(facade: Dynashard) -> None
     # Then the record ran on the calling thread, once, and the events are durable
     assert threads == [threading.current_thread().name]
     assert all(o.ok for o in outcomes)
+
+
+def _reference_numbers(value: Any, path: str = "value") -> Any:
+    """The path-building walk ``to_dynamodb_numbers`` was, kept as the reference."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float | Decimal):
+        return dynamodb_number(value, path)
+    if isinstance(value, dict):
+        if "" in value:
+            raise ValueError(f"{path}: has an empty attribute name (DynamoDB needs 1+ characters)")
+        return {k: _reference_numbers(v, f"{path}.{k}") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_reference_numbers(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _outcome(convert: Any, value: Any) -> Any:
+    try:
+        return ("ok", convert(value, "data"))
+    except ValueError as exc:
+        return ("error", str(exc))
+
+
+_payload_scalars = st.one_of(
+    st.text(max_size=6),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.floats(),
+    st.decimals(allow_nan=False),  # sNaN fails comparisons alike in both walks; JSON has none
+    st.booleans(),
+    st.none(),
+)
+_payloads = st.recursive(
+    _payload_scalars,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_payloads)
+def test_to_dynamodb_numbers_equals_the_path_building_walk(value: Any) -> None:
+    # Given any payload (NaN, huge ints, empty names, tuples included)
+    # When it is converted
+    # Then the result, or the error message with its JSON path, is the reference's
+    assert _outcome(to_dynamodb_numbers, value) == _outcome(_reference_numbers, value)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"a": [1, {"b": float("nan")}]}, "data.a[1].b: NaN and infinity"),
+        ({"a": {"": 1}}, "data.a: has an empty attribute name"),
+        ({"x": [10**40]}, "data.x[0]: a number outside DynamoDB's number range"),
+    ],
+)
+def test_a_bad_payload_value_is_named_by_its_path(value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        to_dynamodb_numbers(value, "data")
