@@ -19,17 +19,18 @@ from typing import Any
 
 import pytest
 from boto3.dynamodb.types import Binary, TypeSerializer
+from botocore.exceptions import ParamValidationError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynashard import Dynashard, names
+from dynashard import Dynashard, DynashardConfig, names
 from dynashard.capacity import item_size, write_units
 from dynashard.errors import KeyLimitExceededError, MetadataError
 from dynashard.keys import format_ts, gsi1_partition_key, physical_key
 from dynashard.model import Event, dynamodb_number, to_dynamodb_numbers
 from dynashard.strategies import TimeBucket
 from dynashard.writer import ShardedWriter, build_item, event_write_units, serialize_value
-from infra.table_specs import DATA_TABLE
+from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 _boto3 = TypeSerializer()
 
@@ -323,3 +324,43 @@ def test_to_dynamodb_numbers_equals_the_path_building_walk(value: Any) -> None:
 def test_a_bad_payload_value_is_named_by_its_path(value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         to_dynamodb_numbers(value, "data")
+
+
+def test_the_writers_unvalidated_client_writes_every_event(ddb_client: Any) -> None:
+    # Given a facade with its own clients (the writer's skips botocore's validation)
+    ds = Dynashard(DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name))
+    events = [
+        Event(key="K", id=f"e{i}", ts=i, data={"i": i, "x": [None, True, {"y": "z"}]})
+        for i in range(30)
+    ]
+    # When a batch of more than one BatchWriteItem call is written
+    outcomes = ds.put_events(events)
+    # Then every event is durable, as the items the writer built
+    assert all(o.ok for o in outcomes)
+    stored = ddb_client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    assert {i["id"]["S"] for i in stored} == {e.id for e in events}
+    assert all(i["data"]["M"]["x"]["L"][2] == {"M": {"y": {"S": "z"}}} for i in stored)
+    ds.close()
+
+
+class _Sent(Exception):
+    """Raised by a before-send hook: the request got past botocore's client-side checks."""
+
+
+def _refuse_to_send(**_: Any) -> None:
+    raise _Sent
+
+
+def test_only_the_writers_own_client_skips_botocores_parameter_validation() -> None:
+    # Given a facade with its own clients, each stopped right before sending
+    ds = Dynashard(DynashardConfig("T", "M", endpoint_url="http://127.0.0.1:9"))
+    for client in (ds.client, ds.write_client):
+        client.meta.events.register("before-send.dynamodb.BatchWriteItem", _refuse_to_send)
+    request = {"T": [{"PutRequest": {"Item": {"PK": {"S": 1}}}}]}  # S must be a string
+    # Then the reads' client refuses a malformed request before sending it
+    with pytest.raises(ParamValidationError):
+        ds.client.batch_write_item(RequestItems=request)  # type: ignore[dict-item]
+    # and the writer's client sends it (DynamoDB would refuse it: ValidationException)
+    with pytest.raises(_Sent):
+        ds.write_client.batch_write_item(RequestItems=request)  # type: ignore[dict-item]
+    ds.close()
