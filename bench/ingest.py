@@ -72,8 +72,8 @@ from sandbox.tables import create_tables, data_and_metadata
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
 
 BATCH_SIZES = (10, 100, 1000)
-#: Batches per (backend, batch size), per writer: about 3,000 records at batch 1,000.
-REPS = {10: 30, 100: 8, 1000: 3}
+#: Batches per (backend, batch size), per writer: 5,000 records at batch 1,000.
+REPS = {10: 30, 100: 8, 1000: 5}
 QUICK_REPS = {10: 3, 100: 2, 1000: 1}
 BACKENDS = ("dynamodb-local", "emulator")
 #: Shards per logical key, both writers (the article's usage example takes 20; its

@@ -164,7 +164,9 @@ def test_build_item_equals_boto3_and_item_size(
 
 def test_build_item_refuses_an_item_over_400_kb_naming_data() -> None:
     # Given an event whose payload alone is 400 KB
-    event = Event(key="K", id="e1", ts=0, data={"blob": "x" * 409_600})
+    event = Event(
+        key="K", id="e1", ts=datetime(2013, 1, 1, tzinfo=UTC), data={"blob": "x" * 409_600}
+    )
     # Then the item is refused before any request, naming the field
     with pytest.raises(KeyLimitExceededError, match="over DynamoDB's limit of 409600") as err:
         build_item(event, 0, TimeBucket.DAY)
@@ -175,7 +177,9 @@ def test_build_item_refuses_an_item_over_400_kb_naming_data() -> None:
 
 def test_build_item_takes_the_callers_bucket_label() -> None:
     # Given an event and its day label computed by the caller
-    event = Event(key="DEPARTURES#JFK", id="f1", ts="2013-01-01T10:15:00Z", data={})
+    event = Event(
+        key="DEPARTURES#JFK", id="f1", ts=datetime(2013, 1, 1, 10, 15, tzinfo=UTC), data={}
+    )
     # Then the GSI1 key is built from it, as from the bucket
     item, _ = build_item(event, 3, TimeBucket.DAY, label="2013-01-01")
     assert item[names.ATTR_GSI1PK] == {"S": "DEPARTURES#JFK#2013-01-01#3"}
@@ -330,7 +334,12 @@ def test_the_writers_unvalidated_client_writes_every_event(ddb_client: Any) -> N
     # Given a facade with its own clients (the writer's skips botocore's validation)
     ds = Dynashard(DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name))
     events = [
-        Event(key="K", id=f"e{i}", ts=i, data={"i": i, "x": [None, True, {"y": "z"}]})
+        Event(
+            key="K",
+            id=f"e{i}",
+            ts=datetime(2013, 1, 1, tzinfo=UTC) + timedelta(seconds=i),
+            data={"i": i, "x": [None, True, {"y": "z"}]},
+        )
         for i in range(30)
     ]
     # When a batch of more than one BatchWriteItem call is written
@@ -359,8 +368,8 @@ def test_only_the_writers_own_client_skips_botocores_parameter_validation() -> N
     request = {"T": [{"PutRequest": {"Item": {"PK": {"S": 1}}}}]}  # S must be a string
     # Then the reads' client refuses a malformed request before sending it
     with pytest.raises(ParamValidationError):
-        ds.client.batch_write_item(RequestItems=request)  # type: ignore[dict-item]
+        ds.client.batch_write_item(RequestItems=request)  # type: ignore[arg-type]
     # and the writer's client sends it (DynamoDB would refuse it: ValidationException)
     with pytest.raises(_Sent):
-        ds.write_client.batch_write_item(RequestItems=request)  # type: ignore[dict-item]
+        ds.write_client.batch_write_item(RequestItems=request)  # type: ignore[arg-type]
     ds.close()

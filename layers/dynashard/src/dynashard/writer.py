@@ -499,7 +499,8 @@ def _done(call: Callable[..., None], *args: Any) -> Future[None]:
     """Run ``call`` here and now; return its outcome as a completed future."""
     future: Future[None] = Future()
     try:
-        future.set_result(call(*args))
+        call(*args)
+        future.set_result(None)
     except Exception as exc:  # re-raised by result(), as the executor's futures do
         future.set_exception(exc)
     return future
