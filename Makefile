@@ -81,7 +81,7 @@ typecheck: install ## mypy
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench bench-hot-key bench-emulator bench-reads bench-charts
+.PHONY: bench bench-hot-key bench-emulator bench-ingest bench-reads bench-charts
 bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16, 64 x the limit) -> bench/results/hot_key.json and .png
 	$(VENV)/bin/dynashard bench hot-key
 
@@ -93,6 +93,9 @@ bench-emulator: install ## emulator overhead: direct, pass-through proxy, HTTP a
 
 bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json and .png
 	$(VENV)/bin/dynashard bench reads
+
+bench-ingest: install ## ingest benchmark (SQS batches of 10, 100, 1,000 real events through the ingest handler vs a per-item put_item loop, DynamoDB Local and the emulator) -> bench/results/ingest.json
+	$(PY) -m bench.ingest
 
 bench-charts: install ## redraw the benchmarks' PNG charts from bench/results/*.json (runs nothing)
 	$(VENV)/bin/dynashard bench charts

@@ -317,7 +317,38 @@ def validate_item_size(item: dict[str, Any], field: str = "data") -> int:
     ...
     dynashard.errors.KeyLimitExceededError: data: makes an item of 409604 bytes, ...
     """
-    size = item_size(item)
+    return check_item_size(item_size(item), field)
+
+
+def check_item_size(size: int, field: str = "data") -> int:
+    """Check an item size is within DynamoDB's 400 KB item limit.
+
+    The check of :func:`validate_item_size`, for a caller that measured the item itself
+    (the writer sums its attributes without building a second copy of the item).
+
+    Parameters
+    ----------
+    size : int
+        The item's size as DynamoDB counts it (:func:`dynashard.capacity.item_size`), bytes.
+    field : str
+        Name to report in the error.
+
+    Returns
+    -------
+    int
+        ``size``.
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If ``size`` is over 409,600 bytes (Developer Guide, "Quotas in Amazon DynamoDB":
+        items, 400 KB).
+
+    Examples
+    --------
+    >>> check_item_size(409_600)
+    409600
+    """
     if size > MAX_ITEM_BYTES:
         raise KeyLimitExceededError(
             field,

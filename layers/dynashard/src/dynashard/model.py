@@ -307,6 +307,40 @@ def to_dynamodb_numbers(value: Any, path: str = "value") -> Any:
     ...
     ValueError: value: NaN and infinity cannot be stored as DynamoDB numbers
     """
+    try:
+        return _numbers(value)
+    except ValueError:
+        # Rare: walk again, building each value's JSON path, to name the bad one.
+        return _numbers_at(value, path)
+
+
+#: Ints below this magnitude are valid DynamoDB numbers as they are (at most 38 digits).
+_MAX_PLAIN_INT: Final = 10**38
+
+
+def _numbers(value: Any) -> Any:
+    """:func:`to_dynamodb_numbers` without JSON paths, JSON's exact types first.
+
+    Every event's payload goes through it, so the common case builds no path strings;
+    any other type goes through :func:`_numbers_at`. Raises ``ValueError`` exactly when
+    :func:`_numbers_at` does (with a message that names no path).
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int and -_MAX_PLAIN_INT < value < _MAX_PLAIN_INT:
+        return value
+    if kind is dict:
+        if "" in value:
+            raise ValueError("an empty attribute name")
+        return {k: _numbers(v) for k, v in value.items()}
+    if kind is list:
+        return [_numbers(v) for v in value]
+    return _numbers_at(value, "value")
+
+
+def _numbers_at(value: Any, path: str) -> Any:
+    """:func:`to_dynamodb_numbers` building each value's JSON path for its errors."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float | Decimal):
@@ -314,9 +348,9 @@ def to_dynamodb_numbers(value: Any, path: str = "value") -> Any:
     if isinstance(value, dict):
         if "" in value:  # DynamoDB: "ValidationException: Empty attribute name"
             raise ValueError(f"{path}: has an empty attribute name (DynamoDB needs 1+ characters)")
-        return {k: to_dynamodb_numbers(v, f"{path}.{k}") for k, v in value.items()}
+        return {k: _numbers_at(v, f"{path}.{k}") for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [to_dynamodb_numbers(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_numbers_at(v, f"{path}[{i}]") for i, v in enumerate(value)]
     return value
 
 

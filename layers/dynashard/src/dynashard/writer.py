@@ -20,23 +20,18 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
-from dynashard.capacity import write_units
+from dynashard.capacity import attribute_value_size, number_size, write_units
 from dynashard.errors import DynashardError, InvalidInputError
 from dynashard.gsi_buckets import records_to_prune
-from dynashard.keys import (
-    format_ts,
-    gsi1_partition_key,
-    physical_key,
-    validate_item_size,
-)
+from dynashard.keys import check_item_size, gsi1_partition_key, physical_key, utf8_len
 from dynashard.metadata import ShardMetadata
 from dynashard.model import Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
@@ -97,7 +92,95 @@ class WriteOutcome:
     field: str | None = None
 
 
-def build_item(event: Event, shard: int, bucket: TimeBucket) -> tuple[dict[str, Any], int]:
+#: UTF-8 bytes of the attribute names of an event's item (an item's size counts them).
+_ITEM_NAME_BYTES: Final = sum(
+    len(name.encode("utf-8"))
+    for name in (
+        names.ATTR_PK,
+        names.ATTR_SK,
+        names.ATTR_GSI1PK,
+        names.ATTR_GSI1SK,
+        names.ATTR_KEY,
+        names.ATTR_ID,
+        names.ATTR_TS,
+        names.ATTR_SHARD,
+        names.ATTR_DATA,
+    )
+)
+#: Largest magnitude of an int written as it is (:func:`serialize_value`): 38 digits
+#: (Developer Guide, "Data types", Number); larger ones go through boto3's checks.
+_MAX_PLAIN_INT: Final = 10**38
+
+
+def serialize_value(value: Any) -> dict[str, Any]:
+    """Serialize a Python value into a DynamoDB attribute value, as boto3's ``TypeSerializer``.
+
+    The writer serializes every payload of every event; boto3's serializer dispatches
+    each value through a chain of ``isinstance`` checks against abstract base classes.
+    This takes JSON's types (what an event's ``data`` holds after validation: str, int,
+    ``Decimal``, bool, None, dict, list) by their exact type and hands anything else
+    (sets, bytes, ``Binary``, subclasses, ints of more than 38 digits) to boto3, so the
+    result, and every error, is boto3's own.
+
+    Parameters
+    ----------
+    value : Any
+        A value ``TypeSerializer.serialize`` accepts.
+
+    Returns
+    -------
+    dict
+        The attribute value in DynamoDB JSON (``{"S": ...}``, ``{"N": ...}``, ``{"M": ...}``).
+
+    Raises
+    ------
+    TypeError
+        For a value boto3 cannot serialize (a float, a tuple, NaN).
+
+    Examples
+    --------
+    >>> serialize_value({"origin": "JFK", "delay": 2})
+    {'M': {'origin': {'S': 'JFK'}, 'delay': {'N': '2'}}}
+    >>> serialize_value([True, None, "x"])
+    {'L': [{'BOOL': True}, {'NULL': True}, {'S': 'x'}]}
+    """
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is dict:
+        return {"M": {k: serialize_value(v) for k, v in value.items()}}
+    if kind is int and -_MAX_PLAIN_INT < value < _MAX_PLAIN_INT:
+        return {"N": str(value)}
+    if kind is list:
+        return {"L": [serialize_value(v) for v in value]}
+    if kind is bool:
+        return {"BOOL": value}
+    if value is None:
+        return {"NULL": True}
+    serialized: dict[str, Any] = _serializer.serialize(value)
+    return serialized
+
+
+def _item_size(event: Event, sk: str, pk: str, gsi1_pk: str, shard: int) -> int:
+    """Size of an event's item, bytes: :func:`dynashard.capacity.item_size` of its attributes."""
+    return (
+        _ITEM_NAME_BYTES
+        + utf8_len(pk)
+        + 2 * utf8_len(sk)  # SK and GSI1SK
+        + utf8_len(gsi1_pk)
+        + utf8_len(event.key)
+        + utf8_len(event.id)
+        + len(sk)
+        - len(event.id)
+        - 1  # ts: ASCII, the sort key's prefix
+        + number_size(str(shard))
+        + attribute_value_size(event.data)
+    )
+
+
+def build_item(
+    event: Event, shard: int, bucket: TimeBucket, *, label: str | None = None
+) -> tuple[dict[str, Any], int]:
     """Build the data-table item of an event and measure it.
 
     Parameters
@@ -108,11 +191,14 @@ def build_item(event: Event, shard: int, bucket: TimeBucket) -> tuple[dict[str, 
         Its shard, ``0 <= shard < N``.
     bucket : TimeBucket
         Time bucket of the GSI1 partition key.
+    label : str, optional
+        ``time_bucket(event.ts, bucket)`` when the caller has it already.
 
     Returns
     -------
     tuple of (dict, int)
-        The item in DynamoDB's wire format, and its size in bytes as DynamoDB counts it.
+        The item in DynamoDB's wire format, and its size in bytes as DynamoDB counts it
+        (:func:`dynashard.capacity.item_size` of the item's Python values).
 
     Raises
     ------
@@ -120,19 +206,22 @@ def build_item(event: Event, shard: int, bucket: TimeBucket) -> tuple[dict[str, 
         If the sort key or the item is over a DynamoDB limit.
     """
     sk = event.sort_key
-    plain: dict[str, Any] = {
-        names.ATTR_PK: physical_key(event.key, shard),
-        names.ATTR_SK: sk,
-        names.ATTR_GSI1PK: gsi1_partition_key(event.key, event.ts, bucket, shard),
-        names.ATTR_GSI1SK: sk,
-        names.ATTR_KEY: event.key,
-        names.ATTR_ID: event.id,
-        names.ATTR_TS: format_ts(event.ts),
-        names.ATTR_SHARD: shard,
-        names.ATTR_DATA: event.data,
+    ts = sk[: len(sk) - len(event.id) - 1]  # format_ts(event.ts): the sort key's prefix
+    pk = physical_key(event.key, shard)
+    gsi1_pk = f"{event.key}#{label or time_bucket(event.ts, bucket)}#{shard}"
+    size = check_item_size(_item_size(event, sk, pk, gsi1_pk, shard))
+    item = {
+        names.ATTR_PK: {"S": pk},
+        names.ATTR_SK: {"S": sk},
+        names.ATTR_GSI1PK: {"S": gsi1_pk},
+        names.ATTR_GSI1SK: {"S": sk},
+        names.ATTR_KEY: {"S": event.key},
+        names.ATTR_ID: {"S": event.id},
+        names.ATTR_TS: {"S": ts},
+        names.ATTR_SHARD: {"N": str(shard)},
+        names.ATTR_DATA: serialize_value(event.data),
     }
-    size = validate_item_size(plain)
-    return {name: _serializer.serialize(value) for name, value in plain.items()}, size
+    return item, size
 
 
 def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
@@ -157,7 +246,11 @@ def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
     KeyLimitExceededError
         If the sort key or the item is over a DynamoDB limit.
     """
-    return write_units(build_item(event, 0, bucket)[1])
+    sk = event.sort_key
+    gsi1_pk = gsi1_partition_key(event.key, event.ts, bucket, 0)
+    return write_units(
+        check_item_size(_item_size(event, sk, physical_key(event.key, 0), gsi1_pk, 0))
+    )
 
 
 class ShardedWriter:
@@ -255,7 +348,8 @@ class ShardedWriter:
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
                 unit = self.bucket_of(event.key)
-                item, size = build_item(event, shard, unit)
+                label = time_bucket(event.ts, unit)
+                item, size = build_item(event, shard, unit, label=label)
             except DynashardError as exc:
                 invalid = isinstance(exc, InvalidInputError)
                 outcomes[index] = WriteOutcome(
@@ -271,7 +365,7 @@ class ShardedWriter:
             slots.setdefault(item_key, []).append(index)
             items[item_key] = item
             units[item_key] = write_units(size)
-            bucket = (event.key, time_bucket(event.ts, unit))
+            bucket = (event.key, label)
             count, bucket_items = buckets.setdefault(bucket, (0, []))
             bucket_items.append(item_key)  # one list per bucket, not a copy per event
             buckets[bucket] = (max(count, info.number_of_shards), bucket_items)
@@ -313,15 +407,33 @@ class ShardedWriter:
     ) -> dict[tuple[str, str], str]:
         """Record each bucket's shard count (pruning the oldest records past the bound).
 
+        A batch that spans several buckets (a backfill, a day boundary) records them in
+        parallel on the executor: each new bucket is one conditional ``UpdateItem``, a
+        round trip, and every record must be in place before its items are written.
+        Records of one key may run at once: each update is atomic and sets only its own
+        bucket; what they prune was read before the batch, as when they run in turn.
+
         Returns the items whose record failed, with the reason.
         """
         failed: dict[tuple[str, str], str] = {}
-        if self.gsi1_recorder is None:
+        recorder = self.gsi1_recorder
+        if recorder is None:
             return failed
-        for (key, bucket), (count, item_keys) in buckets.items():
-            prune = records_to_prune(recorded.get(key, ()), bucket)
+        work = [
+            (key, bucket, count, item_keys, records_to_prune(recorded.get(key, ()), bucket))
+            for (key, bucket), (count, item_keys) in buckets.items()
+        ]
+        if len(work) == 1:
+            key, bucket, count, item_keys, prune = work[0]
+            futures = [_done(recorder.ensure, key, bucket, count, prune)]
+        else:
+            futures = [
+                self.executor.submit(recorder.ensure, key, bucket, count, prune)
+                for key, bucket, count, _, prune in work
+            ]
+        for (_, _, _, item_keys, _), future in zip(work, futures, strict=True):
             try:
-                self.gsi1_recorder.ensure(key, bucket, count, prune)
+                future.result()
             except DynashardError as exc:
                 failed.update(dict.fromkeys(item_keys, f"{type(exc).__name__}: {exc}"))
         return failed
@@ -381,6 +493,17 @@ class ShardedWriter:
         for item in chunk:
             failures.update(self._write_chunk([item]))
         return failures
+
+
+def _done(call: Callable[..., None], *args: Any) -> Future[None]:
+    """Run ``call`` here and now; return its outcome as a completed future."""
+    future: Future[None] = Future()
+    try:
+        call(*args)
+        future.set_result(None)
+    except Exception as exc:  # re-raised by result(), as the executor's futures do
+        future.set_exception(exc)
+    return future
 
 
 def _constant_bucket(unit: TimeBucket) -> Callable[[str], TimeBucket]:

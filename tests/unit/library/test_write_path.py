@@ -1,0 +1,375 @@
+"""The writer's item building: the fast serializer and sizing equal boto3's and capacity's.
+
+``serialize_value`` takes JSON's types by their exact type and hands everything else to
+boto3's ``TypeSerializer``; ``build_item`` sums an item's size from its parts instead of
+walking a second copy. Both are pinned here against the reference they replace, on
+generated values (hypothesis) and on the edges (ints past 38 digits, sets, bytes,
+subclasses, non-ASCII keys).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from boto3.dynamodb.types import Binary, TypeSerializer
+from botocore.exceptions import ParamValidationError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynashard import Dynashard, DynashardConfig, names
+from dynashard.capacity import item_size, write_units
+from dynashard.errors import KeyLimitExceededError, MetadataError
+from dynashard.keys import format_ts, gsi1_partition_key, physical_key
+from dynashard.model import Event, dynamodb_number, to_dynamodb_numbers
+from dynashard.strategies import TimeBucket
+from dynashard.writer import ShardedWriter, build_item, event_write_units, serialize_value
+from infra.table_specs import DATA_TABLE, METADATA_TABLE
+
+_boto3 = TypeSerializer()
+
+_scalars = st.one_of(
+    st.text(max_size=20),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-1e6, max_value=1e6),
+    st.booleans(),
+    st.none(),
+)
+_json = st.recursive(
+    _scalars,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(min_size=1, max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _reference(value: Any) -> Any:
+    """boto3's result, or the type of its error."""
+    try:
+        return _boto3.serialize(value)
+    except Exception as exc:  # the error type is the expectation
+        return type(exc)
+
+
+def _ours(value: Any) -> Any:
+    try:
+        return serialize_value(value)
+    except Exception as exc:
+        return type(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_serialize_value_equals_boto3_on_json_values(value: Any) -> None:
+    # Given any JSON-like value (ints past 38 digits included)
+    # When it is serialized by the writer's fast path
+    # Then the attribute value, or the error, is boto3's
+    assert _ours(value) == _reference(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        10**38 - 1,
+        -(10**38) + 1,
+        10**38,
+        10**40,
+        Decimal("1.50"),
+        Decimal("NaN"),
+        1.5,
+        {"a", "b"},
+        {1, 2},
+        b"\x00\x01",
+        Binary(b"xy"),
+        OrderedDict(a=1),
+        (1, 2),
+        True,
+        {"nested": [{"deep": [None, False, "x"]}]},
+    ],
+)
+def test_serialize_value_equals_boto3_on_edges(value: Any) -> None:
+    # Given a value off the fast path (or right at its bounds)
+    # Then the result or the error is boto3's own
+    assert _ours(value) == _reference(value)
+
+
+def _plain_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
+    """The item as the writer built it before (Python values), for the reference size."""
+    return {
+        names.ATTR_PK: physical_key(event.key, shard),
+        names.ATTR_SK: event.sort_key,
+        names.ATTR_GSI1PK: gsi1_partition_key(event.key, event.ts, bucket, shard),
+        names.ATTR_GSI1SK: event.sort_key,
+        names.ATTR_KEY: event.key,
+        names.ATTR_ID: event.id,
+        names.ATTR_TS: format_ts(event.ts),
+        names.ATTR_SHARD: shard,
+        names.ATTR_DATA: event.data,
+    }
+
+
+_stored_scalars = st.one_of(
+    st.text(max_size=20),
+    st.integers(min_value=-(10**37), max_value=10**37),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-1e6, max_value=1e6),
+    st.booleans(),
+    st.none(),
+)
+_events = st.builds(
+    Event,
+    key=st.text(min_size=1, max_size=12).filter(lambda k: k.strip() == k and k[-1] != "#"),
+    id=st.text(min_size=1, max_size=12),
+    ts=st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+    ),
+    data=st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.recursive(
+            _stored_scalars,
+            lambda children: (
+                st.lists(children, max_size=4)
+                | st.dictionaries(st.text(min_size=1, max_size=8), children, max_size=4)
+            ),
+            max_leaves=20,
+        ),
+        max_size=5,
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_events, st.integers(min_value=0, max_value=999), st.sampled_from(list(TimeBucket)))
+def test_build_item_equals_boto3_and_item_size(
+    event: Event, shard: int, bucket: TimeBucket
+) -> None:
+    # Given any event (non-ASCII keys and ids, nested data), shard and bucket
+    plain = _plain_item(event, shard, bucket)
+    reference = {name: _boto3.serialize(v) for name, v in plain.items()}
+    # When the writer builds the item
+    item, size = build_item(event, shard, bucket)
+    # Then the item is boto3's serialization of the same attributes, its size theirs,
+    assert item == reference
+    assert size == item_size(plain)
+    # and the units logged before the write are those of the item on shard 0
+    assert event_write_units(event, bucket) == write_units(item_size(_plain_item(event, 0, bucket)))
+
+
+def test_build_item_refuses_an_item_over_400_kb_naming_data() -> None:
+    # Given an event whose payload alone is 400 KB
+    event = Event(
+        key="K", id="e1", ts=datetime(2013, 1, 1, tzinfo=UTC), data={"blob": "x" * 409_600}
+    )
+    # Then the item is refused before any request, naming the field
+    with pytest.raises(KeyLimitExceededError, match="over DynamoDB's limit of 409600") as err:
+        build_item(event, 0, TimeBucket.DAY)
+    assert err.value.field == "data"
+    with pytest.raises(KeyLimitExceededError):
+        event_write_units(event)
+
+
+def test_build_item_takes_the_callers_bucket_label() -> None:
+    # Given an event and its day label computed by the caller
+    event = Event(
+        key="DEPARTURES#JFK", id="f1", ts=datetime(2013, 1, 1, 10, 15, tzinfo=UTC), data={}
+    )
+    # Then the GSI1 key is built from it, as from the bucket
+    item, _ = build_item(event, 3, TimeBucket.DAY, label="2013-01-01")
+    assert item[names.ATTR_GSI1PK] == {"S": "DEPARTURES#JFK#2013-01-01#3"}
+    assert item == build_item(event, 3, TimeBucket.DAY)[0]
+
+
+class _Recorder:
+    """A GSI1 bucket recorder that holds every record until ``expected`` run at once."""
+
+    def __init__(self, expected: int, fail_bucket: str | None = None) -> None:
+        self.barrier = threading.Barrier(expected, timeout=10)
+        self.fail_bucket = fail_bucket
+        self.calls: list[tuple[str, str, int]] = []
+        self.lock = threading.Lock()
+
+    def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
+        with self.lock:
+            self.calls.append((key, bucket, count))
+        self.barrier.wait()  # raises BrokenBarrierError unless all run concurrently
+        if bucket == self.fail_bucket:
+            raise MetadataError(f"recording {bucket} failed")
+
+
+def _writer(facade: Dynashard, recorder: Any) -> ShardedWriter:
+    return ShardedWriter(
+        facade.client,
+        DATA_TABLE.default_name,
+        facade.metadata,
+        facade.executor,
+        gsi1_recorder=recorder,
+    )
+
+
+def _days(n: int) -> list[Event]:
+    t0 = datetime(2013, 1, 1, 12, tzinfo=UTC)
+    return [
+        Event(key="K", id=f"e{d}-{i}", ts=t0 + timedelta(days=d), data={"i": i})
+        for d in range(n)
+        for i in range(3)
+    ]
+
+
+def test_a_batch_over_several_buckets_records_them_in_parallel(facade: Dynashard) -> None:
+    # Given a batch spanning 4 day buckets, and a recorder that only lets a record
+    # through once all 4 are in flight (a sequential writer would break its barrier)
+    recorder = _Recorder(expected=4)
+    events = _days(4)
+    # When the batch is written
+    outcomes = _writer(facade, recorder).write(events)
+    # Then every bucket was recorded once, at the key's count, and every event is durable
+    assert sorted(recorder.calls) == [("K", f"2013-01-0{d + 1}", 1) for d in range(4)]
+    assert all(o.ok for o in outcomes), outcomes
+
+
+def test_a_failed_bucket_record_fails_only_that_buckets_events(facade: Dynashard) -> None:
+    # Given a batch over 3 buckets whose second bucket's record fails
+    recorder = _Recorder(expected=3, fail_bucket="2013-01-02")
+    events = _days(3)
+    # When it is written
+    outcomes = _writer(facade, recorder).write(events)
+    # Then exactly that bucket's events fail, naming the record's error, and are not written
+    failed = {o.event_id for o in outcomes if not o.ok}
+    assert failed == {"e1-0", "e1-1", "e1-2"}
+    assert all(
+        "MetadataError: recording 2013-01-02 failed" in (o.error or "")
+        for o in outcomes
+        if not o.ok
+    )
+    stored = facade.client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    assert {i["id"]["S"] for i in stored} == {e.id for e in events} - failed
+
+
+def test_a_single_bucket_is_recorded_without_the_pool(facade: Dynashard) -> None:
+    # Given a batch of one bucket and a recorder that notes its thread
+    threads: list[str] = []
+
+    class Noting:
+        def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
+            threads.append(threading.current_thread().name)
+
+    # When it is written
+    outcomes = _writer(facade, Noting()).write(_days(1))
+    # Then the record ran on the calling thread, once, and the events are durable
+    assert threads == [threading.current_thread().name]
+    assert all(o.ok for o in outcomes)
+
+
+def _reference_numbers(value: Any, path: str = "value") -> Any:
+    """The path-building walk ``to_dynamodb_numbers`` was, kept as the reference."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float | Decimal):
+        return dynamodb_number(value, path)
+    if isinstance(value, dict):
+        if "" in value:
+            raise ValueError(f"{path}: has an empty attribute name (DynamoDB needs 1+ characters)")
+        return {k: _reference_numbers(v, f"{path}.{k}") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_reference_numbers(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _outcome(convert: Any, value: Any) -> Any:
+    try:
+        return ("ok", convert(value, "data"))
+    except ValueError as exc:
+        return ("error", str(exc))
+
+
+_payload_scalars = st.one_of(
+    st.text(max_size=6),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.floats(),
+    st.decimals(allow_nan=False),  # sNaN fails comparisons alike in both walks; JSON has none
+    st.booleans(),
+    st.none(),
+)
+_payloads = st.recursive(
+    _payload_scalars,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_payloads)
+def test_to_dynamodb_numbers_equals_the_path_building_walk(value: Any) -> None:
+    # Given any payload (NaN, huge ints, empty names, tuples included)
+    # When it is converted
+    # Then the result, or the error message with its JSON path, is the reference's
+    assert _outcome(to_dynamodb_numbers, value) == _outcome(_reference_numbers, value)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"a": [1, {"b": float("nan")}]}, "data.a[1].b: NaN and infinity"),
+        ({"a": {"": 1}}, "data.a: has an empty attribute name"),
+        ({"x": [10**40]}, "data.x[0]: a number outside DynamoDB's number range"),
+    ],
+)
+def test_a_bad_payload_value_is_named_by_its_path(value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        to_dynamodb_numbers(value, "data")
+
+
+def test_the_writers_unvalidated_client_writes_every_event(ddb_client: Any) -> None:
+    # Given a facade with its own clients (the writer's skips botocore's validation)
+    ds = Dynashard(DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name))
+    events = [
+        Event(
+            key="K",
+            id=f"e{i}",
+            ts=datetime(2013, 1, 1, tzinfo=UTC) + timedelta(seconds=i),
+            data={"i": i, "x": [None, True, {"y": "z"}]},
+        )
+        for i in range(30)
+    ]
+    # When a batch of more than one BatchWriteItem call is written
+    outcomes = ds.put_events(events)
+    # Then every event is durable, as the items the writer built
+    assert all(o.ok for o in outcomes)
+    stored = ddb_client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    assert {i["id"]["S"] for i in stored} == {e.id for e in events}
+    assert all(i["data"]["M"]["x"]["L"][2] == {"M": {"y": {"S": "z"}}} for i in stored)
+    ds.close()
+
+
+class _Sent(Exception):
+    """Raised by a before-send hook: the request got past botocore's client-side checks."""
+
+
+def _refuse_to_send(**_: Any) -> None:
+    raise _Sent
+
+
+def test_only_the_writers_own_client_skips_botocores_parameter_validation() -> None:
+    # Given a facade with its own clients, each stopped right before sending
+    ds = Dynashard(DynashardConfig("T", "M", endpoint_url="http://127.0.0.1:9"))
+    for client in (ds.client, ds.write_client):
+        client.meta.events.register("before-send.dynamodb.BatchWriteItem", _refuse_to_send)
+    request = {"T": [{"PutRequest": {"Item": {"PK": {"S": 1}}}}]}  # S must be a string
+    # Then the reads' client refuses a malformed request before sending it
+    with pytest.raises(ParamValidationError):
+        ds.client.batch_write_item(RequestItems=request)  # type: ignore[arg-type]
+    # and the writer's client sends it (DynamoDB would refuse it: ValidationException)
+    with pytest.raises(_Sent):
+        ds.write_client.batch_write_item(RequestItems=request)  # type: ignore[arg-type]
+    ds.close()
