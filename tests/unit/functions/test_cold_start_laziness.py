@@ -30,7 +30,10 @@ def probe(code: str, **env: str) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-LOADED = "import json, sys\n{statement}\nprint(json.dumps(sorted(m for m in sys.modules if m in {modules!r})))"
+LOADED = (
+    "import json, sys\n{statement}\n"
+    "print(json.dumps(sorted(m for m in sys.modules if m in {modules!r})))"
+)
 WRITE_PATH = ("dynashard.writer", "dynashard.ingest")
 
 
