@@ -50,6 +50,17 @@ def test_the_probe_sees_the_write_path_of_the_ingest_function() -> None:
     assert loaded == ["dynashard.ingest"]
 
 
+def test_the_ingest_function_does_not_build_powertools_batch_parser_models() -> None:
+    # Powertools' batch utility builds its pydantic parser models only when pydantic is
+    # loaded before it; the ingest module imports it first, and never passes a model
+    parser = "aws_lambda_powertools.utilities.parser.models"
+    statement = "import functions.ingest.app"
+    assert probe(LOADED.format(statement=statement, modules={parser})) == []
+    # (the probe sees them when pydantic comes first)
+    statement = "import pydantic, aws_lambda_powertools.utilities.batch"
+    assert probe(LOADED.format(statement=statement, modules={parser})) == [parser]
+
+
 def test_a_facade_that_only_reads_builds_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given make_client counted
     made: list[int] = []
