@@ -81,12 +81,18 @@ typecheck: install ## mypy
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench bench-reads bench-charts
+.PHONY: bench bench-reads bench-charts bench-cold-start bench-memory
 bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16 x the limit) -> bench/results/hot_key.json and .png
 	$(VENV)/bin/dynashard bench hot-key
 
 bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json and .png
 	$(VENV)/bin/dynashard bench reads
+
+bench-cold-start: install ## cold-start benchmark (import + first call of each handler in a fresh process, tracing on as deployed, vs a Logger-only and a Logger+boto3+client baseline) -> bench/results/cold_start.json
+	$(PY) -m bench.cold_start
+
+bench-memory: install ## memory benchmark (peak RSS per handler: 1,000-record batches, a 64-shard read; the Lambda memory sizes derived from it) -> bench/results/memory.json
+	$(PY) -m bench.memory
 
 bench-charts: install ## redraw the benchmarks' PNG charts from bench/results/*.json (runs nothing)
 	$(VENV)/bin/dynashard bench charts

@@ -704,7 +704,7 @@ def summarize(samples: Mapping[str, Sequence[Sample]]) -> dict[str, Any]:
         }
 
     logger, boto = figures("baseline.logger"), figures("baseline.boto3")
-    runs = []
+    runs: list[dict[str, Any]] = []
     for name in samples:
         if name.startswith("baseline."):
             continue

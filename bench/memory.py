@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 env = deployed_env(endpoint, tables, entry.service, entry.extra_env)
                 samples.setdefault(entry.name, []).append(run_child(entry, env, Path(tmp)))
             print(f"  round {rep + 1}/{reps} done", flush=True)
-    runs = []
+    runs: list[dict[str, Any]] = []
     for name, s in samples.items():
         runs.append(
             {
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     boto = by_name["baseline.boto3"]["peak_rss_mib"]
     for run in runs:
         run["ratio_vs_boto3_baseline"] = round(run["peak_rss_mib"] / boto, 2)
-    sizes = {}
+    sizes: dict[str, dict[str, Any]] = {}
     for function, names_ in FUNCTIONS.items():
         peak = max(by_name[n]["peak_rss_mib"] for n in names_)
         cpu = max(by_name[n]["cpu_ms"] for n in names_)
