@@ -74,11 +74,13 @@ def test_each_function_gets_its_own_measured_memory_size(dev: Synth) -> None:
         sizes[name] = props["MemorySize"]
         assert props["MemorySize"] == FUNCTION_MEMORY_MB[MEMORY[name]], name
     # Sized from bench/results/memory.json: the batch and scatter-gather functions, whose
-    # CPU work is largest, get the most (CPU is allocated in proportion to memory), and
-    # none is below the 512 MB under which a cold start's CPU work alone exceeds 1 s
+    # CPU work is largest, get the most (CPU is allocated in proportion to memory); none
+    # gets less than 512 MB (0.29 vCPU), below which the ~300 ms of CPU a cold start
+    # measured there would take over a second; none more than one vCPU (1,769 MB), past
+    # which a Python function (one GIL) gains little
     assert sizes["queue_function"] > sizes["api_function"] < sizes["query"]
     assert min(sizes.values()) >= 512
-    assert max(sizes.values()) <= 1769  # one vCPU: a Python function gains little above
+    assert max(sizes.values()) <= 1769
 
 
 def test_log_retention_follows_context(prod: Synth) -> None:

@@ -43,6 +43,7 @@ def test_the_ratio_compares_import_plus_first_call_medians_with_the_boto3_baseli
     # medians of the per-sample totals: handler 260, boto3 200, logger 25
     assert run["baseline_boto3_ms"] == 200 and run["baseline_logger_ms"] == 25
     assert run["ratio"] == 1.3 and run["ratio_logger"] == 10.4
+    assert run["cpu_ratio"] == 1.3  # the samples' CPU times equal their wall times
     assert summary["targets"]["ratio_vs_boto3_max"]["met"] is True
     slower = summarize(
         {
