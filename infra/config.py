@@ -29,12 +29,12 @@ FunctionName = Literal["ingest_api", "ingest_queue", "ingest_stream", "query", "
 #: whose CPU share (Lambda allocates CPU in proportion to memory, one vCPU at 1,769 MB:
 #: "Configure Lambda function memory", AWS Lambda Developer Guide) runs a cold
 #: invocation of that workload's CPU work in one second; rounded up to 128 MB. Every
-#: function's peak is under 80 MiB, so CPU decides each size; where two runs on the
-#: shared machine gave two sizes (the batch functions, at the 1,152 / 1,280 MB step),
-#: the larger one. A quiet run (``make bench-memory``) reports in its ``targets``
-#: whether these still hold the derived sizes.
+#: function's peak is under 80 MiB, so CPU decides each size; where runs on the shared
+#: machine gave two sizes (a CPU figure moved by up to 20 %, a size by one 128 MB
+#: step), the larger one. A run (``make bench-memory``) reports in its ``targets``
+#: whether these still hold the sizes it derives.
 FUNCTION_MEMORY_MB: dict[str, int] = {
-    "ingest_api": 640,
+    "ingest_api": 768,
     "ingest_queue": 1280,
     "ingest_stream": 1280,
     "query": 1152,
