@@ -81,7 +81,7 @@ typecheck: install ## mypy
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench bench-hot-key bench-emulator bench-ingest bench-reads bench-charts
+.PHONY: bench bench-hot-key bench-emulator bench-ingest bench-reads bench-cold-start bench-memory bench-charts
 bench: install ## hot-key benchmark (naive, fixed, adaptive at 1, 4, 16, 64 x the limit) -> bench/results/hot_key.json and .png
 	$(VENV)/bin/dynashard bench hot-key
 
@@ -96,6 +96,12 @@ bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base,
 
 bench-ingest: install ## ingest benchmark (SQS batches of 10, 100, 1,000 real events through the ingest handler vs a per-item put_item loop, DynamoDB Local and the emulator) -> bench/results/ingest.json
 	$(PY) -m bench.ingest
+
+bench-cold-start: install ## cold-start benchmark (import + first call of each handler in a fresh process, tracing on as deployed, vs a Logger-only and a Logger+boto3+client baseline) -> bench/results/cold_start.json
+	$(PY) -m bench.cold_start
+
+bench-memory: install ## memory benchmark (peak RSS per handler: 1,000-record batches, a 64-shard read; the Lambda memory sizes derived from it) -> bench/results/memory.json
+	$(PY) -m bench.memory
 
 bench-charts: install ## redraw the benchmarks' PNG charts from bench/results/*.json (runs nothing)
 	$(VENV)/bin/dynashard bench charts

@@ -19,6 +19,28 @@ from dynashard.strategies import TimeBucket, parse_time_buckets
 if TYPE_CHECKING:
     from constructs import Node
 
+#: The stack's functions, by the name their memory parameter starts with
+#: (``{name}_memory_mb``).
+FunctionName = Literal["ingest_api", "ingest_queue", "ingest_stream", "query", "scaler"]
+
+#: Default memory of each function, MB: the sizes :mod:`bench.memory` derives from its
+#: measured peak RSS and CPU time (``bench/results/memory.json``, ``sizes``): at least
+#: 1.5 times the peak RSS of the function's largest workload, and at least the memory
+#: whose CPU share (Lambda allocates CPU in proportion to memory, one vCPU at 1,769 MB:
+#: "Configure Lambda function memory", AWS Lambda Developer Guide) runs a cold
+#: invocation of that workload's CPU work in one second; rounded up to 128 MB. Every
+#: function's peak is under 80 MiB, so CPU decides each size; where runs on the shared
+#: machine gave two sizes (a CPU figure moved by up to 20 %, a size by one 128 MB
+#: step), the larger one. A run (``make bench-memory``) reports in its ``targets``
+#: whether these still hold the sizes it derives.
+FUNCTION_MEMORY_MB: dict[str, int] = {
+    "ingest_api": 768,
+    "ingest_queue": 1280,
+    "ingest_stream": 1280,
+    "query": 1152,
+    "scaler": 640,
+}
+
 #: Stages treated as throw-away: tables are destroyed with the stack, no deletion
 #: protection. Every other stage keeps its tables (retain + deletion protection).
 DEV_STAGES = frozenset({"dev", "test", "sandbox"})
@@ -124,8 +146,14 @@ class StackParameters(BaseModel):
         (60-604,800).
     log_retention_days : int
         Retention of every log group, days (a value CloudWatch Logs accepts).
-    function_memory_mb : int
-        Memory of every function, MB (1,769 MB = one vCPU).
+    ingest_api_memory_mb, ingest_queue_memory_mb, ingest_stream_memory_mb : int
+        Memory of the three ingest functions (REST API, SQS, Kinesis), MB; defaults
+        :data:`FUNCTION_MEMORY_MB` (measured, see there). 1,769 MB = one vCPU.
+    query_memory_mb, scaler_memory_mb : int
+        Memory of the query and scaler functions, MB; defaults as above.
+    function_memory_mb : int or None
+        Memory of every function whose own ``{name}_memory_mb`` is not given, MB; None
+        (default): each function's own size. See :meth:`memory_mb`.
     function_timeout_s : int
         Timeout of every function, seconds.
 
@@ -167,10 +195,20 @@ class StackParameters(BaseModel):
     kinesis_retry_attempts: int = Field(default=3, ge=0, le=10_000)
     kinesis_max_record_age_s: int = Field(default=86_400, ge=60, le=604_800)
     log_retention_days: int = 30
-    function_memory_mb: int = Field(default=1024, ge=128, le=10_240)
+    ingest_api_memory_mb: int = Field(default=FUNCTION_MEMORY_MB["ingest_api"], ge=128, le=10_240)
+    ingest_queue_memory_mb: int = Field(
+        default=FUNCTION_MEMORY_MB["ingest_queue"], ge=128, le=10_240
+    )
+    ingest_stream_memory_mb: int = Field(
+        default=FUNCTION_MEMORY_MB["ingest_stream"], ge=128, le=10_240
+    )
+    query_memory_mb: int = Field(default=FUNCTION_MEMORY_MB["query"], ge=128, le=10_240)
+    scaler_memory_mb: int = Field(default=FUNCTION_MEMORY_MB["scaler"], ge=128, le=10_240)
+    function_memory_mb: int | None = Field(default=None, ge=128, le=10_240)
     function_timeout_s: int = Field(default=30, ge=1, le=900)
 
     @field_validator(
+        "function_memory_mb",
         "shrink_utilization",
         "max_read_request_units",
         "max_write_request_units",
@@ -210,6 +248,37 @@ class StackParameters(BaseModel):
     def is_dev(self) -> bool:
         """Whether the stage is throw-away (tables destroyed with the stack)."""
         return self.stage in DEV_STAGES
+
+    def memory_mb(self, function: FunctionName) -> int:
+        """Return the memory of one function, MB.
+
+        Its own ``{function}_memory_mb`` when given, else ``function_memory_mb`` when
+        given, else its measured default (:data:`FUNCTION_MEMORY_MB`).
+
+        Parameters
+        ----------
+        function : FunctionName
+            ``ingest_api``, ``ingest_queue``, ``ingest_stream``, ``query`` or ``scaler``.
+
+        Returns
+        -------
+        int
+            Memory size, MB (128-10,240).
+
+        Examples
+        --------
+        >>> StackParameters().memory_mb("query") == FUNCTION_MEMORY_MB["query"]
+        True
+        >>> StackParameters(function_memory_mb=2048, query_memory_mb=512).memory_mb("query")
+        512
+        >>> StackParameters(function_memory_mb=2048).memory_mb("scaler")
+        2048
+        """
+        own = f"{function}_memory_mb"
+        if own not in self.model_fields_set and self.function_memory_mb is not None:
+            return self.function_memory_mb
+        size: int = getattr(self, own)
+        return size
 
     @property
     def log_retention_name(self) -> str:

@@ -203,7 +203,9 @@ def handler(
     facade, hot_keys, alarm_states, offered_load, load_history, shrinker : optional
         Ports of :mod:`dynashard.scaling` and :mod:`dynashard.shrinking`; default: the
         container's ``Dynashard`` (also the shrinker), Contributor Insights,
-        ``DescribeAlarms``, the stack's write-load rule (or none: no shrinking).
+        ``DescribeAlarms``, the stack's write-load rule (or none: no shrinking). The
+        default facade and hot-key source are built only when an alarm is due or the
+        sweep can shrink.
 
     Returns
     -------
@@ -222,9 +224,6 @@ def handler(
     """
     alarm = None if is_scheduled_event(event) else parse_alarm(event)  # fails before set-up
     settings = get_settings()
-    facade = facade or get_facade()
-    source = hot_keys or get_hot_key_source()
-    offered = offered_load or get_offered_load_source()
     now = scaling.parse_time(event.get("time"))
     if alarm is None:
         states = alarm_states or get_alarm_states()
@@ -232,11 +231,18 @@ def handler(
     else:
         logger.append_keys(alarm=alarm.name)
         due = [alarm]
-    outcomes = [scaling.handle_alarm(a, facade, source, settings, offered, logger) for a in due]
     history = None if alarm is not None else load_history or get_offered_load_source()
+    # The facade (and its DynamoDB client) only when there is something to grow or
+    # shrink: most sweeps find nothing, and a cold one then builds no DynamoDB client.
+    port = facade or (get_facade() if due or history is not None else None)
+    outcomes = []
+    if due and port is not None:
+        source = hot_keys or get_hot_key_source()
+        offered = offered_load or get_offered_load_source()
+        outcomes = [scaling.handle_alarm(a, port, source, settings, offered, logger) for a in due]
     shrink = shrinking.ShrinkOutcome()
-    if history is not None:  # only the sweep shrinks, and only when it can see the load
-        shrinker = shrinker or cast("shrinking.ShrinkPort", facade)  # the facade also shrinks
+    if history is not None and port is not None:  # only the sweep shrinks, seeing the load
+        shrinker = shrinker or cast("shrinking.ShrinkPort", port)  # the facade also shrinks
         shrink = shrinking.shrink_cool_keys(now, shrinker, history, settings, logger)
     reports = [o.to_dict() for o in outcomes]
     result: dict[str, Any] = reports[0] if alarm else {"sweep": now.isoformat(), "alarms": reports}

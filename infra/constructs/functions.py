@@ -22,7 +22,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from dynashard import names
-from infra.config import StackParameters
+from infra.config import FunctionName, StackParameters
 
 if TYPE_CHECKING:
     from infra.constructs.tables import Tables
@@ -67,6 +67,8 @@ class DynashardFunction(Construct):
         Folder name under ``functions/`` holding the entry module (the code asset).
     handler : str
         Handler in ``module.function`` form, e.g. ``app.sqs_handler``.
+    memory : FunctionName
+        Which function's memory size it gets (:meth:`StackParameters.memory_mb`).
     layer : aws_cdk.aws_lambda.ILayerVersion
         The dynashard layer.
     environment : mapping of str to str
@@ -92,6 +94,7 @@ class DynashardFunction(Construct):
         config: StackParameters,
         code_dir: str,
         handler: str,
+        memory: FunctionName,
         layer: lambda_.ILayerVersion,
         environment: Mapping[str, str],
         description: str,
@@ -127,7 +130,7 @@ class DynashardFunction(Construct):
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             tracing=lambda_.Tracing.ACTIVE,
-            memory_size=config.function_memory_mb,
+            memory_size=config.memory_mb(memory),
             timeout=Duration.seconds(config.function_timeout_s),
             environment={
                 names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
@@ -195,6 +198,7 @@ def build_function(
     layer: lambda_.ILayerVersion,
     code_dir: str,
     handler: str,
+    memory: FunctionName,
     description: str,
     statements: Sequence[iam.PolicyStatement],
     environment: Mapping[str, str] | None = None,
@@ -221,6 +225,8 @@ def build_function(
         Folder under ``functions/``; also the Powertools service name.
     handler : str
         Handler in ``module.function`` form.
+    memory : FunctionName
+        Which function's memory size it gets (:meth:`StackParameters.memory_mb`).
     description : str
         Function description shown in the console.
     statements : sequence of aws_cdk.aws_iam.PolicyStatement
@@ -239,6 +245,7 @@ def build_function(
         config=config,
         code_dir=code_dir,
         handler=handler,
+        memory=memory,
         layer=layer,
         environment={
             **shared_environment(

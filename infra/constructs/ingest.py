@@ -26,7 +26,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dynashard.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
-from infra.config import StackParameters
+from infra.config import FunctionName, StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import (
     DynashardFunction,
@@ -198,7 +198,9 @@ class Ingest(Construct):
         self.queue, self.dead_letter_queue = _build_queues(self, config)
         self.stream, self.stream_failure_queue = _build_stream(self)
 
-        def _function(construct_id: str, handler: str, description: str) -> DynashardFunction:
+        def _function(
+            construct_id: str, handler: str, memory: FunctionName, description: str
+        ) -> DynashardFunction:
             return build_function(
                 self,
                 construct_id,
@@ -207,6 +209,7 @@ class Ingest(Construct):
                 layer=layer,
                 code_dir="ingest",
                 handler=handler,
+                memory=memory,
                 description=description,
                 statements=_build_write_statements(tables),
             )
@@ -214,13 +217,17 @@ class Ingest(Construct):
         self.api_function = _function(
             "ApiFunction",
             "app.api_handler",
+            "ingest_api",
             "dynashard ingest: POST /events, /counters, PUT/POST /index",
         )
         self.queue_function = _function(
-            "QueueFunction", "app.sqs_handler", "dynashard ingest: SQS batches"
+            "QueueFunction", "app.sqs_handler", "ingest_queue", "dynashard ingest: SQS batches"
         )
         self.stream_function = _function(
-            "StreamFunction", "app.kinesis_handler", "dynashard ingest: Kinesis batches"
+            "StreamFunction",
+            "app.kinesis_handler",
+            "ingest_stream",
+            "dynashard ingest: Kinesis batches",
         )
         self._build_event_sources(config)
         self.write_load_rule_name = write_load_rule_name(self)

@@ -82,6 +82,7 @@ class Query(Construct):
             layer=layer,
             code_dir="query",
             handler="app.handler",
+            memory="query",
             description="dynashard query: scatter-gather reads, counters, shard info",
             statements=_build_read_statements(tables),
         )

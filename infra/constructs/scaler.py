@@ -226,6 +226,7 @@ class Scaler(Construct):
             layer=layer,
             code_dir="scaler",
             handler="app.handler",
+            memory="scaler",
             description="dynashard scaler: grows shard counts of throttled logical keys",
             statements=_build_scaler_statements(self, tables, alarm_names, write_load_rule_name),
             environment={

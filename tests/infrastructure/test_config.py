@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from infra.config import StackParameters
+from infra.config import FUNCTION_MEMORY_MB, StackParameters
 
 pytestmark = pytest.mark.infra
 
@@ -53,3 +53,19 @@ def test_the_shrink_mark_must_stay_below_the_growth_target() -> None:
         StackParameters.model_validate({"shrink_utilization": "0.8", "target_utilization": "0.8"})
     with pytest.raises(pydantic.ValidationError, match="shrink_cool_period_s"):
         StackParameters.model_validate({"shrink_cool_period_s": "30"})
+
+
+def test_each_function_has_its_measured_memory_unless_told_otherwise() -> None:
+    # Given no context: each function gets the size bench.memory derived for it
+    config = StackParameters()
+    assert {f: config.memory_mb(f) for f in FUNCTION_MEMORY_MB} == FUNCTION_MEMORY_MB
+    # When one size is given for all, and one function's own on top
+    config = StackParameters.model_validate(
+        {"function_memory_mb": "2048", "scaler_memory_mb": "256"}
+    )
+    # Then the function's own wins, and the others take the common one
+    assert config.memory_mb("scaler") == 256
+    assert config.memory_mb("query") == 2048
+    assert StackParameters.model_validate({"function_memory_mb": ""}).function_memory_mb is None
+    with pytest.raises(pydantic.ValidationError, match="query_memory_mb"):
+        StackParameters.model_validate({"query_memory_mb": "64"})

@@ -9,6 +9,7 @@ import pytest
 from dynashard import names
 from dynashard.load import WRITE_LOAD_RULE_SUFFIX
 from infra.alarm_specs import SCALER_ALARMS
+from infra.config import FUNCTION_MEMORY_MB
 from tests.infrastructure.conftest import Synth
 
 pytestmark = pytest.mark.infra
@@ -54,6 +55,32 @@ def test_defaults_defined_once_apply_to_every_function(dev: Synth) -> None:
         log_groups.add(log_group)
         assert dev.resources[log_group]["Properties"]["RetentionInDays"] == 30
     assert len(roles) == 5 and len(log_groups) == 5  # one each, nothing shared
+
+
+#: The memory parameter of each function (``infra.config.StackParameters.memory_mb``).
+MEMORY = {
+    "api_function": "ingest_api",
+    "queue_function": "ingest_queue",
+    "stream_function": "ingest_stream",
+    "query": "query",
+    "scaler": "scaler",
+}
+
+
+def test_each_function_gets_its_own_measured_memory_size(dev: Synth) -> None:
+    sizes = {}
+    for name, fn in _functions(dev).items():
+        props = dev.resources[dev.logical_id(fn.function)]["Properties"]
+        sizes[name] = props["MemorySize"]
+        assert props["MemorySize"] == FUNCTION_MEMORY_MB[MEMORY[name]], name
+    # Sized from bench/results/memory.json: the batch and scatter-gather functions, whose
+    # CPU work is largest, get the most (CPU is allocated in proportion to memory); none
+    # gets less than 512 MB (0.29 vCPU), below which the ~300 ms of CPU a cold start
+    # measured there would take over a second; none more than one vCPU (1,769 MB), past
+    # which a Python function (one GIL) gains little
+    assert sizes["queue_function"] > sizes["api_function"] < sizes["query"]
+    assert min(sizes.values()) >= 512
+    assert max(sizes.values()) <= 1769
 
 
 def test_log_retention_follows_context(prod: Synth) -> None:

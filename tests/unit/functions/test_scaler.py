@@ -447,6 +447,21 @@ def test_a_sweep_without_alarms_in_alarm_does_nothing(
     assert result["alarms"] == [] and hot.calls == [] and facade.grow_calls == []
 
 
+def test_a_sweep_with_nothing_to_do_builds_no_facade_nor_hot_key_source(
+    monkeypatch: pytest.MonkeyPatch, context: LambdaContext
+) -> None:
+    # Given a cold scaler whose alarm is not in ALARM, and no write-load rule to shrink by
+    monkeypatch.setenv("DYNASHARD_SCALER_ALARM_NAMES", "dynashard-dev-TableWriteKeyRange")
+    # When the schedule invokes it with its own facade and hot-key source
+    result = scaler.handler(
+        load_event("eventbridge_scheduled_sweep"), context, alarm_states=FakeAlarmStates([])
+    )
+    # Then it answered without building either (no DynamoDB client in a cold sweep)
+    assert result["alarms"] == []
+    assert not scaler.get_facade.cached
+    assert not scaler.get_hot_key_source.cached
+
+
 # --- the sweep shrinks cool keys -----------------------------------------------------------------
 class FixedHistory:
     """A LoadHistorySource with fixed peaks (WCU/s), recording its windows."""

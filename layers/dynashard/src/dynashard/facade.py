@@ -27,7 +27,6 @@ from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from dynashard.reader import Page, ReadMemory, ShardedReader
 from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.strategies import Strategy, TimeBucket, bucket_for
-from dynashard.writer import ShardedWriter, WriteOutcome
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
 
     from dynashard.gsi_reader import ReadOptions
     from dynashard.ordered_index import OrderedIndex
+    from dynashard.writer import ShardedWriter, WriteOutcome
 
 
 @dataclass(frozen=True)
@@ -223,13 +223,11 @@ class Dynashard:
     ) -> None:
         self.config = config
         self.client: DynamoDBClient = client if client is not None else make_client(config)
-        if write_client is None:
-            write_client = (
-                client
-                if client is not None
-                else make_client(config, total_max_attempts=1, parameter_validation=False)
-            )
-        self.write_client: DynamoDBClient = write_client
+        # Built on first write (write_client): a reader (the query and scaler functions)
+        # never pays for a second client. A given client is also the writer's.
+        self._write_client: DynamoDBClient | None = (
+            write_client if write_client is not None else client
+        )
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self.gsi1_recorder = Gsi1BucketRecorder(self.client, config.metadata_table)
@@ -244,6 +242,22 @@ class Dynashard:
         )
 
     @property
+    def write_client(self) -> DynamoDBClient:
+        """DynamoDBClient: The writer's client; without one given, made on first use.
+
+        The default is a client with botocore's retries and parameter validation off
+        (:func:`make_client` with ``total_max_attempts=1, parameter_validation=False``:
+        DynamoDB validates every request itself), created by the first write, not by the facade, so
+        that a facade that only reads builds one client.
+        """
+        with self._lock:
+            if self._write_client is None:
+                self._write_client = make_client(
+                    self.config, total_max_attempts=1, parameter_validation=False
+                )
+            return self._write_client
+
+    @property
     def executor(self) -> ThreadPoolExecutor:
         """ThreadPoolExecutor: The shared worker pool, created on first use."""
         with self._lock:
@@ -254,6 +268,9 @@ class Dynashard:
             return self._executor
 
     def _writer(self) -> ShardedWriter:
+        # Imported on first write: a facade that only reads does not load the write path.
+        from dynashard.writer import ShardedWriter
+
         return ShardedWriter(
             self.write_client,
             self.config.data_table,

@@ -62,6 +62,12 @@ R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 M = TypeVar("M", bound=BaseModel)
 
+#: The libraries the functions' Tracer patches: botocore carries every AWS call they
+#: make (DynamoDB, CloudWatch). Powertools' default, ``patch_all``, also patches
+#: requests, sqlite3 and other libraries the functions never use, importing each one
+#: that is installed at cold start (the X-Ray SDK's ``patcher.NO_DOUBLE_PATCH``).
+TRACED_MODULES: tuple[str, ...] = ("botocore",)
+
 #: Correlation id of a REST API (v1) proxy event, for :meth:`FunctionKit.entry_point`.
 API_GATEWAY_REST_REQUEST_ID = "requestContext.requestId"
 
@@ -228,7 +234,8 @@ class Powertools:
         Structured JSON logger; its service name (``POWERTOOLS_SERVICE_NAME``) is the
         standard-library logger it writes through.
     tracer : Tracer
-        X-Ray tracer (``POWERTOOLS_TRACE_DISABLED`` turns it off).
+        X-Ray tracer (``POWERTOOLS_TRACE_DISABLED`` turns it off); it patches
+        :data:`TRACED_MODULES` only.
     metrics : Metrics
         CloudWatch EMF metrics in :data:`dynashard.names.METRICS_NAMESPACE`.
     """
@@ -256,7 +263,7 @@ def powertools(namespace: str = names.METRICS_NAMESPACE) -> Powertools:
     """
     from aws_lambda_powertools import Logger, Metrics, Tracer
 
-    return Powertools(Logger(), Tracer(), Metrics(namespace=namespace))
+    return Powertools(Logger(), Tracer(patch_modules=TRACED_MODULES), Metrics(namespace=namespace))
 
 
 @dataclass(frozen=True)

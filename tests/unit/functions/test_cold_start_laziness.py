@@ -1,0 +1,112 @@
+"""What the functions' cold start leaves out: the write path, a second client, extra patches.
+
+Each import check runs in a fresh interpreter, since this one has loaded everything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from dynashard import Dynashard, DynashardConfig, facade
+from dynashard.lambda_kit import TRACED_MODULES
+
+
+def probe(code: str, **env: str) -> Any:
+    """Run ``code`` in a fresh interpreter; it prints one JSON value, returned here."""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+LOADED = (
+    "import json, sys\n{statement}\n"
+    "print(json.dumps(sorted(m for m in sys.modules if m in {modules!r})))"
+)
+WRITE_PATH = ("dynashard.writer", "dynashard.ingest")
+
+
+@pytest.mark.parametrize("module", ["functions.query.app", "functions.scaler.app"])
+def test_a_reading_function_does_not_import_the_write_path(module: str) -> None:
+    loaded = probe(LOADED.format(statement=f"import {module}", modules=set(WRITE_PATH)))
+    assert loaded == []
+
+
+def test_the_probe_sees_the_write_path_of_the_ingest_function() -> None:
+    # The check above could not fail if the probe never saw the write path; the writer
+    # itself is loaded by the first write (Dynashard._writer)
+    loaded = probe(LOADED.format(statement="import functions.ingest.app", modules=set(WRITE_PATH)))
+    assert loaded == ["dynashard.ingest"]
+
+
+def test_the_ingest_function_does_not_build_powertools_batch_parser_models() -> None:
+    # Powertools' batch utility builds its pydantic parser models only when pydantic is
+    # loaded before it; the ingest module imports it first, and never passes a model
+    parser = "aws_lambda_powertools.utilities.parser.models"
+    statement = "import functions.ingest.app"
+    assert probe(LOADED.format(statement=statement, modules={parser})) == []
+    # (the probe sees them when pydantic comes first)
+    statement = "import pydantic, aws_lambda_powertools.utilities.batch"
+    assert probe(LOADED.format(statement=statement, modules={parser})) == [parser]
+
+
+def test_a_facade_that_only_reads_builds_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given make_client counted
+    made: list[int] = []
+
+    def fake_make_client(
+        config: DynashardConfig, *, total_max_attempts: int = 4, parameter_validation: bool = True
+    ) -> object:
+        made.append((total_max_attempts, parameter_validation))
+        return object()
+
+    monkeypatch.setattr(facade, "make_client", fake_make_client)
+    # When a facade is built without clients
+    ds = Dynashard(DynashardConfig("dynashard-data", "dynashard-shards"))
+    # Then only the read client exists, with botocore's retries
+    assert made == [(4, True)]
+    # And the writer's client (botocore's retries and parameter validation off) is made
+    # on first use, once
+    write_client = ds.write_client
+    assert made == [(4, True), (1, False)]
+    assert ds.write_client is write_client
+    assert made == [(4, True), (1, False)]
+
+
+def test_a_given_client_is_also_the_writers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(facade, "make_client", lambda *a, **k: pytest.fail("client made"))
+    client = object()
+    ds = Dynashard(DynashardConfig("dynashard-data", "dynashard-shards"), client=client)  # type: ignore[arg-type]
+    assert ds.write_client is client
+
+
+def test_the_tracer_patches_botocore_only_when_tracing_is_on() -> None:
+    # Given the variables of a Lambda execution environment (the Tracer is on there)
+    code = (
+        "import json, sys\n"
+        "import functions.query.app\n"
+        "from aws_xray_sdk.core import patcher\n"
+        "print(json.dumps([sorted(patcher._PATCHED_MODULES), 'requests' in sys.modules]))"
+    )
+    patched, requests_loaded = probe(
+        code,
+        POWERTOOLS_TRACE_DISABLED="false",
+        LAMBDA_TASK_ROOT=os.getcwd(),
+        AWS_LAMBDA_FUNCTION_NAME="dynashard-query",
+        AWS_XRAY_CONTEXT_MISSING="LOG_ERROR",
+    )
+    # Then botocore, which carries every AWS call of the functions, is traced, and
+    # nothing else is imported to be patched
+    assert patched == sorted(TRACED_MODULES) == ["botocore"]
+    assert requests_loaded is False
