@@ -34,10 +34,13 @@ from dynashard import names
 from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
 if TYPE_CHECKING:
+    from botocore.session import Session as BotocoreSession
+
     from dynashard import Dynashard
     from sandbox.alarms import LocalAlarm, LocalSchedule
     from sandbox.clock import AcceleratedClock
     from sandbox.emulator import EmulatorServer
+    from sandbox.emulator.inprocess import InProcessEmulator
     from sandbox.logs import LocalInsightRule, LogTap
 
 
@@ -163,6 +166,13 @@ class GrowthLoop:
         The act's tables (already created).
     settings : GrowthSettings
         Scale, speed and the functions' settings.
+    in_process : bool
+        True (the default): the emulator charges the functions' and the scaler's
+        requests in this process (:class:`~sandbox.emulator.inprocess.InProcessEmulator`
+        installed on boto3's default session; the functions' endpoint is DynamoDB
+        Local's own), without an HTTP hop; False: through its HTTP endpoint. Either way
+        one model: the same buckets, figures and admin routes. Clients created before
+        enter (the act's uncharged observer) are not wired.
 
     Examples
     --------
@@ -171,9 +181,17 @@ class GrowthLoop:
     """
 
     def __init__(
-        self, upstream_url: str, data_table: str, metadata_table: str, settings: GrowthSettings
+        self,
+        upstream_url: str,
+        data_table: str,
+        metadata_table: str,
+        settings: GrowthSettings,
+        *,
+        in_process: bool = True,
     ) -> None:
         self.upstream_url = upstream_url
+        self.in_process = in_process
+        self._in_process: InProcessEmulator | None = None
         self.data_table = data_table
         self.metadata_table = metadata_table
         self.settings = settings
@@ -214,10 +232,14 @@ class GrowthLoop:
 
     @property
     def endpoint_url(self) -> str:
-        """str: The emulator's endpoint (after enter)."""
+        """str: The endpoint the functions and the scaler use (after enter).
+
+        DynamoDB Local's own when the emulator runs in process (its hook charges the
+        requests), else the emulator's HTTP endpoint.
+        """
         if self.server is None:
             raise RuntimeError("the growth loop is not started")
-        return self.server.endpoint_url
+        return self.upstream_url if self.in_process else self.server.endpoint_url
 
     def __enter__(self) -> GrowthLoop:
         from dynashard import Dynashard, DynashardConfig
@@ -246,6 +268,11 @@ class GrowthLoop:
         )
         self.server = EmulatorServer(self.upstream_url, config)
         self.server.start()
+        if self.in_process:
+            self._in_process = self.server.in_process()
+            # Every DynamoDB client boto3's default session creates from now on (the
+            # functions' facades, the grower's below) is charged in process.
+            self._in_process.install(_default_botocore_session(), max_pool_connections=64)
         grower = Dynashard(
             DynashardConfig(
                 self.data_table,
@@ -304,6 +331,9 @@ class GrowthLoop:
         self.stop_scaling()
         if self._log_tap is not None:
             self._log_tap.__exit__(exc_type, exc, tb)
+        if self._in_process is not None:
+            self._in_process.uninstall(_default_botocore_session())
+            self._in_process = None
         if self.server is not None:
             self.server.stop()
 
@@ -422,3 +452,13 @@ def shard_history(facade: Dynashard, keys: Sequence[str], loop: GrowthLoop) -> d
             for since, count in history
         ]
     return out
+
+
+def _default_botocore_session() -> BotocoreSession:
+    """Return the botocore session behind ``boto3.client`` (boto3's default session)."""
+    import boto3
+
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    assert boto3.DEFAULT_SESSION is not None
+    return boto3.DEFAULT_SESSION._session

@@ -279,6 +279,18 @@ class InProcessEmulator:
         http = _http_session(max_pool_connections)
         session.register(BEFORE_SEND, _BeforeSend(self, http), unique_id=self._unique_id())
 
+    def uninstall(self, session: BotocoreSession) -> None:
+        """Stop wiring the DynamoDB clients a session creates (see :meth:`install`).
+
+        Clients created while it was installed keep the handler; :meth:`detach` them.
+
+        Parameters
+        ----------
+        session : botocore.session.Session
+            The session given to :meth:`install`.
+        """
+        session.unregister(BEFORE_SEND, unique_id=self._unique_id())
+
     def client(self, **options: Any) -> DynamoDBClient:
         """Return a new DynamoDB client of DynamoDB Local, attached to the emulator.
 
