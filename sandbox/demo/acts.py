@@ -40,6 +40,11 @@ from sandbox.demo.verify import (
     shard_counts,
 )
 
+#: Processes of the first act's read-back: one per year read (3 origins, both orders),
+#: each with the query function's own environments, as Lambda runs concurrent
+#: invocations. The second act reads in threads: its emulator charges this process's
+#: clients (and its reads are bound by the emulated read capacity, not by CPU).
+READ_PROCESSES = 6
 #: Shard counts fixed before the replay (growth comes with the partition emulator).
 ORIGIN_SHARDS = 8
 COUNTER_SHARDS = 4
@@ -85,7 +90,11 @@ def fix_shard_counts(
 
 
 def read_and_check(
-    console: Any, handlers: Handlers, departures: Sequence[Departure], workers: int
+    console: Any,
+    handlers: Handlers,
+    departures: Sequence[Departure],
+    workers: int,
+    processes: int = 0,
 ) -> tuple[list[ReadResult], dict[str, dict[str, int]], dict[str, int]]:
     """Read everything back, check the counters and read the shard counts.
 
@@ -99,6 +108,8 @@ def read_and_check(
         The source.
     workers : int
         Concurrent reads.
+    processes : int
+        Reading processes (:func:`read_back`); 0 reads in threads of this process.
 
     Returns
     -------
@@ -128,6 +139,7 @@ def read_and_check(
             on_done=done,
             on_start=lambda total: progress.update(task, total=total, status="reading"),
             on_page=lambda n: progress.update(task, advance=n),
+            processes=processes,
         )
         progress.update(task, status="counters")
         counters = check_counters(handlers, departures)
@@ -213,7 +225,9 @@ def first_act(
             replay_live(console, handlers, departures, args.workers, stats, "replaying")
             timings["ingest"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            reads, counters, shards = read_and_check(console, handlers, departures, args.workers)
+            reads, counters, shards = read_and_check(
+                console, handlers, departures, args.workers, processes=args.read_processes
+            )
             timings["read_back"] = time.perf_counter() - t0
         finally:
             reset_function_caches()

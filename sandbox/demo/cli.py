@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sandbox.demo.acts import HOT_EVENTS_PER_KEY, first_act, second_act
+from sandbox.demo.acts import HOT_EVENTS_PER_KEY, READ_PROCESSES, first_act, second_act
 from sandbox.demo.dataset import DemoError, hot_departures, load_departures, slice_note
 from sandbox.demo.report import print_summary
 from sandbox.lifecycle import exit_on_sigterm
@@ -43,9 +43,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     Returns
     -------
     argparse.Namespace
-        ``sample``, ``report``, ``workers``, ``endpoint``, ``act``, ``speed``, ``load``,
-        ``duration``, ``scale``, ``target_utilization``, ``in_band_growth``. ``speed``
-        defaults to :data:`DEFAULT_SPEED`. ``scale``
+        ``sample``, ``report``, ``workers``, ``read_processes``, ``endpoint``, ``act``,
+        ``speed``, ``load``, ``duration``, ``scale``, ``target_utilization``,
+        ``in_band_growth``. ``speed`` defaults to :data:`DEFAULT_SPEED`. ``scale``
         (None unless given)
         is derived in the second act from ``duration`` and ``load``
         (:func:`sandbox.demo.hot_act.act_scale`).
@@ -69,6 +69,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--workers", type=int, default=8, help="concurrent handler invocations (default 8)"
+    )
+    parser.add_argument(
+        "--read-processes",
+        type=int,
+        default=READ_PROCESSES,
+        help=(
+            "first act: processes the read-back runs in, each with the query function's "
+            f"own environments (default {READ_PROCESSES}; 0: threads of this process)"
+        ),
     )
     parser.add_argument(
         "--endpoint",
@@ -136,6 +145,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--sample must be at least 1")
     if args.hot_events < 1:
         parser.error("--hot-events must be at least 1")
+    if args.read_processes < 0:
+        parser.error("--read-processes must be at least 0")
     if args.speed is None:
         args.speed = DEFAULT_SPEED
     if args.duration is None:

@@ -83,6 +83,19 @@ class Handlers:
             raise ValueError(f"no {name} handler loaded")
         return handler(event, LambdaContext(function_name=f"dynashard-{name}"))
 
+    def count(self, name: str, invocations: int) -> None:
+        """Add invocations made elsewhere (a reading process's) to the count.
+
+        Parameters
+        ----------
+        name : str
+            The handler's name.
+        invocations : int
+            How many.
+        """
+        with self._lock:
+            self.invocations[name] += invocations
+
     @property
     def total(self) -> int:
         """int: Invocations so far, all handlers."""

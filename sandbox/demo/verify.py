@@ -9,7 +9,9 @@ missing (:func:`compare`). Every carrier counter must equal the source total
 
 from __future__ import annotations
 
+import os
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -247,6 +249,7 @@ def read_back(
     on_done: Callable[[ReadResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     on_page: Callable[[int], None] | None = None,
+    processes: int = 0,
 ) -> list[ReadResult]:
     """Run every planned read in parallel and compare each with the source.
 
@@ -257,14 +260,23 @@ def read_back(
     departures : sequence of Departure
         The source.
     workers : int
-        Concurrent reads.
+        Concurrent reads (threads of this process; with ``processes``, unused).
     on_done : callable, optional
         Called with each read's result as it finishes (the progress line).
     on_start : callable, optional
         Called once, before the first read, with the number of items the reads must
         return in all (the progress bar's total).
     on_page : callable, optional
-        Called with the item count of every page read, from the reading threads.
+        Called with the item count of every page read, from the reading threads (with
+        ``processes``: once per read, with its item count).
+    processes : int
+        0: read in threads of this process. Else read in that many processes, each
+        with the query function's own execution environments (:func:`read_in_processes`):
+        this process serializes API invocations (``sandbox.lambda_runtime``) and holds
+        one GIL, whereas Lambda runs concurrent invocations in environments of their
+        own. The processes inherit the environment (the functions' settings), so they
+        read the same tables through the same endpoint; their invocations are added to
+        ``handlers.invocations``.
 
     Returns
     -------
@@ -283,6 +295,16 @@ def read_back(
     if on_start is not None:
         on_start(sum(len(e) for e in expected))
 
+    if processes > 0:
+        results = read_in_processes(list(zip(specs, expected, strict=True)), processes)
+        for result, invocations in results:
+            handlers.count("query", invocations)
+            if on_page is not None:
+                on_page(result.items)
+            if on_done is not None:
+                on_done(result)
+        return [result for result, _ in results]
+
     def run(job: tuple[ReadSpec, list[dict[str, Any]]]) -> ReadResult:
         spec, wanted = job
         got, pages, error = read_all(handlers, spec, on_page)
@@ -294,6 +316,73 @@ def read_back(
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="read") as pool:
         return list(pool.map(run, zip(specs, expected, strict=True)))
+
+
+#: The query function's handlers of a reading process (:func:`read_in_processes`).
+_PROCESS_HANDLERS: list[Handlers] = []
+
+
+def _start_reading_process(log_path: str | None) -> None:
+    """Initialize a reading process: its function output to the demo's log, its handlers."""
+    import warnings
+
+    if log_path is not None:
+        sys.stdout = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    _PROCESS_HANDLERS.append(Handlers.load())
+
+
+def _read_in_this_process(job: tuple[ReadSpec, list[dict[str, Any]]]) -> tuple[ReadResult, int]:
+    spec, wanted = job
+    handlers = _PROCESS_HANDLERS[0]
+    before = handlers.invocations["query"]
+    got, pages, error = read_all(handlers, spec)
+    result = compare(spec, got, wanted)
+    result.pages, result.error = pages, error
+    return result, handlers.invocations["query"] - before
+
+
+def read_in_processes(
+    jobs: Sequence[tuple[ReadSpec, list[dict[str, Any]]]], processes: int
+) -> list[tuple[ReadResult, int]]:
+    """Run reads in ``processes`` fresh processes (spawned), largest first.
+
+    Each process loads the handlers (:meth:`Handlers.load`) with the environment it
+    inherits, reads through the query handler and compares with the expected events it
+    is sent; only the small :class:`ReadResult` comes back.
+
+    Parameters
+    ----------
+    jobs : sequence of (ReadSpec, list of dict)
+        Each read and the events it must return, in its order.
+    processes : int
+        Reading processes, >= 1.
+
+    Returns
+    -------
+    list of (ReadResult, int)
+        Per job, in the order given: the result and the query invocations it took.
+
+    Raises
+    ------
+    concurrent.futures.process.BrokenProcessPool
+        If a reading process died (the act fails with it, never with a short read).
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    log_path = getattr(sys.stdout, "name", None)
+    if not isinstance(log_path, str) or not os.path.isfile(log_path):
+        log_path = None
+    order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1]))
+    with ProcessPoolExecutor(
+        max_workers=processes,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_reading_process,
+        initargs=(log_path,),
+    ) as pool:
+        futures = {i: pool.submit(_read_in_this_process, jobs[i]) for i in order}
+        return [futures[i].result() for i in range(len(jobs))]
 
 
 def check_counters(

@@ -125,7 +125,10 @@ def test_demo_fails_when_the_query_handler_loses_an_item(
 
     monkeypatch.setattr(Handlers, "load", staticmethod(sabotaged))
     report_path = tmp_path / "report.json"
-    code = cli.main(["--sample", "300", "--act", "1", "--report", str(report_path)])
+    # (the sabotage lives in this process: the read-back reads in its threads)
+    code = cli.main(
+        ["--sample", "300", "--act", "1", "--read-processes", "0", "--report", str(report_path)]
+    )
     whole = json.loads(report_path.read_text())
     assert code == 1
     assert whole["ok"] is False and "second_act" not in whole
@@ -135,6 +138,33 @@ def test_demo_fails_when_the_query_handler_loses_an_item(
     assert report["events_read_back"] < 300
     assert report["checks"]["reads_equal_source"] is False
     assert report["checks"]["all_events_written"] is True
+
+
+def test_a_read_in_a_reading_process_that_misses_an_event_fails_the_demo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a source that holds one event more than was written, for each year read (the
+    # expected events are worked out here and sent to the reading processes)
+    real_expected = verify.expected_for
+    ghost = {"key": "DEPARTURES#JFK", "id": "ghost", "ts": "2013-06-01T12:00:00Z", "data": {}}
+
+    def with_a_ghost(spec: verify.ReadSpec, by_key: dict[str, Any]) -> list[dict[str, Any]]:
+        events = real_expected(spec, by_key)
+        return [*events, ghost] if spec.label == "year" else events
+
+    monkeypatch.setattr(verify, "expected_for", with_a_ghost)
+    report_path = tmp_path / "report.json"
+    # When the first act reads back in 2 processes
+    code = cli.main(
+        ["--sample", "300", "--act", "1", "--read-processes", "2", "--report", str(report_path)]
+    )
+    # Then every year read misses it, and the act fails
+    report = json.loads(report_path.read_text())["first_act"]
+    assert code == 1 and report["ok"] is False
+    assert report["checks"]["reads_equal_source"] is False
+    assert report["mismatches"] >= 6
+    # And the reading processes' query invocations are counted
+    assert report["requests_by_handler"]["query"] >= report["pages"]
 
 
 def test_second_act_throttles_grows_and_reads_back_everything(
