@@ -448,3 +448,44 @@ def test_bench_unknown_name_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) ->
     result = run("bench", "nope")
     assert result.exit_code == ExitCode.USAGE
     assert "unknown benchmark 'nope'" in result.output
+
+
+@pytest.mark.parametrize("name", sorted(checkout.BENCHMARKS))
+def test_every_bench_name_is_a_module_with_main(name: str) -> None:
+    import importlib
+    import inspect
+
+    module = importlib.import_module(checkout.BENCHMARKS[name])
+    assert callable(module.main)
+    if name not in ("gsi-reads", "bucketed-reads"):  # the older two read sys.argv
+        assert "argv" in inspect.signature(module.main).parameters
+
+
+def test_bench_help_lists_every_benchmark_and_the_report() -> None:
+    result = run("bench", "--help")
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    for name in ("hot-key", "reads", "ingest", "cold-start", "memory", "emulator-overhead"):
+        assert name in output
+    assert "'report' to write bench/REPORT.md" in output
+
+
+def test_bench_report_writes_the_report_from_the_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(__file__).resolve().parents[3]
+    results = tmp_path / "results"
+    results.mkdir()
+    for name in ("ingest.json", "emulator_overhead.json"):
+        (results / name).write_text((root / "bench" / "results" / name).read_text())
+    out = tmp_path / "REPORT.md"
+    monkeypatch.setattr(checkout, "require_checkout", lambda _command: root)
+    result = run("bench", "report", "--results", str(results), "--output", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "## Ingest" in text and "records/s vs put_item loop" in text
+    assert "Not run: no current `bench/results/hot_key.json`" in text
+    result = run(
+        "bench", "report", "--results", str(results), "--output", str(out), "--require-all"
+    )
+    assert result.exit_code == 1

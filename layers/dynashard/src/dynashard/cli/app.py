@@ -686,9 +686,11 @@ app.command(
     "bench",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     help=(
-        "Run a benchmark of bench/ (hot-key, reads, gsi-reads, bucketed-reads) and chart "
-        "its JSON, or 'charts' to draw the PNGs of the JSON already in bench/results/. "
-        "Extra arguments go to the benchmark."
+        "Run a benchmark of bench/ ("
+        + ", ".join(name for name in checkout.BENCHMARKS if name != "report")
+        + ") and chart its JSON, 'report' to write bench/REPORT.md from the JSON already "
+        "in bench/results/, or 'charts' to draw their PNGs. Extra arguments go to the "
+        "benchmark."
     ),
     epilog="Example: dynashard bench reads --quick",
 )(checkout.bench)

@@ -24,8 +24,14 @@ ENV_CHECKOUT = "DYNASHARD_CHECKOUT"
 BENCHMARKS = {
     "hot-key": "bench.hot_key",
     "reads": "bench.reads",
+    "ingest": "bench.ingest",
+    "cold-start": "bench.cold_start",
+    "memory": "bench.memory",
+    "emulator-overhead": "bench.emulator_overhead",
     "gsi-reads": "bench.gsi_reads",
     "bucketed-reads": "bench.bucketed_reads",
+    # Not a benchmark: bench/REPORT.md from the results the others wrote.
+    "report": "bench.report",
 }
 
 
