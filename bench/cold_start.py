@@ -51,6 +51,12 @@ service name, log level), without its two local switches (``POWERTOOLS_TRACE_DIS
 Powertools' Tracer is on, as in Lambda. The backend is DynamoDB Local (and moto's
 CloudWatch for the scaler). One warm-up round is discarded (it writes the ``.pyc``
 files a layer ships compiled). Writes ``bench/results/cold_start.json``.
+
+``no_bytecode`` (in the JSON beside ``runs``): the boto3 baseline and one entry per
+handler module started again with no ``.pyc`` outside the interpreter's standard library
+(the child makes the import system neither read nor write bytecode there, as on Lambda's
+read-only ``/opt`` with a layer built without it), :data:`NO_BYTECODE_REPS` processes
+each: what shipping the layer compiled (``infra/constructs/layer.py``) saves.
 """
 
 from __future__ import annotations
@@ -88,6 +94,10 @@ QUERY_EVENTS = 400
 BATCH = 10  # the stack's SQS batch size (infra.config.StackParameters.sqs_batch_size)
 ALARM_NAME = "dynashard-bench-write-key-range"
 RESULT_MARKER = "@@COLD_START@@"
+#: Entries started again without bytecode (one per handler module), and how many times.
+NO_BYTECODE_ENTRIES = ("baseline.boto3", "ingest.sqs_handler", "query.handler", "scaler.handler")
+NO_BYTECODE_REPS = 3
+ENV_NO_BYTECODE = "DYNASHARD_BENCH_NO_BYTECODE"
 
 #: The child: a fresh interpreter that imports one handler and calls it once. Only the
 #: standard library is loaded before the clock starts.
@@ -111,6 +121,19 @@ class Context:
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+import os
+if os.environ.get("DYNASHARD_BENCH_NO_BYTECODE") == "1":
+    # A layer without .pyc on Lambda's read-only /opt: every module outside the
+    # interpreter's own library is compiled from source, and nothing is written.
+    import importlib._bootstrap_external as _ext, sysconfig
+    _stdlib = sysconfig.get_paths()["stdlib"]
+    _cache_from_source = _ext.cache_from_source
+    def _no_cache(path, *args, **kwargs):
+        if path.startswith(_stdlib) and "site-packages" not in path:
+            return _cache_from_source(path, *args, **kwargs)
+        raise NotImplementedError  # SourceLoader.get_code then neither reads nor writes
+    _ext.cache_from_source = _no_cache
 
 import importlib
 t0, c0 = time.perf_counter(), cpu()
@@ -675,6 +698,63 @@ def measure(
     return samples
 
 
+def measure_no_bytecode(
+    entries: Sequence[Entry],
+    endpoint_url: str,
+    tables: tuple[str, str],
+    reps: int,
+    workdir: Path,
+) -> dict[str, list[Sample]]:
+    """Run the :data:`NO_BYTECODE_ENTRIES` ``reps`` times each with no ``.pyc`` outside the stdlib.
+
+    Returns
+    -------
+    dict of str to list of Sample
+        Entry name -> its samples (the child compiles every non-stdlib module it imports).
+    """
+    chosen = [e for e in entries if e.name in NO_BYTECODE_ENTRIES]
+    envs = {
+        e.name: {**deployed_env(endpoint_url, tables, e.service, e.extra_env), ENV_NO_BYTECODE: "1"}
+        for e in chosen
+    }
+    samples: dict[str, list[Sample]] = {e.name: [] for e in chosen}
+    for _ in range(reps):
+        for entry in chosen:
+            samples[entry.name].append(run_child(entry, envs[entry.name], workdir))
+    return samples
+
+
+def summarize_no_bytecode(
+    without: Mapping[str, Sequence[Sample]], with_pyc: Mapping[str, Sequence[Sample]]
+) -> dict[str, dict[str, float]]:
+    """Compare each entry started without bytecode with the same entry with it.
+
+    Parameters
+    ----------
+    without, with_pyc : mapping
+        Entry name -> samples, without and with ``.pyc``.
+
+    Returns
+    -------
+    dict of str to dict
+        Entry name -> ``import_ms``, ``first_invoke_ms``, ``total_ms`` (medians, ms,
+        without bytecode), ``with_bytecode_total_ms`` and ``slowdown`` (their ratio).
+    """
+    out: dict[str, dict[str, float]] = {}
+    for name, samples in without.items():
+        total = median_of(samples, "total_ms")
+        compiled = median_of(with_pyc[name], "total_ms")
+        out[name] = {
+            "import_ms": median_of(samples, "import_ms"),
+            "first_invoke_ms": median_of(samples, "first_invoke_ms"),
+            "total_ms": total,
+            "with_bytecode_total_ms": compiled,
+            "slowdown": round(total / compiled, 2),
+            "samples": len(samples),
+        }
+    return out
+
+
 def median_of(samples: Sequence[Sample], attr: str) -> float:
     """Return the median of one attribute of the samples, rounded to 0.1."""
     return round(statistics.median(float(getattr(s, attr)) for s in samples), 1)
@@ -763,6 +843,9 @@ DEFINITIONS = {
     "cpu_ms": "median CPU time (user + system) of import and first call",
     "cpu_ratio": "cpu_ms of the handler / cpu_ms of the boto3 baseline: less sensitive "
     "than ratio to other processes on a shared machine (not the target's figure)",
+    "no_bytecode": "the same entries with no .pyc read or written outside the "
+    "interpreter's standard library (a layer shipped without bytecode on Lambda's "
+    "read-only /opt); slowdown = its total_ms / the compiled total_ms",
     "environment": "as deployed: Tracer on (LAMBDA_TASK_ROOT, _X_AMZN_TRACE_ID set), "
     "metrics flushed, POWERTOOLS_* as sandbox.env_vars sets them",
 }
@@ -800,6 +883,9 @@ def main(argv: list[str] | None = None) -> int:
         seed_key(endpoint, tables, QUERY_KEY, QUERY_SHARDS, events[:QUERY_EVENTS])
         entries = build_entries(events, moto_url, first_item(endpoint, tables[0]))
         samples = measure(entries, endpoint, tables, reps, Path(tmp))
+        no_pyc = measure_no_bytecode(
+            entries, endpoint, tables, min(reps, NO_BYTECODE_REPS), Path(tmp)
+        )
     summary = summarize(samples)
     result = {
         "benchmark": "cold_start",
@@ -818,6 +904,7 @@ def main(argv: list[str] | None = None) -> int:
             "backend": "DynamoDB Local (scaler: moto's CloudWatch, DescribeAlarms)",
         },
         **summary,
+        "no_bytecode": summarize_no_bytecode(no_pyc, samples),
         "elapsed_s": round(time.monotonic() - wall0, 1),
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -829,6 +916,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  {run['handler']:<24} import {run['import_ms']:>7} ms  first call "
             f"{run['first_invoke_ms']:>7} ms  ratio {run['ratio']:.2f} "
             f"(logger x{run['ratio_logger']:.1f}; CPU {run['cpu_ratio']:.2f})"
+        )
+    for name, nb in result["no_bytecode"].items():
+        print(
+            f"  without .pyc: {name:<24} {nb['total_ms']:>7} ms "
+            f"(x{nb['slowdown']} the compiled {nb['with_bytecode_total_ms']} ms)"
         )
     met = all(t["met"] for t in summary["targets"].values())
     print(

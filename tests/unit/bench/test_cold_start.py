@@ -9,6 +9,8 @@ import json
 import pytest
 
 from bench.cold_start import (
+    CHILD,
+    ENV_NO_BYTECODE,
     Sample,
     deployed_env,
     get_events_event,
@@ -16,6 +18,7 @@ from bench.cold_start import (
     post_events_event,
     sqs_event,
     summarize,
+    summarize_no_bytecode,
 )
 from bench.memory import MB_PER_VCPU, memory_size
 from dynashard import names
@@ -53,6 +56,22 @@ def test_the_ratio_compares_import_plus_first_call_medians_with_the_boto3_baseli
         }
     )
     assert slower["targets"]["ratio_vs_boto3[query.handler]"]["met"] is False
+
+
+def test_no_bytecode_compares_each_entry_with_its_compiled_run() -> None:
+    out = summarize_no_bytecode(
+        {"query.handler": [sample(600, 100), sample(700, 100), sample(650, 50)]},
+        {"query.handler": [sample(200, 60), sample(180, 80)], "scaler.handler": [sample(1, 1)]},
+    )
+    assert list(out) == ["query.handler"]
+    q = out["query.handler"]
+    assert q["total_ms"] == 700 and q["with_bytecode_total_ms"] == 260
+    assert q["slowdown"] == round(700 / 260, 2) and q["samples"] == 3
+
+
+def test_the_child_skips_bytecode_only_when_asked() -> None:
+    assert f'os.environ.get("{ENV_NO_BYTECODE}") == "1"' in CHILD
+    assert "cache_from_source" in CHILD  # the import system's .pyc path, replaced
 
 
 def test_the_children_run_with_tracing_and_metrics_on_as_deployed() -> None:

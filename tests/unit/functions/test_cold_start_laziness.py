@@ -61,6 +61,21 @@ def test_the_ingest_function_does_not_build_powertools_batch_parser_models() -> 
     assert probe(LOADED.format(statement=statement, modules={parser})) == [parser]
 
 
+def test_the_api_models_are_built_on_first_use_not_at_import() -> None:
+    # Given the ingest function imported (it imports every request and response model)
+    code = (
+        "import json\n"
+        "import functions.ingest.app\n"
+        "from dynashard import api\n"
+        "before = [api.EventBatch.__pydantic_complete__, api.EventsPage.__pydantic_complete__]\n"
+        "api.EventBatch.model_validate("
+        "{'events': [{'key': 'K', 'id': '1', 'ts': '2013-01-01T10:00:00Z'}]})\n"
+        "print(json.dumps(before + [api.EventBatch.__pydantic_complete__]))"
+    )
+    # Then no model has its validator yet, and the first validation builds it
+    assert probe(code) == [False, False, True]
+
+
 def test_a_facade_that_only_reads_builds_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given make_client counted
     made: list[int] = []

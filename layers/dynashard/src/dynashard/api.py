@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound=BaseModel)
 
+# Every model here is built with ``defer_build=True``: pydantic makes its validator and
+# serializer on first use, not at import, so a function builds only the models its
+# requests use (the ingest function's SQS and Kinesis handlers none; the query
+# function's ``GET /events`` two of the eighteen). Validation is the same.
+
 #: Most entries of one ``POST /index/{key}`` (as ``POST /events``).
 MAX_ORDERED_ITEMS_PER_REQUEST: Final = MAX_EVENTS_PER_REQUEST
 #: Most values of one layout sample: 100,000 tail-number-sized values stay well under
@@ -60,7 +65,7 @@ class EventBatch(BaseModel):
         1 to ``MAX_EVENTS_PER_REQUEST`` (100) events.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     events: list[Event] = Field(min_length=1, max_length=MAX_EVENTS_PER_REQUEST)
 
@@ -88,7 +93,7 @@ class CounterIncrement(BaseModel):
         digits (the precision of a DynamoDB number).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     @field_validator("by", mode="before")
     @classmethod
@@ -119,6 +124,8 @@ class CounterIncrement(BaseModel):
 class EventResult(BaseModel):
     """Outcome of one event of ``POST /events``."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     key: str
     ok: bool
@@ -127,6 +134,8 @@ class EventResult(BaseModel):
 
 class FailedEvent(BaseModel):
     """An event that was not written: send it again (``failed``) or fix it (``rejected``)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     key: str
@@ -153,6 +162,8 @@ class PostEventsResponse(BaseModel):
     field : str or None
         That event's offending field, as the client sent it, e.g. ``events[3].data``.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     written: int
     failed: list[FailedEvent]
@@ -237,6 +248,8 @@ class CounterResponse(BaseModel):
         already been applied (a retry), so nothing was added this time.
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     by: int
     applied: bool = Field(description="False when the Idempotency-Key was already applied")
@@ -245,6 +258,8 @@ class CounterResponse(BaseModel):
 # --- query: responses -----------------------------------------------------------------------
 class ReadPlanBody(BaseModel):
     """The read plan of ``GET /events`` (:class:`dynashard.read_plan.ReadPlan`)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     path: Literal["base", "gsi1"] = Field(
         description="base: one strongly consistent query per shard; gsi1: one eventually "
@@ -258,7 +273,7 @@ class ReadPlanBody(BaseModel):
 class EventsPage(BaseModel):
     """Body of ``GET /events``."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
 
     items: list[dict[str, Any]] = Field(description='Events {"key","id","ts","data"} in order')
     cursor: str | None = Field(
@@ -335,6 +350,8 @@ def events_body(page: Page, *, partial: bool) -> dict[str, Any]:
 class CounterBody(BaseModel):
     """Body of ``GET /counters/{name}``."""
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     value: int
     shards: int
@@ -343,12 +360,16 @@ class CounterBody(BaseModel):
 class ShardHistoryEntry(BaseModel):
     """One shard count that was in force."""
 
+    model_config = ConfigDict(defer_build=True)
+
     since: int = Field(description="Epoch seconds")
     count: int
 
 
 class ShardsBody(BaseModel):
     """Body of ``GET /shards/{key}``."""
+
+    model_config = ConfigDict(defer_build=True)
 
     key: str
     number_of_shards: int
@@ -425,7 +446,7 @@ class OrderedLayoutBody(BaseModel):
         shard. Excludes ``shards`` and ``sample``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     shards: StrictInt | None = Field(None, ge=1, le=MAX_SHARD_COUNT, description="N, with sample")
     sample: list[StrictStr] | None = Field(
@@ -476,6 +497,8 @@ class OrderedLayoutBody(BaseModel):
 class OrderedLayoutResponse(BaseModel):
     """Body of a ``PUT /index/{key}/layout`` answer: the layout in force."""
 
+    model_config = ConfigDict(defer_build=True)
+
     key: str
     shards: int = Field(description="N, range shards")
     boundaries: list[str] = Field(description="Range shard i holds boundaries[i-1] <= v < [i]")
@@ -518,7 +541,7 @@ class OrderedItemBody(BaseModel):
         Payload (JSON object).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     id: StrictStr = Field(min_length=1)
     value: StrictStr = Field(min_length=1)
@@ -535,7 +558,7 @@ class OrderedItemBody(BaseModel):
 class OrderedPutBody(BaseModel):
     """Body of ``POST /index/{key}``: 1 to 100 entries with distinct ids."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     items: list[OrderedItemBody] = Field(min_length=1, max_length=MAX_ORDERED_ITEMS_PER_REQUEST)
 
@@ -565,6 +588,8 @@ class OrderedPutBody(BaseModel):
 class OrderedWritten(BaseModel):
     """One entry written by ``POST /index/{key}``."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     value: str
     shard: int = Field(description="Range shard the entry went to")
@@ -572,6 +597,8 @@ class OrderedWritten(BaseModel):
 
 class OrderedPutResponse(BaseModel):
     """Body of a ``POST /index/{key}`` answer: every entry is durable."""
+
+    model_config = ConfigDict(defer_build=True)
 
     key: str
     written: int
@@ -626,6 +653,8 @@ def write_ordered(index: OrderedIndex, body: OrderedPutBody) -> OrderedPutRespon
 
 class OrderedPageBody(BaseModel):
     """Body of ``GET /index/{key}``: one page in normalised-value order."""
+
+    model_config = ConfigDict(defer_build=True)
 
     key: str
     items: list[dict[str, Any]] = Field(
