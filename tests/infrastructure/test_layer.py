@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,14 +37,10 @@ UNCHECKED_HASH_FLAGS = (1).to_bytes(4, "little")
 def test_local_bundling_installs_arm64_wheels_and_their_bytecode(tmp_path: Path) -> None:
     """Runs pip and compileall for real (about 10-20 s): the layer make synth would upload.
 
-    Without a local Python 3.12 the bundling must hand over to Docker instead.
+    Without a local Python 3.12 the layer is built without bytecode (see the next test).
     """
     build_dir_before = (LAYER_SOURCE / "build").exists()
-    bundled = PipLocalBundling(LAYER_SOURCE).try_bundle(str(tmp_path), None)
-    assert bundled == (layer.find_layer_python() is not None)
-    if not bundled:  # no local 3.12: Docker's image compiles (see the command's test)
-        assert not (tmp_path / "python").exists()
-        return
+    assert PipLocalBundling(LAYER_SOURCE).try_bundle(str(tmp_path), None)
     site = tmp_path / "python"
     assert (site / "dynashard" / "names.py").is_file()
     assert (site / "aws_lambda_powertools").is_dir()
@@ -51,6 +48,9 @@ def test_local_bundling_installs_arm64_wheels_and_their_bytecode(tmp_path: Path)
     assert [c.name for c in cores] == ["_pydantic_core.cpython-312-aarch64-linux-gnu.so"]
     # built from a copy: the bundling leaves no build/ in the repository
     assert (LAYER_SOURCE / "build").exists() == build_dir_before
+    if layer.find_layer_python() is None:  # no local 3.12: no bytecode at all
+        assert not list(site.rglob("*.pyc"))
+        return
     # every module has its 3.12 bytecode, unchecked-hash, and nothing of another version
     sources = [p for p in site.rglob("*.py") if "__pycache__" not in p.parts]
     missing = [
@@ -63,13 +63,22 @@ def test_local_bundling_installs_arm64_wheels_and_their_bytecode(tmp_path: Path)
     assert header == PY312_MAGIC + UNCHECKED_HASH_FLAGS
 
 
-def test_without_a_local_python_of_the_runtime_version_docker_bundles(
+def test_without_a_local_python_of_the_runtime_version_the_layer_ships_uncompiled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(layer, "find_layer_python", lambda: None)
-    assert not PipLocalBundling(LAYER_SOURCE).try_bundle(str(tmp_path), None)
+    calls: list[list[str]] = []
+    real_run = layer.subprocess.run
+
+    def recording_run(command: list[str], **kwargs: Any) -> Any:
+        calls.append(command)
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(layer.subprocess, "run", recording_run)
+    assert PipLocalBundling(LAYER_SOURCE).try_bundle(str(tmp_path), None)
+    assert calls and not any("compileall" in command for command in calls)
     err = capsys.readouterr().err
-    assert "falling back to Docker" in err and layer.ENV_LAYER_PYTHON in err
+    assert "without bytecode" in err and layer.ENV_LAYER_PYTHON in err
 
 
 def test_find_layer_python_accepts_only_the_runtime_version(
