@@ -911,7 +911,7 @@ def main(argv: list[str] | None = None) -> int:
     met = all(t["met"] for t in summary["targets"].values())
     print(
         f"target ratio <= {TARGET_RATIO}: {'met' if met else 'missed'}; "
-        f"load {result['load_average']}"
+        f"load {result['machine']['loadavg_start']}"
     )
     return 0 if met else 1
 

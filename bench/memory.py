@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     for fn, size in sizes.items():
         print(f"  {fn:<14} -> {size['memory_mb']} MB ({size['bound']}-bound, {size['vcpu']} vCPU)")
     met = all(t["met"] for t in targets.values())
-    print(f"stack sizes hold the derived ones: {met}; load {result['load_average']}")
+    print(f"stack sizes hold the derived ones: {met}; load {result['machine']['loadavg_start']}")
     return 0 if met else 1
 
 
