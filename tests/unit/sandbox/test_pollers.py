@@ -184,3 +184,34 @@ def test_wait_settled_needs_the_condition_to_hold_for_the_settle_time() -> None:
     assert asked[:2] == [True, False] and len(asked) >= 5
     # And a condition that never holds times out
     assert not wait_settled(lambda: False, timeout_s=0.05, settle_s=0, poll_s=0.01)
+
+
+class QueueCounts:
+    """An SQS client whose ``GetQueueAttributes`` counts follow a script, then stay 0."""
+
+    def __init__(self, backlogs: list[int]) -> None:
+        self.backlogs = iter(backlogs)
+        self.asked = 0
+
+    def get_queue_attributes(self, **_: Any) -> dict[str, Any]:
+        self.asked += 1
+        n = next(self.backlogs, 0)
+        return {
+            "Attributes": {
+                "ApproximateNumberOfMessages": str(n),
+                "ApproximateNumberOfMessagesNotVisible": "0",
+                "ApproximateNumberOfMessagesDelayed": "0",
+            }
+        }
+
+
+def test_one_empty_reading_of_a_redelivered_message_is_not_a_drained_queue() -> None:
+    # Given a queue whose only message reads as absent once (its visibility timeout
+    # ended between the two counts), then is counted again until it moves to its DLQ
+    client = QueueCounts([1, 0, 1, 1])
+    poller = SqsPoller(client, "url", lambda event: None)
+    # When waited on with the default settle time
+    assert poller.wait_drained(timeout_s=10)
+    # Then the false empty reading did not end the wait: it read past the recount
+    # and the empty readings after it
+    assert client.asked > 4
