@@ -62,7 +62,6 @@ each: what shipping the layer compiled (``infra/constructs/layer.py``) saves.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import statistics
@@ -78,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import load_average, machine, utc_now
+from sandbox.aws_events import kinesis_event, kinesis_record, sqs_event, sqs_record
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
@@ -358,8 +358,8 @@ def load_sample_event(name: str) -> dict[str, Any]:
     return loaded
 
 
-def sqs_event(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Build an SQS event whose message bodies are ``events`` as JSON.
+def sqs_batch(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Build an SQS batch event whose message bodies are ``events`` as JSON.
 
     Parameters
     ----------
@@ -369,20 +369,17 @@ def sqs_event(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``{"Records": [...]}`` shaped as ``events/sqs_batch.json``.
+        ``{"Records": [...]}`` as Lambda's event source mapping delivers them
+        (:func:`sandbox.aws_events.sqs_record`), message ids numbered from 1.
     """
-    template = load_sample_event("sqs_batch")["Records"][0]
-    records = []
-    for i, event in enumerate(events):
-        record = json.loads(json.dumps(template))
-        record["messageId"] = str(uuid.UUID(int=i + 1))
-        record["body"] = json.dumps(event)
-        records.append(record)
-    return {"Records": records}
+    return sqs_event(
+        sqs_record(json.dumps(e), message_id=str(uuid.UUID(int=i + 1)))
+        for i, e in enumerate(events)
+    )
 
 
-def kinesis_event(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Build a Kinesis event whose records' data are ``events`` as base64 JSON.
+def kinesis_batch(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Build a Kinesis batch event whose records' data are ``events`` as JSON.
 
     Parameters
     ----------
@@ -392,19 +389,10 @@ def kinesis_event(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``{"Records": [...]}`` shaped as ``events/kinesis_batch.json``.
+        ``{"Records": [...]}`` as Lambda's event source mapping delivers them
+        (:func:`sandbox.aws_events.kinesis_record`), partitioned by the event's key.
     """
-    template = load_sample_event("kinesis_batch")["Records"][0]
-    records = []
-    for i, event in enumerate(events):
-        record = json.loads(json.dumps(template))
-        record["kinesis"]["data"] = base64.b64encode(json.dumps(event).encode()).decode()
-        record["kinesis"]["sequenceNumber"] = (
-            f"{49590338271490256608559692538361571095921575989136588898 + i}"
-        )
-        record["eventID"] = f"shardId-000000000000:{record['kinesis']['sequenceNumber']}"
-        records.append(record)
-    return {"Records": records}
+    return kinesis_event(kinesis_record(json.dumps(e), partition_key=str(e["key"])) for e in events)
 
 
 def post_events_event(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -625,7 +613,7 @@ def build_entries(
             "ingest.sqs_handler",
             "functions.ingest.app",
             "sqs_handler",
-            sqs_event(batch),
+            sqs_batch(batch),
             "ingest",
             expect_no_failures,
         ),
@@ -633,7 +621,7 @@ def build_entries(
             "ingest.kinesis_handler",
             "functions.ingest.app",
             "kinesis_handler",
-            kinesis_event(batch),
+            kinesis_batch(batch),
             "ingest",
             expect_no_failures,
         ),

@@ -58,12 +58,12 @@ from bench.cold_start import (
     expect_status,
     first_item,
     get_events_event,
-    kinesis_event,
+    kinesis_batch,
     load_real_events,
     post_events_event,
     run_child,
     seed_key,
-    sqs_event,
+    sqs_batch,
 )
 from bench.machine import load_average, machine, utc_now
 
@@ -158,7 +158,7 @@ def workloads(events: list[dict[str, Any]], moto_url: str, item: tuple[str, str]
             f"ingest.sqs_handler[{BATCH} records]",
             "functions.ingest.app",
             "sqs_handler",
-            sqs_event(batch),
+            sqs_batch(batch),
             "ingest",
             expect_no_failures,
         )
@@ -168,7 +168,7 @@ def workloads(events: list[dict[str, Any]], moto_url: str, item: tuple[str, str]
             f"ingest.kinesis_handler[{BATCH} records]",
             "functions.ingest.app",
             "kinesis_handler",
-            kinesis_event(batch),
+            kinesis_batch(batch),
             "ingest",
             expect_no_failures,
         )

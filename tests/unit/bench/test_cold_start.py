@@ -14,9 +14,9 @@ from bench.cold_start import (
     Sample,
     deployed_env,
     get_events_event,
-    kinesis_event,
+    kinesis_batch,
     post_events_event,
-    sqs_event,
+    sqs_batch,
     summarize,
     summarize_no_bytecode,
 )
@@ -88,10 +88,10 @@ def test_the_batches_carry_the_events_as_the_handlers_read_them(kind: str) -> No
     from aws_lambda_powertools.utilities.batch import EventType
 
     if kind == "sqs":
-        event, event_type = sqs_event(EVENTS), EventType.SQS
+        event, event_type = sqs_batch(EVENTS), EventType.SQS
         bodies = [json.loads(r["body"]) for r in event["Records"]]
     else:
-        event, event_type = kinesis_event(EVENTS), EventType.KinesisDataStreams
+        event, event_type = kinesis_batch(EVENTS), EventType.KinesisDataStreams
         bodies = [json.loads(base64.b64decode(r["kinesis"]["data"])) for r in event["Records"]]
     assert bodies == EVENTS
     items, _ = batch_payloads(event, event_type)
