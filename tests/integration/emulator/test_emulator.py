@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,29 +26,9 @@ from sandbox.emulator.metrics import (
     READ_THROTTLE_EVENTS,
     THROTTLED_REQUESTS,
 )
-from sandbox.tables import create_tables, data_and_metadata, delete_tables
+from tests.integration.emulator.conftest import REGION, SCALE, T0, ManualClock
 
 pytestmark = pytest.mark.integration
-
-REGION = "eu-west-1"
-SCALE = 0.01  # 10 WCU/s and 30 RCU/s per key
-T0 = 1_800_000_000.0
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(scope="module")
-def data_table(dynamodb_local: DynamoDBLocal) -> Iterator[str]:
-    client = dynamodb_local.client()
-    names = create_tables(client, suffix=f"-e{uuid.uuid4().hex[:8]}", exist_ok=False)
-    yield data_and_metadata(names)[0]
-    delete_tables(client, names.values())
 
 
 @pytest.fixture
