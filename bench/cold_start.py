@@ -76,7 +76,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.machine import load_average, machine, utc_now
+from bench.machine import load_average, machine, utc_now, write_result
 from sandbox.aws_events import kinesis_event, kinesis_record, sqs_event, sqs_record
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -881,8 +881,7 @@ def main(argv: list[str] | None = None) -> int:
         "no_bytecode": summarize_no_bytecode(no_pyc, samples),
         "elapsed_s": round(time.monotonic() - wall0, 1),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.output, result)
     b = summary["baselines"]
     print(f"baselines: logger {b['logger']['total_ms']} ms, boto3 {b['boto3']['total_ms']} ms")
     for run in summary["runs"]:
@@ -897,10 +896,7 @@ def main(argv: list[str] | None = None) -> int:
             f"(x{nb['slowdown']} the compiled {nb['with_bytecode_total_ms']} ms)"
         )
     met = all(t["met"] for t in summary["targets"].values())
-    print(
-        f"target ratio <= {TARGET_RATIO}: {'met' if met else 'missed'}; "
-        f"load {result['machine']['loadavg_start']}"
-    )
+    print(f"target ratio <= {TARGET_RATIO}: {'met' if met else 'missed'}; load {load_before}")
     return 0 if met else 1
 
 

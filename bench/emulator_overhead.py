@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import threading
 import time
@@ -35,7 +34,7 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
-from bench.machine import load_average, machine, utc_now
+from bench.machine import load_average, machine, print_targets, utc_now, write_result
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
@@ -304,11 +303,9 @@ def main(argv: list[str] | None = None) -> int:
         },
         "total_wall_s": round(time.monotonic() - wall0, 1),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.output, result)
     print_table(figures)
-    print(f"targets: { {k: v['met'] for k, v in result['targets'].items()} }")
-    print(f"wrote {args.output.name} in {result['total_wall_s']:.0f} s")
+    print_targets(result["targets"], args.output, result["total_wall_s"])
     return 0
 
 

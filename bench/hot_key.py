@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import time
 import uuid
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.charts import render
-from bench.machine import load_average, machine, utc_now
+from bench.machine import load_average, machine, print_targets, utc_now, write_result
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.retry import Backoff
 from dynashard.writer import WriteOutcome
@@ -578,12 +577,10 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets(runs),
         "total_wall_s": round(time.monotonic() - wall0, 1),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.output, result)
     print(f"chart: {render(args.output)}")
     print_table(runs)
-    print(f"targets: { {n: t['met'] for n, t in result['targets'].items()} }")
-    print(f"wrote {args.output.name} in {result['total_wall_s']:.0f} s")
+    print_targets(result["targets"], args.output, result["total_wall_s"])
     return 0
 
 

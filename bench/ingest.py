@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.machine import load_average, machine, utc_now
+from bench.machine import load_average, machine, print_targets, utc_now, write_result
 from dynashard import names
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.aws_events import LambdaContext, batch_item_failures, sqs_event, sqs_record
@@ -412,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(r["batch_item_failures"] or r["baseline_failures"] for r in runs):
         raise RuntimeError(f"records failed: {runs}")
     targets = evaluate_targets(runs)
+    wall_s = round(time.monotonic() - wall0, 1)
     result = {
         "benchmark": "ingest",
         "date": utc_now(),
@@ -454,13 +455,11 @@ def main(argv: list[str] | None = None) -> int:
         },
         "runs": runs,
         "targets": targets,
-        "total_wall_s": round(time.monotonic() - wall0, 1),
+        "total_wall_s": wall_s,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.output, result)
     print_table(runs)
-    print(f"targets: { {k: v['met'] for k, v in targets.items()} }")
-    print(f"wrote {args.output.name} in {result['total_wall_s']:.0f} s")
+    print_targets(targets, args.output, wall_s)
     if profile is not None:
         profile.dump_stats(args.profile)
         out = io.StringIO()

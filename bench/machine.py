@@ -7,9 +7,12 @@ figures.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 
@@ -59,3 +62,33 @@ def utc_now() -> str:
         The ``date`` of a result.
     """
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_result(path: Path, result: Mapping[str, Any]) -> None:
+    """Write a benchmark's result as indented JSON, creating its folder.
+
+    Parameters
+    ----------
+    path : Path
+        ``bench/results/<benchmark>.json`` unless ``--output`` says otherwise.
+    result : mapping
+        The document: ``benchmark``, ``date``, ``machine``, its figures and ``targets``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def print_targets(targets: Mapping[str, Any], path: Path, wall_s: float) -> None:
+    """Print which targets a run met and where its result went.
+
+    Parameters
+    ----------
+    targets : mapping
+        Target name -> ``{"met": bool, ...}``.
+    path : Path
+        The result file written.
+    wall_s : float
+        The run's wall time, seconds.
+    """
+    print(f"targets: { {name: t['met'] for name, t in targets.items()} }")
+    print(f"wrote {path.name} in {wall_s:.0f} s")

@@ -38,7 +38,6 @@ Its ``targets`` check that the stack follows: each function's default size in
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import tempfile
@@ -65,7 +64,7 @@ from bench.cold_start import (
     seed_key,
     sqs_batch,
 )
-from bench.machine import load_average, machine, utc_now
+from bench.machine import load_average, machine, utc_now, write_result
 
 RESULTS = Path(__file__).resolve().parent / "results" / "memory.json"
 
@@ -307,8 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets,
         "elapsed_s": round(time.monotonic() - wall0, 1),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.output, result)
     for run in runs:
         print(
             f"  {run['handler']:<40} peak {run['peak_rss_mib']:>6} MiB  cpu {run['cpu_ms']:>7} ms"
@@ -316,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     for fn, size in sizes.items():
         print(f"  {fn:<14} -> {size['memory_mb']} MB ({size['bound']}-bound, {size['vcpu']} vCPU)")
     met = all(t["met"] for t in targets.values())
-    print(f"stack sizes hold the derived ones: {met}; load {result['machine']['loadavg_start']}")
+    print(f"stack sizes hold the derived ones: {met}; load {load_before}")
     return 0 if met else 1
 
 

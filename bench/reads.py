@@ -48,7 +48,6 @@ the run; nothing is hard-coded.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import socket
 import subprocess
@@ -65,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from bench.charts import render
-from bench.machine import load_average, machine, utc_now
+from bench.machine import load_average, machine, utc_now, write_result
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.errors import InvalidInputError
 from dynashard.keys import format_ts, physical_key
@@ -1140,8 +1139,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets,
         "total_wall_s": round(time.monotonic() - wall0, 1),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.output, result)
     print(f"chart: {render(args.output)}")
     print_table(runs)
     print(
