@@ -87,7 +87,7 @@ openapi: install ## write the query and ingest APIs' OpenAPI document to openapi
 # is missed) does not stop the others; the report then says which targets are missed, and a
 # benchmark that wrote no result in this run is "not run" there and fails `make bench`.
 BENCHES := bench-hot-key bench-reads bench-ingest bench-cold-start bench-memory bench-emulator
-bench: install ## every benchmark in sequence (hot key, reads, ingest, cold start, memory, emulator overhead; about 15 minutes), then bench/REPORT.md (DEMO=demo-report.json adds the demo's times)
+bench: install ## every benchmark in sequence (hot key, reads, ingest, cold start, memory, emulator overhead; about 12 minutes), then bench/REPORT.md (DEMO=demo-report.json adds the demo's times)
 	@start=$$(date -u +%Y-%m-%dT%H:%M:%SZ); failed=""; \
 	for target in $(BENCHES); do \
 		$(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \
