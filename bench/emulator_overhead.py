@@ -218,6 +218,14 @@ def measure(ddb: DynamoDBLocal, table: str, n: int) -> dict[str, dict[str, Any]]
 
 
 def print_table(figures: dict[str, dict[str, Any]]) -> None:
+    """Print one line per operation and path: median and p90 latency, ms, and the ratio.
+
+    Parameters
+    ----------
+    figures : dict
+        Operation -> path -> ``{"median_ms", "p90_ms", "ratio"}`` (ratio of medians
+        against ``direct``).
+    """
     head = f"{'operation':<10}{'path':<13}{'median_ms':>10}{'p90_ms':>9}{'ratio':>8}"
     print(head)
     print("-" * len(head))

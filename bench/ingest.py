@@ -163,11 +163,12 @@ class Cell:
     records: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    ddb_cpu_s: float = 0.0
+    #: DynamoDB Local's CPU seconds; None once a reading was unknown (no ``/proc``).
+    ddb_cpu_s: float | None = 0.0
     baseline_records: int = 0
     baseline_wall_s: float = 0.0
     baseline_cpu_s: float = 0.0
-    baseline_ddb_cpu_s: float = 0.0
+    baseline_ddb_cpu_s: float | None = 0.0
     failures: int = 0
     baseline_failures: int = 0
     batch_ms: list[float] = field(default_factory=list)
@@ -186,9 +187,9 @@ class Cell:
             "speedup": round(rate / base, 2),
             "cpu_ms_per_record": round(1000 * self.cpu_s / self.records, 3),
             "baseline_cpu_ms_per_record": round(1000 * self.baseline_cpu_s / self.records, 3),
-            "ddb_local_cpu_ms_per_record": round(1000 * self.ddb_cpu_s / self.records, 3),
-            "baseline_ddb_local_cpu_ms_per_record": round(
-                1000 * self.baseline_ddb_cpu_s / self.records, 3
+            "ddb_local_cpu_ms_per_record": per_record_ms(self.ddb_cpu_s, self.records),
+            "baseline_ddb_local_cpu_ms_per_record": per_record_ms(
+                self.baseline_ddb_cpu_s, self.records
             ),
             "batch_ms_median": round(sorted(self.batch_ms)[len(self.batch_ms) // 2], 1),
             "batch_item_failures": self.failures,
@@ -196,8 +197,46 @@ class Cell:
         }
 
 
-def process_cpu_s(pid: int | None) -> float:
-    """Return the CPU seconds (user + system) a process has used so far, 0 if unknown.
+def per_record_ms(cpu_s: float | None, records: int) -> float | None:
+    """Return CPU milliseconds per record, rounded to 0.001; None when the CPU is unknown.
+
+    Parameters
+    ----------
+    cpu_s : float or None
+        CPU seconds spent on ``records``.
+    records : int
+        Records written, at least 1.
+
+    Returns
+    -------
+    float or None
+        ``1000 * cpu_s / records``.
+    """
+    return None if cpu_s is None else round(1000 * cpu_s / records, 3)
+
+
+def add_cpu(total: float | None, before: float | None, after: float | None) -> float | None:
+    """Add one reading's CPU seconds to a total that becomes None once a reading is unknown.
+
+    Parameters
+    ----------
+    total : float or None
+        CPU seconds so far.
+    before, after : float or None
+        :func:`process_cpu_s` around the measured work.
+
+    Returns
+    -------
+    float or None
+        ``total + after - before``; None if any of them is None.
+    """
+    if total is None or before is None or after is None:
+        return None
+    return total + after - before
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """Return the CPU seconds (user + system) a process has used so far, None if unknown.
 
     Parameters
     ----------
@@ -206,15 +245,17 @@ def process_cpu_s(pid: int | None) -> float:
 
     Returns
     -------
-    float
-        ``utime + stime`` of ``/proc/{pid}/stat`` over the clock tick rate, seconds.
+    float or None
+        ``utime + stime`` of ``/proc/{pid}/stat`` over the clock tick rate, seconds; None
+        without a process id or a readable ``/proc`` (not Linux): the figure is then
+        reported as not measured, never as 0.
     """
     if pid is None:
-        return 0.0
+        return None
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
+        return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -302,7 +343,7 @@ def run_pair(
         profile.disable()
     wall = time.perf_counter() - t0
     cell.cpu_s += time.process_time() - cpu0
-    cell.ddb_cpu_s += process_cpu_s(ddb_pid) - ddb0
+    cell.ddb_cpu_s = add_cpu(cell.ddb_cpu_s, ddb0, process_cpu_s(ddb_pid))
     cell.wall_s += wall
     cell.batch_ms.append(1000 * wall)
     cell.records += len(chunk)
@@ -311,7 +352,7 @@ def run_pair(
     cell.baseline_failures += baseline.write_batch(event)
     cell.baseline_wall_s += time.perf_counter() - t0
     cell.baseline_cpu_s += time.process_time() - cpu0
-    cell.baseline_ddb_cpu_s += process_cpu_s(ddb_pid) - ddb0
+    cell.baseline_ddb_cpu_s = add_cpu(cell.baseline_ddb_cpu_s, ddb0, process_cpu_s(ddb_pid))
     cell.baseline_records += len(chunk)
 
 
@@ -345,7 +386,19 @@ def evaluate_targets(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return targets
 
 
+def fmt_ms(value: float | None) -> str:
+    """Format a per-record CPU figure for the console table: 3 decimals, or ``n/a``."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def print_table(runs: list[dict[str, Any]]) -> None:
+    """Print one line per (backend, batch size) of :meth:`Cell.summary` rows.
+
+    Parameters
+    ----------
+    runs : list of dict
+        The result's ``runs``: records/s, speedup and CPU ms per record, both writers.
+    """
     head = (
         f"{'backend':<16}{'batch':>6}{'rec/s':>9}{'put rec/s':>10}{'speedup':>9}"
         f"{'cpu ms':>8}{'put cpu':>8}{'ddb cpu':>8}"
@@ -357,11 +410,31 @@ def print_table(runs: list[dict[str, Any]]) -> None:
             f"{r['backend']:<16}{r['batch_size']:>6}{r['records_per_s']:>9.0f}"
             f"{r['baseline_records_per_s']:>10.0f}{r['speedup']:>9.2f}"
             f"{r['cpu_ms_per_record']:>8.3f}{r['baseline_cpu_ms_per_record']:>8.3f}"
-            f"{r['ddb_local_cpu_ms_per_record']:>8.3f}"
+            f"{fmt_ms(r['ddb_local_cpu_ms_per_record']):>8}"
         )
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and write ``bench/results/ingest.json``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``--output PATH``, ``--quick`` (a few batches), ``--backends`` (``dynamodb-local``,
+        ``emulator``), ``--profile PATH`` (cProfile of the handler at batch 1,000).
+
+    Returns
+    -------
+    int
+        0: the targets are reported in the JSON (:func:`evaluate_targets`), not as the
+        exit status.
+
+    Raises
+    ------
+    RuntimeError
+        When a record failed, in the handler or the baseline: the figures would not
+        count the same work.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--quick", action="store_true", help="smoke run: a few batches")

@@ -816,6 +816,19 @@ def target_lines(found: Sequence[Target]) -> list[str]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line of ``python -m bench.report``.
+
+    Parameters
+    ----------
+    argv : sequence of str or None
+        ``--results DIR``, ``--output PATH``, ``--demo PATH``, ``--since
+        YYYY-MM-DDTHH:MM:SSZ`` (UTC), ``--require-all``; None reads ``sys.argv``.
+
+    Returns
+    -------
+    argparse.Namespace
+        The options.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m bench.report", description=__doc__.split("\n")[0]
     )

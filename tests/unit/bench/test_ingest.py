@@ -7,7 +7,7 @@ import os
 import random
 from typing import Any
 
-from bench.ingest import ArticlePutItemWriter, Cell, evaluate_targets, process_cpu_s
+from bench.ingest import ArticlePutItemWriter, Cell, add_cpu, evaluate_targets, process_cpu_s
 from sandbox.aws_events import sqs_event, sqs_record
 
 
@@ -82,7 +82,22 @@ def test_targets_are_the_speedup_at_batch_1000_per_backend() -> None:
     assert runs[0]["cpu_ms_per_record"] == 0.1
 
 
-def test_process_cpu_reads_this_process_and_tolerates_a_gone_one() -> None:
-    assert process_cpu_s(os.getpid()) > 0
-    assert process_cpu_s(None) == 0.0
-    assert process_cpu_s(2**22 + 12345) == 0.0
+def test_process_cpu_reads_this_process_and_says_unknown_for_a_gone_one() -> None:
+    assert (process_cpu_s(os.getpid()) or 0) > 0
+    assert process_cpu_s(None) is None
+    assert process_cpu_s(2**22 + 12345) is None
+
+
+def test_an_unknown_cpu_reading_is_not_measured_rather_than_zero() -> None:
+    # Given a cell whose DynamoDB Local readings were known once, then not (no /proc)
+    cell = Cell("dynamodb-local", 10, records=10, wall_s=1.0, baseline_records=10)
+    cell.baseline_wall_s, cell.batch_ms = 2.0, [100.0]
+    cell.ddb_cpu_s = add_cpu(cell.ddb_cpu_s, 1.0, 1.5)
+    cell.baseline_ddb_cpu_s = add_cpu(cell.baseline_ddb_cpu_s, 1.5, 2.0)
+    cell.baseline_ddb_cpu_s = add_cpu(cell.baseline_ddb_cpu_s, None, 2.5)
+    # Then the known one is per record and the unknown one is None, never 0
+    row = cell.summary()
+    assert row["ddb_local_cpu_ms_per_record"] == 50.0
+    assert row["baseline_ddb_local_cpu_ms_per_record"] is None
+    # And a later known reading does not bring an unknown total back
+    assert add_cpu(None, 1.0, 2.0) is None
