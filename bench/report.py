@@ -41,6 +41,8 @@ RESULTS = ROOT / "results"
 REPORT = ROOT / "REPORT.md"
 #: The demo's target (issue 17): ``make demo`` in under ten minutes, seconds.
 DEMO_TARGET_S = 600.0
+#: The key :func:`load` puts in place of a result file it could not parse: the reason.
+UNREADABLE = "_unreadable"
 
 
 @dataclass(frozen=True)
@@ -613,7 +615,10 @@ def _loads(values: Sequence[float] | None) -> str:
 
 
 def load(results: Path, since: datetime | None = None) -> dict[str, dict[str, Any] | None]:
-    """Each benchmark's JSON, or None when missing, unreadable or older than ``since``.
+    """Each benchmark's JSON, or None when missing or older than ``since``.
+
+    A file that exists but is not a JSON object becomes ``{UNREADABLE: reason}``: the
+    report says why it could not be read, and ``--require-all`` fails on it.
 
     Parameters
     ----------
@@ -631,13 +636,16 @@ def load(results: Path, since: datetime | None = None) -> dict[str, dict[str, An
     docs: dict[str, dict[str, Any] | None] = {}
     for b in BENCHMARKS:
         path = results / f"{b.name}.json"
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        if not path.exists():
             docs[b.name] = None
             continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            docs[b.name] = {UNREADABLE: f"{exc.__class__.__name__}: {exc}"}
+            continue
         if not isinstance(doc, dict):
-            docs[b.name] = None
+            docs[b.name] = {UNREADABLE: f"a JSON {type(doc).__name__}, not an object"}
             continue
         dated = _date(doc)
         stale = since is not None and dated is not None and dated < since
@@ -765,6 +773,10 @@ def render(
             sections += [f"Not run: no current `bench/results/{b.name}.json` (`{b.command}`)."]
             targets.append(Target(b.name, "(all)", "", "not run", False, "not run"))
             continue
+        if UNREADABLE in doc:
+            sections += [f"Could not read `{b.name}.json` ({doc[UNREADABLE]})."]
+            targets.append(Target(b.name, "(all)", "", "unreadable", False, "unreadable file"))
+            continue
         try:
             body, found = b.section(doc)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -884,9 +896,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{b.name:<18} {'not run' if doc is None else fmt(w, 1) + ' s'}")
     print(f"{'all':<18} {total:.1f} s ({total / 60:.1f} min)")
     print(f"wrote {args.output.name}")
-    missing = [name for name, doc in docs.items() if doc is None]
+    missing = [name for name, doc in docs.items() if doc is None or UNREADABLE in doc]
     if missing and args.require_all:
-        print(f"not run (or stale): {', '.join(missing)}", file=sys.stderr)
+        print(f"not run, stale or unreadable: {', '.join(missing)}", file=sys.stderr)
         return 1
     return 0
 

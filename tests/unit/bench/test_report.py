@@ -207,3 +207,18 @@ def test_a_result_of_another_shape_is_reported_not_fatal(results: Path) -> None:
     assert code == 0
     assert "Could not read `hot_key.json`'s figures (KeyError" in section(text, "Hot key")
     assert "| hot_key | (all) |  | unreadable | **missed**: unreadable result |" in text
+
+
+def test_a_file_that_is_not_json_is_unreadable_not_absent(results: Path) -> None:
+    # Given a result cut short (a benchmark killed while writing it)
+    (results / "hot_key.json").write_text('{"benchmark": "hot_key", "runs": [', encoding="utf-8")
+    code, text = run(results)
+    # Then the report says why it could not be read, not that the benchmark did not run
+    hot_key = section(text, "Hot key")
+    assert "Could not read `hot_key.json` (JSONDecodeError:" in hot_key
+    assert "Not run" not in hot_key
+    assert "| hot_key | (all) |  | unreadable | **missed**: unreadable file |" in text
+    assert code == 0
+    # And --require-all fails on it, as on a missing one
+    code, _ = run(results, "--require-all")
+    assert code == 1
