@@ -34,13 +34,19 @@ from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 _boto3 = TypeSerializer()
 
-_scalars = st.one_of(
-    st.text(max_size=20),
-    st.integers(min_value=-(10**40), max_value=10**40),
-    st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-1e6, max_value=1e6),
-    st.booleans(),
-    st.none(),
-)
+
+def scalars(max_abs_int: int) -> st.SearchStrategy[Any]:
+    """Strings, integers up to ``max_abs_int`` in magnitude, finite decimals, bools, None."""
+    return st.one_of(
+        st.text(max_size=20),
+        st.integers(min_value=-max_abs_int, max_value=max_abs_int),
+        st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-1e6, max_value=1e6),
+        st.booleans(),
+        st.none(),
+    )
+
+
+_scalars = scalars(10**40)
 _json = st.recursive(
     _scalars,
     lambda children: (
@@ -116,13 +122,7 @@ def _plain_item(event: Event, shard: int, bucket: TimeBucket) -> dict[str, Any]:
     }
 
 
-_stored_scalars = st.one_of(
-    st.text(max_size=20),
-    st.integers(min_value=-(10**37), max_value=10**37),
-    st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-1e6, max_value=1e6),
-    st.booleans(),
-    st.none(),
-)
+_stored_scalars = scalars(10**37)  # within DynamoDB's 38 digits of precision
 _events = st.builds(
     Event,
     key=st.text(min_size=1, max_size=12).filter(lambda k: k.strip() == k and k[-1] != "#"),
