@@ -201,7 +201,8 @@ class Dynashard:
         at import time).
     write_client : DynamoDBClient, optional
         The client of the writer's BatchWriteItem calls. When omitted it is ``client``
-        if one was given, else a client with botocore's retries off: the writer retries
+        if one was given, else one made on the first write (:attr:`write_client`) with
+        botocore's retries and parameter validation off: the writer retries
         throttled and unprocessed items itself (``config.write_backoff``), reading the
         ``ThrottlingReasons`` of every attempt, so its budget is the whole budget and
         the scaler can tell retries from demand

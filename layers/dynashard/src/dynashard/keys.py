@@ -390,7 +390,35 @@ def gsi1_partition_key(logical: str, ts: datetime, bucket: TimeBucket, shard: in
     >>> gsi1_partition_key("DEPARTURES#JFK", ts, TimeBucket.DAY, 3)
     'DEPARTURES#JFK#2013-01-01#3'
     """
-    return f"{logical}#{time_bucket(ts, bucket)}#{shard}"
+    return bucket_partition_key(logical, time_bucket(ts, bucket), shard)
+
+
+def bucket_partition_key(logical: str, label: str, shard: int) -> str:
+    """Return the GSI1 partition key ``{logical}#{label}#{shard}`` of a bucket label.
+
+    :func:`gsi1_partition_key` for a caller that has the bucket's label already (the
+    writer computes it once per event); :func:`split_gsi1_partition_key` reverses it.
+
+    Parameters
+    ----------
+    logical : str
+        Logical key.
+    label : str
+        Time bucket label (:func:`dynashard.strategies.time_bucket`), e.g. ``2013-01-01``.
+    shard : int
+        The item's shard.
+
+    Returns
+    -------
+    str
+        E.g. ``DEPARTURES#JFK#2013-01-01#3``.
+
+    Examples
+    --------
+    >>> bucket_partition_key("DEPARTURES#JFK", "2013-01-01", 3)
+    'DEPARTURES#JFK#2013-01-01#3'
+    """
+    return f"{logical}#{label}#{shard}"
 
 
 _BUCKET_LABEL = re.compile(r"^\d{4}-\d{2}(-\d{2}(T\d{2})?)?$")

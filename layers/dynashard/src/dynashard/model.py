@@ -314,8 +314,9 @@ def to_dynamodb_numbers(value: Any, path: str = "value") -> Any:
         return _numbers_at(value, path)
 
 
-#: Ints below this magnitude are valid DynamoDB numbers as they are (at most 38 digits).
-_MAX_PLAIN_INT: Final = 10**38
+#: Ints below this magnitude are valid DynamoDB numbers as they are: at most
+#: :data:`MAX_NUMBER_DIGITS` digits (Developer Guide, "Data types", Number).
+MAX_EXACT_INT: Final = 10**MAX_NUMBER_DIGITS
 
 
 def _numbers(value: Any) -> Any:
@@ -328,7 +329,7 @@ def _numbers(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return value
-    if kind is int and -_MAX_PLAIN_INT < value < _MAX_PLAIN_INT:
+    if kind is int and -MAX_EXACT_INT < value < MAX_EXACT_INT:
         return value
     if kind is dict:
         if "" in value:

@@ -31,9 +31,16 @@ from dynashard import names
 from dynashard.capacity import attribute_value_size, number_size, write_units
 from dynashard.errors import DynashardError, InvalidInputError
 from dynashard.gsi_buckets import records_to_prune
-from dynashard.keys import check_item_size, gsi1_partition_key, physical_key, utf8_len
+from dynashard.keys import (
+    TS_WIDTH,
+    bucket_partition_key,
+    check_item_size,
+    gsi1_partition_key,
+    physical_key,
+    utf8_len,
+)
 from dynashard.metadata import ShardMetadata
-from dynashard.model import Event
+from dynashard.model import MAX_EXACT_INT, Event
 from dynashard.retry import RETRYABLE_ERROR_CODES, Backoff
 from dynashard.strategies import TimeBucket, choose_shard, time_bucket
 from dynashard.throttling import THROTTLING_ERROR_CODES, ThrottleKind, classify, throttling_reasons
@@ -107,9 +114,6 @@ _ITEM_NAME_BYTES: Final = sum(
         names.ATTR_DATA,
     )
 )
-#: Largest magnitude of an int written as it is (:func:`serialize_value`): 38 digits
-#: (Developer Guide, "Data types", Number); larger ones go through boto3's checks.
-_MAX_PLAIN_INT: Final = 10**38
 
 
 def serialize_value(value: Any) -> dict[str, Any]:
@@ -135,7 +139,7 @@ def serialize_value(value: Any) -> dict[str, Any]:
     Raises
     ------
     TypeError
-        For a value boto3 cannot serialize (a float, a tuple, NaN).
+        For a value boto3 cannot serialize (a float, NaN).
 
     Examples
     --------
@@ -149,7 +153,7 @@ def serialize_value(value: Any) -> dict[str, Any]:
         return {"S": value}
     if kind is dict:
         return {"M": {k: serialize_value(v) for k, v in value.items()}}
-    if kind is int and -_MAX_PLAIN_INT < value < _MAX_PLAIN_INT:
+    if kind is int and -MAX_EXACT_INT < value < MAX_EXACT_INT:
         return {"N": str(value)}
     if kind is list:
         return {"L": [serialize_value(v) for v in value]}
@@ -206,9 +210,9 @@ def build_item(
         If the sort key or the item is over a DynamoDB limit.
     """
     sk = event.sort_key
-    ts = sk[: len(sk) - len(event.id) - 1]  # format_ts(event.ts): the sort key's prefix
+    ts = sk[:TS_WIDTH]  # format_ts(event.ts): the sort key's fixed-width prefix
     pk = physical_key(event.key, shard)
-    gsi1_pk = f"{event.key}#{label or time_bucket(event.ts, bucket)}#{shard}"
+    gsi1_pk = bucket_partition_key(event.key, label or time_bucket(event.ts, bucket), shard)
     size = check_item_size(_item_size(event, sk, pk, gsi1_pk, shard))
     item = {
         names.ATTR_PK: {"S": pk},
