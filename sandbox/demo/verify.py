@@ -306,10 +306,7 @@ def read_back(
         return [result for result, _ in results]
 
     def run(job: tuple[ReadSpec, list[dict[str, Any]]]) -> ReadResult:
-        spec, wanted = job
-        got, pages, error = read_all(handlers, spec, on_page)
-        result = compare(spec, got, wanted)
-        result.pages, result.error = pages, error
+        result = read_and_compare(handlers, job, on_page)
         if on_done is not None:
             on_done(result)
         return result
@@ -332,13 +329,39 @@ def _start_reading_process(log_path: str | None) -> None:
     _PROCESS_HANDLERS.append(Handlers.load())
 
 
-def _read_in_this_process(job: tuple[ReadSpec, list[dict[str, Any]]]) -> tuple[ReadResult, int]:
+def read_and_compare(
+    handlers: Handlers,
+    job: tuple[ReadSpec, list[dict[str, Any]]],
+    on_page: Callable[[int], None] | None = None,
+) -> ReadResult:
+    """Run one read through the query handler, page by page, and check it.
+
+    Parameters
+    ----------
+    handlers : Handlers
+        The functions' handlers (the query handler serves every page).
+    job : tuple of (ReadSpec, list of dict)
+        The read and the events it must return, in order.
+    on_page : callable, optional
+        Called as :func:`read_all` calls it, once per page.
+
+    Returns
+    -------
+    ReadResult
+        :func:`compare`'s verdict, with the pages read and the error that ended the
+        read, if any.
+    """
     spec, wanted = job
-    handlers = _PROCESS_HANDLERS[0]
-    before = handlers.invocations["query"]
-    got, pages, error = read_all(handlers, spec)
+    got, pages, error = read_all(handlers, spec, on_page)
     result = compare(spec, got, wanted)
     result.pages, result.error = pages, error
+    return result
+
+
+def _read_in_this_process(job: tuple[ReadSpec, list[dict[str, Any]]]) -> tuple[ReadResult, int]:
+    handlers = _PROCESS_HANDLERS[0]
+    before = handlers.invocations["query"]
+    result = read_and_compare(handlers, job)
     return result, handlers.invocations["query"] - before
 
 
