@@ -170,7 +170,7 @@ def compile_command(python: str, target: str) -> list[str]:
 
 
 def _python_version(python: str) -> str | None:
-    """Return ``"X.Y"`` of an interpreter, or None when it does not run."""
+    """Return ``"X.Y"`` of an interpreter, or None when it does not run (in 30 s)."""
     try:
         result = subprocess.run(
             [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
@@ -179,7 +179,7 @@ def _python_version(python: str) -> str | None:
             timeout=30,
             check=False,
         )
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() if result.returncode == 0 else None
 
@@ -245,9 +245,10 @@ class PipLocalBundling:
     machine is. When pip fails (no network and no wheelhouse, say) it prints why and
     returns False, and CDK falls back to the Docker bundling of the layer's
     ``BundlingOptions``. The modules are then compiled by a local interpreter of the
-    Lambda Python version (:func:`find_layer_python`); without one it returns False too
-    (bytecode of another version would be ignored in Lambda, and no bytecode at all
-    costs every cold start the compilation).
+    Lambda Python version (:func:`find_layer_python`); without one it builds the layer
+    without bytecode and warns on stderr (bytecode of another version would be ignored
+    in Lambda, and no bytecode at all costs every cold start the compilation; Docker
+    bundling compiles with the image's Python).
 
     Parameters
     ----------
