@@ -22,9 +22,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import dynashard.bucketed as bucketed
+import dynashard.dynamodb.bucketed_reader as bucketed
 from dynashard import Dynashard, DynashardConfig, Event
-from dynashard.bucketed import parse_bucketed_keys
+from dynashard.core.families import parse_bucketed_keys
 from sandbox.dynamodb_local import DynamoDBLocal
 from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata

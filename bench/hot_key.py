@@ -42,8 +42,8 @@ from typing import Any
 from bench.charts import render
 from bench.machine import load_average, machine, print_targets, utc_now, write_result
 from dynashard import Dynashard, DynashardConfig, Event, names
-from dynashard.retry import Backoff
-from dynashard.writer import WriteOutcome
+from dynashard.core.retry import Backoff
+from dynashard.dynamodb.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.alarms import LocalAlarm, scaler_action

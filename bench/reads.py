@@ -66,11 +66,10 @@ from typing import TYPE_CHECKING, Any, cast
 from bench.charts import render
 from bench.machine import load_average, machine, utc_now, write_result
 from dynashard import Dynashard, DynashardConfig, Event, names
+from dynashard.core.buckets import time_bucket
+from dynashard.core.keys import format_ts, physical_key
 from dynashard.errors import InvalidInputError
-from dynashard.keys import format_ts, physical_key
-from dynashard.read_plan import gsi1_shard_count
-from dynashard.reader import shard_page_limit
-from dynashard.strategies import time_bucket
+from dynashard.planning.reads import gsi1_shard_count, shard_page_limit
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from sandbox.demo.dataset import NEW_YORK, load_departures, local_day_window
 from sandbox.dynamodb_local import DynamoDBLocal, free_port, local_client
@@ -430,7 +429,7 @@ class GatherThenSortReader:
 class FanOutFloor:
     """A floor, not a reader: one round of N parallel Queries, as dynashard's first one.
 
-    Each shard is asked for :func:`dynashard.reader.shard_page_limit` items, as the
+    Each shard is asked for :func:`dynashard.planning.reads.shard_page_limit` items, as the
     library's reader asks, and nothing else is done: no metadata read, no read-ahead,
     no merge beyond a sort of what came back, no cursor (first pages only, not checked
     for exactness). Its latency is what the fan-out alone costs on this machine, the
@@ -545,7 +544,7 @@ def write_data(
     One key per shard count ``N`` written at ``N`` throughout, and for each ``N > 1`` a
     grown key: the events before ``GROWTH_AT`` written with ``GROWN_FROM`` shards, then
     the key grown to ``N`` and the rest written. The writers record each time bucket's
-    GSI1 shard count (:mod:`dynashard.gsi_buckets`); a grown key's cool-hour bucket must
+    GSI1 shard count (:mod:`dynashard.dynamodb.gsi_buckets`); a grown key's cool-hour bucket must
     come out at ``GROWN_FROM``, or the benchmark stops (the class would not be the one
     it names).
 
@@ -1165,7 +1164,7 @@ def warm_up(
     """Read each cell's first sequence untimed (kept for the exactness check).
 
     A ``gsi1`` cell the library refuses (a window that would take more than
-    :data:`dynashard.read_plan.MAX_GSI1_REQUESTS` GSI1 Queries) is dropped and
+    :data:`dynashard.planning.reads.MAX_GSI1_REQUESTS` GSI1 Queries) is dropped and
     reported with the library's reason.
 
     Returns

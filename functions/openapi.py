@@ -13,7 +13,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
 
-from dynashard import api
+from dynashard.lambda_kit import bodies as api
 
 #: Title of the merged document.
 TITLE = "dynashard API"
@@ -54,7 +54,7 @@ def _error_body_too(response: dict[str, Any] | None, ref: dict[str, str]) -> Non
 def _document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     # Powertools documents its own 422 body (HTTPValidationError); both functions answer
     # validation errors with {"message", "field", "errors"} instead (their handlers).
-    # Bodies parsed by dynashard.api (api.REQUEST_MODELS) answer 400, never 422; their
+    # Bodies parsed by dynashard.lambda_kit.bodies (api.REQUEST_MODELS) answer 400, never 422; their
     # schemas join the components here, as Powertools never saw them.
     ref = {"$ref": "#/components/schemas/ErrorResponse"}
     parsed = {f"#/components/schemas/{m.__name__}" for m in api.REQUEST_MODELS}

@@ -10,7 +10,7 @@ Only key-range metrics are here on purpose (design invariant 6): adding shards f
 hot partition, never a table, account or on-demand-maximum limit.
 
 DynamoDB's words (namespace, metric and dimension names) are spelled once, in
-:mod:`dynashard.throttling`, which the scaler's policy reads too; they are re-exported
+:mod:`dynashard.core.throttling`, which the scaler's policy reads too; they are re-exported
 here for the CDK constructs.
 
 Sources: "DynamoDB metrics and dimensions" and "CloudWatch throttling metrics" in the
@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Final
 
 from dynashard import names
-from dynashard.throttling import (
+from dynashard.core.throttling import (
     DIM_INDEX_NAME,
     DIM_TABLE_NAME,
     DYNAMODB_NAMESPACE,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dynashard.bucketed import parse_bucketed_keys
-from dynashard.strategies import TimeBucket, parse_time_buckets
+from dynashard.core.buckets import TimeBucket, parse_time_buckets
+from dynashard.core.families import parse_bucketed_keys
 
 if TYPE_CHECKING:
     from constructs import Node

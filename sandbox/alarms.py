@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
-from dynashard.scaling import Alarm
+from dynashard.planning.scaling import Alarm
 from infra.alarm_specs import AlarmSpec, Comparison
 from sandbox.emulator.limits import Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
@@ -47,8 +47,8 @@ from sandbox.emulator.metrics import ContributorInsightsMode
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext as PowertoolsContext
 
-    from dynashard.scaling import OfferedLoadSource, ScalerPort
-    from dynashard.shrinking import ShrinkPort
+    from dynashard.planning.scaling import OfferedLoadSource, ScalerPort
+    from dynashard.planning.shrinking import ShrinkPort
     from sandbox.emulator.server import PartitionEmulator
     from sandbox.logs import LocalInsightRule
 
@@ -720,7 +720,7 @@ def scaler_action(
     ValueError
         For an unknown Contributor Insights mode.
     """
-    from dynashard.scaling import parse_time
+    from dynashard.planning.scaling import parse_time
     from functions.scaler.app import get_settings, handler, is_scheduled_event
     from sandbox.aws_events import LambdaContext
     from sandbox.emulator.insights import EmulatorHotKeySource

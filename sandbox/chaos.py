@@ -163,9 +163,9 @@ def refusal_reason(payload: str | bytes) -> str | None:
     Returns
     -------
     str or None
-        :func:`dynashard.ingest.describe_error` of the parse error.
+        :func:`dynashard.lambda_kit.ingest.describe_error` of the parse error.
     """
-    from dynashard.ingest import describe_error, parse_event
+    from dynashard.lambda_kit.ingest import describe_error, parse_event
 
     try:
         parse_event(payload)
@@ -869,7 +869,7 @@ def read_all_ids(facade: Any, keys: Sequence[str]) -> Counter[str]:
     Counter
         Event id -> times a read returned it (1 when once).
     """
-    from dynashard.reader import MAX_PAGE_LIMIT
+    from dynashard.planning.reads import MAX_PAGE_LIMIT
 
     seen: Counter[str] = Counter()
     for key in keys:

@@ -102,14 +102,14 @@ def reset_function_caches() -> list[str]:
     other tables it must start them cold again, as a new Lambda container would.
 
     Every function keeps its caches in the handler kit's registry
-    (:func:`dynashard.lambda_kit.container_cache`), so this is
-    :func:`dynashard.lambda_kit.reset_all`.
+    (:func:`dynashard.lambda_kit.cache.container_cache`), so this is
+    :func:`dynashard.lambda_kit.cache.reset_all`.
 
     Returns
     -------
     list of str
         Dotted name (``module.getter``) of each cache that held a value.
     """
-    from dynashard.lambda_kit import reset_all
+    from dynashard.lambda_kit.cache import reset_all
 
     return reset_all()

@@ -1,7 +1,7 @@
 """CloudWatch Logs and Contributor Insights, emulated for the functions' own log lines.
 
 On AWS the ingest functions' JSON log lines go to their log groups, and a Contributor
-Insights rule (:func:`dynashard.load.write_load_rule_body`) ranks logical keys by the
+Insights rule (:func:`dynashard.core.load.write_load_rule_body`) ranks logical keys by the
 write units they were offered; the scaler reads its report. Here
 :class:`LocalInsightRule` evaluates the same rule body on the same lines: a
 :class:`LogTap` formats each record of the functions' Powertools logger with the
@@ -16,7 +16,7 @@ path; without it each matching line counts 1), ``Filters`` with ``Match`` and ``
 The rule answers both of the scaler's load ports: :meth:`LocalInsightRule.offered_wcu`
 (one window, for growth) and :meth:`LocalInsightRule.peak_offered_wcu` (each key's
 busiest period of a window, for the shrink sweep), as
-:class:`dynashard.adapters.insights.InsightRuleOfferedLoad` reads them on AWS.
+:class:`dynashard.cloudwatch.insights.InsightRuleOfferedLoad` reads them on AWS.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dynashard.load import MAX_CONTRIBUTORS
-from dynashard.shrinking import LoadHistory
+from dynashard.core.load import MAX_CONTRIBUTORS
+from dynashard.planning.shrinking import LoadHistory
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -197,7 +197,7 @@ class LocalInsightRule:
     ) -> LoadHistory:
         """Answer the shrink sweep's ``LoadHistorySource`` port: each key's busiest period.
 
-        What :meth:`dynashard.adapters.insights.InsightRuleOfferedLoad.peak_offered_wcu`
+        What :meth:`dynashard.cloudwatch.insights.InsightRuleOfferedLoad.peak_offered_wcu`
         asks of ``GetInsightRuleReport`` (``Period = period_s``, ``OrderBy`` ``Sum``):
         the top contributors by their sum over the window, each with one datapoint per
         period, periods aligned on multiples of the period since the epoch (as

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dynashard import names
-from dynashard.capacity import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
+from dynashard.core.capacity import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
 from sandbox.env_vars import function_environment, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal

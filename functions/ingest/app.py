@@ -7,9 +7,10 @@ Entry points (deployed as ``app.api_handler``, ``app.sqs_handler``, ``app.kinesi
   ``Retry-After`` and the events to send again (not a 207: clients treat any 2xx as
   success); 422 for an invalid body, 400 for a broken dynashard rule.
   ``PUT /index/{key}/layout``, ``POST /index/{key}``: an ordered index's layout (409
-  if another is stored) and entries; bodies parsed by :mod:`dynashard.api` (400).
+  if another is stored) and entries; bodies parsed by :mod:`dynashard.lambda_kit.bodies` (400).
 - :func:`sqs_handler` / :func:`kinesis_handler` -- partial batch responses: one bulk write
-  (:func:`dynashard.ingest.write_batch`); each invalid or unwritten record is reported back.
+  (:func:`dynashard.lambda_kit.ingest.write_batch`); each invalid or unwritten record is
+  reported back.
 
 The status codes and bodies are in ``functions/README.md``.
 """
@@ -29,19 +30,21 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dynashard import api, lambda_kit
-from dynashard.ingest import IngestPort, parse_event, write_batch, write_events
-from dynashard.lambda_kit import ERROR_CONTENT, Dependency
+from dynashard import lambda_kit
+from dynashard.core.buckets import TimeBucket
+from dynashard.lambda_kit import bodies as api
+from dynashard.lambda_kit.ingest import IngestPort, parse_event, write_batch, write_events
+from dynashard.lambda_kit.kit import Dependency
+from dynashard.lambda_kit.rest import ERROR_CONTENT
+from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.model import dumps
-from dynashard.settings import FunctionSettings
-from dynashard.strategies import TimeBucket
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 Settings = FunctionSettings
-"""The function's settings: the library's model (``dynashard.settings``)."""
+"""The function's settings: the library's model (``dynashard.lambda_kit.settings``)."""
 
 kit = lambda_kit.function_kit(__name__, Settings)
 logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics

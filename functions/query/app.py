@@ -30,22 +30,24 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dynashard import api, lambda_kit
-from dynashard.api import CounterBody, EventsPage, OrderedPageBody, ShardsBody
-from dynashard.keys import parse_ts
-from dynashard.lambda_kit import ERROR_CONTENT, Dependency
+from dynashard import lambda_kit
+from dynashard.core.keys import parse_ts
+from dynashard.lambda_kit import bodies as api
+from dynashard.lambda_kit.bodies import CounterBody, EventsPage, OrderedPageBody, ShardsBody
+from dynashard.lambda_kit.kit import Dependency
+from dynashard.lambda_kit.rest import ERROR_CONTENT
+from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.model import dumps
-from dynashard.settings import FunctionSettings
 
 if TYPE_CHECKING:
     from typing import Unpack
 
     from dynashard import CounterValue, Page, ShardInfo
-    from dynashard.gsi_reader import ReadOptions
-    from dynashard.ordered_index import OrderedIndex
+    from dynashard.dynamodb.ordered_index import OrderedIndex
+    from dynashard.dynamodb.planned_reader import ReadOptions
 
 Settings = FunctionSettings
-"""The function's settings: the library's model (``dynashard.settings``)."""
+"""The function's settings: the library's model (``dynashard.lambda_kit.settings``)."""
 
 kit = lambda_kit.function_kit(__name__, Settings)
 logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics

@@ -4,8 +4,10 @@ Invoked by a key-range throttle alarm (its Lambda action, ``"source":
 "aws.cloudwatch"``, or SNS, ``Records[0].Sns.Message``), and every minute by a schedule
 that sweeps the alarms still in ``ALARM`` and then shrinks the keys that stayed cool.
 The deployed handler string is ``app.handler``. Wiring only: settings, default adapters
-(:mod:`dynashard.adapters`), event shapes and metrics; the policies are
-:func:`dynashard.scaling.handle_alarm` and :func:`dynashard.shrinking.shrink_cool_keys`.
+(:mod:`dynashard.cloudwatch`), event shapes and metrics; the policy is
+:func:`dynashard.planning.sweep.sweep` (the growth of
+:func:`~dynashard.planning.scaling.handle_alarm`, then the shrink of
+:func:`~dynashard.planning.shrinking.shrink_cool_keys`).
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ from aws_lambda_powertools.utilities.data_classes import (
 )
 from pydantic import Field
 
-from dynashard import lambda_kit, names, scaling, shrinking
+from dynashard import lambda_kit, names
+from dynashard.core.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME, DYNAMODB_NAMESPACE
 from dynashard.errors import DynashardError
-from dynashard.settings import FunctionSettings
-from dynashard.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME, DYNAMODB_NAMESPACE
+from dynashard.lambda_kit.settings import FunctionSettings
+from dynashard.planning import scaling, shrinking, sweep
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from dynashard.adapters.insights import InsightRuleOfferedLoad
+    from dynashard.cloudwatch.insights import InsightRuleOfferedLoad
 
 
 class Settings(FunctionSettings):
@@ -64,7 +67,7 @@ get_settings, get_facade = kit.get_settings, kit.get_facade
 @lambda_kit.container_cache
 def get_alarm_states() -> scaling.AlarmStateSource:
     """Return the alarm-state adapter (CloudWatch ``DescribeAlarms``), once per container."""
-    from dynashard.adapters.cloudwatch import CloudWatchAlarmStates
+    from dynashard.cloudwatch.alarms import CloudWatchAlarmStates
 
     return CloudWatchAlarmStates()
 
@@ -72,7 +75,7 @@ def get_alarm_states() -> scaling.AlarmStateSource:
 @lambda_kit.container_cache
 def get_hot_key_source() -> scaling.HotKeySource:
     """Return the hot-key adapter (Contributor Insights), built once per container."""
-    from dynashard.adapters.insights import ContributorInsightsHotKeySource
+    from dynashard.cloudwatch.insights import ContributorInsightsHotKeySource
 
     return ContributorInsightsHotKeySource()
 
@@ -80,7 +83,7 @@ def get_hot_key_source() -> scaling.HotKeySource:
 @lambda_kit.container_cache
 def get_offered_load_source() -> InsightRuleOfferedLoad | None:
     """Return the adapter on ``DYNASHARD_WRITE_LOAD_RULE`` (offered load and its history)."""
-    from dynashard.adapters.insights import InsightRuleOfferedLoad
+    from dynashard.cloudwatch.insights import InsightRuleOfferedLoad
 
     rule = get_settings().write_load_rule
     return InsightRuleOfferedLoad(rule) if rule else None
@@ -156,12 +159,12 @@ def is_scheduled_event(event: Mapping[str, Any]) -> bool:
     return event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event"
 
 
-def _emit_metrics(outcomes: list[scaling.AlarmOutcome], shrink: shrinking.ShrinkOutcome) -> None:
-    grown = [g for o in outcomes for g in o.grown]
-    metrics.add_metric(name="ShardsGrown", unit=MetricUnit.Count, value=len(grown))
-    metrics.add_metric(name="ShardsShrunk", unit=MetricUnit.Count, value=len(shrink.shrunk))
-    changes = [(g.key, g.previous, g.current) for g in grown]
-    for key, previous, current in changes + [(s.key, s.previous, s.current) for s in shrink.shrunk]:
+def _emit_metrics(run: sweep.ScalerRun) -> None:
+    shrunk = run.shrink.shrunk
+    metrics.add_metric(name="ShardsGrown", unit=MetricUnit.Count, value=len(run.grown))
+    metrics.add_metric(name="ShardsShrunk", unit=MetricUnit.Count, value=len(shrunk))
+    changes = [(g.key, g.previous, g.current) for g in run.grown]
+    for key, previous, current in changes + [(s.key, s.previous, s.current) for s in shrunk]:
         # One EMF blob per key with the key as metadata, not as a dimension: logical
         # keys are unbounded, and each dimension value would be its own metric.
         with single_metric(
@@ -201,7 +204,8 @@ def handler(
     context : LambdaContext
         Lambda context.
     facade, hot_keys, alarm_states, offered_load, load_history, shrinker : optional
-        Ports of :mod:`dynashard.scaling` and :mod:`dynashard.shrinking`; default: the
+        Ports of :mod:`dynashard.planning.scaling` and
+        :mod:`dynashard.planning.shrinking`; default: the
         container's ``Dynashard`` (also the shrinker), Contributor Insights,
         ``DescribeAlarms``, the stack's write-load rule (or none: no shrinking). The
         default facade and hot-key source are built only when an alarm is due or the
@@ -210,9 +214,9 @@ def handler(
     Returns
     -------
     dict
-        For an alarm, :meth:`~dynashard.scaling.AlarmOutcome.to_dict`; for a sweep,
+        For an alarm, :meth:`~dynashard.planning.scaling.AlarmOutcome.to_dict`; for a sweep,
         ``{"sweep": time, "alarms": [those], "shrink":``
-        :meth:`~dynashard.shrinking.ShrinkOutcome.to_dict` ``}``.
+        :meth:`~dynashard.planning.shrinking.ShrinkOutcome.to_dict` ``}``.
 
     Raises
     ------
@@ -232,25 +236,25 @@ def handler(
         logger.append_keys(alarm=alarm.name)
         due = [alarm]
     history = None if alarm is not None else load_history or get_offered_load_source()
-    # The facade (and its DynamoDB client) only when there is something to grow or
-    # shrink: most sweeps find nothing, and a cold one then builds no DynamoDB client.
-    port = facade or (get_facade() if due or history is not None else None)
-    outcomes = []
-    if due and port is not None:
-        source = hot_keys or get_hot_key_source()
-        offered = offered_load or get_offered_load_source()
-        outcomes = [scaling.handle_alarm(a, port, source, settings, offered, logger) for a in due]
-    shrink = shrinking.ShrinkOutcome()
-    if history is not None and port is not None:  # only the sweep shrinks, seeing the load
-        shrinker = shrinker or cast("shrinking.ShrinkPort", port)  # the facade also shrinks
-        shrink = shrinking.shrink_cool_keys(now, shrinker, history, settings, logger)
-    reports = [o.to_dict() for o in outcomes]
-    result: dict[str, Any] = reports[0] if alarm else {"sweep": now.isoformat(), "alarms": reports}
-    if alarm is None:
-        result["shrink"] = shrink.to_dict()
-    _emit_metrics(outcomes, shrink)
+
+    def port() -> scaling.ScalerPort:
+        return facade or get_facade()
+
+    run = sweep.sweep(
+        now,
+        due,
+        port=port,
+        hot_keys=lambda: hot_keys or get_hot_key_source(),
+        offered_load=lambda: offered_load or get_offered_load_source(),
+        history=history,
+        shrinker=lambda: shrinker or cast("shrinking.ShrinkPort", port()),  # the facade shrinks
+        settings=settings,
+        log=logger,
+    )
+    result = run.to_dict(alarm is not None, now)
+    _emit_metrics(run)
     logger.info("scaler done", extra=result)
-    if errors := [e for o in outcomes for e in o.errors] + list(shrink.errors):
-        what = "growing or shrinking" if shrink.errors else "growing"
+    if errors := run.errors:
+        what = "growing or shrinking" if run.shrink.errors else "growing"
         raise DynashardError(f"{what} {len(errors)} key(s) failed: {', '.join(errors)}")
     return result

@@ -6,7 +6,7 @@ write the data table and read/update the metadata table (in-band shard growth), 
 nothing else.
 
 The ingest code logs one ``write load`` line per logical key and invocation
-(:mod:`dynashard.load`); a CloudWatch Contributor Insights rule on the three log groups
+(:mod:`dynashard.core.load`); a CloudWatch Contributor Insights rule on the three log groups
 ranks logical keys by the write units offered, and the scaler reads its report. The
 rule has a name of its own (``{stack}-offered-write-units``) so that the scaler's
 environment and policy can name it without a reference to this construct.
@@ -25,7 +25,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from dynashard.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
+from dynashard.core.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
 from infra.config import FunctionName, StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import (
@@ -181,7 +181,7 @@ class Ingest(Construct):
         Name of the write-load rule, :func:`write_load_rule_name` (a plain string).
     write_load_rule : aws_cdk.aws_cloudwatch.CfnInsightRule
         Contributor Insights rule on the three functions' log groups that sums
-        ``offered_wcu`` per ``logical_key`` (:func:`dynashard.load.write_load_rule_body`).
+        ``offered_wcu`` per ``logical_key`` (:func:`dynashard.core.load.write_load_rule_body`).
     """
 
     def __init__(

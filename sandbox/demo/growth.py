@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from dynashard import names
-from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
+from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
 if TYPE_CHECKING:
     from botocore.session import Session as BotocoreSession
@@ -243,7 +243,7 @@ class GrowthLoop:
 
     def __enter__(self) -> GrowthLoop:
         from dynashard import Dynashard, DynashardConfig
-        from dynashard.load import write_load_rule_body
+        from dynashard.core.load import write_load_rule_body
         from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
         from sandbox.alarms import (
             LocalAlarm,

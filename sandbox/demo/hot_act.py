@@ -46,10 +46,10 @@ def write_units_per_event(departures: Sequence[Departure], per_key: int = 1_000)
     float
         WCU of the largest item measured (the library's own item, shard 0).
     """
-    from dynashard.capacity import write_units
+    from dynashard.core.buckets import TimeBucket
+    from dynashard.core.capacity import write_units
+    from dynashard.dynamodb.writer import build_item
     from dynashard.model import Event
-    from dynashard.strategies import TimeBucket
-    from dynashard.writer import build_item
 
     by_key: dict[str, list[Departure]] = {}
     for d in departures:
@@ -79,7 +79,7 @@ def act_scale(departures: Sequence[Departure], args: argparse.Namespace, units: 
     float
         ``events of the busiest key x WCU per event / (duration x load x 1,000)``.
     """
-    from dynashard.planning import PARTITION_WCU_LIMIT
+    from dynashard.planning.shards import PARTITION_WCU_LIMIT
 
     busiest = max(Counter(d.key for d in departures).values())
     return float(busiest * units / (args.duration * args.load * PARTITION_WCU_LIMIT))

@@ -121,7 +121,7 @@ def target_shards(offered_wcu_per_s: float, partition_wcu: float, target_utiliza
     -------
     int
         ``ceil(offered / (limit x utilization))``, at least 1 (the planner's formula,
-        :func:`dynashard.planning.plan_shard_count`).
+        :func:`dynashard.planning.shards.plan_shard_count`).
 
     Examples
     --------

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynashard.throttling import is_key_range_reason
+from dynashard.core.throttling import is_key_range_reason
 
 
 @dataclass(frozen=True)

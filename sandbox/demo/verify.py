@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from dynashard.keys import format_ts
+from dynashard.core.keys import format_ts
 from sandbox.demo.dataset import (
     CARRIER_COUNTER,
     DST_DAYS,

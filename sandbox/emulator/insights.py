@@ -1,7 +1,7 @@
 """The scaler's ``HotKeySource`` port over the emulator's Contributor-Insights figures.
 
 :class:`EmulatorHotKeySource` answers exactly what
-``dynashard.adapters.insights.ContributorInsightsHotKeySource`` answers against AWS: the
+``dynashard.cloudwatch.insights.ContributorInsightsHotKeySource`` answers against AWS: the
 keys of the PKT report (most throttled) and, in ``ACCESSED_AND_THROTTLED_KEYS`` mode,
 of the PKC report (most consuming), joined and ranked by the library's own
 ``rank_hot_keys``.
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dynashard.adapters.insights import rank_hot_keys
+from dynashard.cloudwatch.insights import rank_hot_keys
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from dynashard.scaling import HotKey
+    from dynashard.planning.scaling import HotKey
     from sandbox.emulator.server import PartitionEmulator
 
 
@@ -56,13 +56,13 @@ class EmulatorHotKeySource:
     ) -> list[HotKey]:
         """Return the emulator's hot partition keys of a table or GSI in a window.
 
-        Implements ``dynashard.scaling.HotKeySource.hot_keys`` (same parameters; whole
+        Implements ``dynashard.planning.scaling.HotKeySource.hot_keys`` (same parameters; whole
         minutes whose start is in the window count).
 
         Returns
         -------
         list of HotKey
-            As :func:`dynashard.adapters.insights.rank_hot_keys` ranks them, with the
+            As :func:`dynashard.cloudwatch.insights.rank_hot_keys` ranks them, with the
             consumed units of the window divided by its length in seconds.
         """
         t0, t1 = start.timestamp(), end.timestamp()

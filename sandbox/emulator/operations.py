@@ -2,7 +2,7 @@
 
 Writes are charged before they are forwarded (a throttled write is never forwarded);
 reads reserve their minimum before and are charged in full after the answer (bytes
-read). The charging rules are the library's, :mod:`dynashard.capacity`; this module finds the
+read). The charging rules are the library's, :mod:`dynashard.core.capacity`; this module finds the
 partition key values a request touches, on the table and on each GSI.
 
 GSI writes ("Global secondary indexes: provisioned throughput"): a write that puts an
@@ -23,13 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from dynashard.capacity import (
-    AttributeValue,
-    Item,
-    write_units,
-)
-from dynashard.capacity import wire_attribute_value_size as attribute_value_size
-from dynashard.capacity import wire_item_size as item_size
+from dynashard.core.capacity import AttributeValue, Item, write_units
+from dynashard.core.capacity import wire_attribute_value_size as attribute_value_size
+from dynashard.core.capacity import wire_item_size as item_size
 from sandbox.emulator.limits import Charge, Resource
 from sandbox.emulator.schema import IndexMeta, TableMeta, key_value_text
 

@@ -41,8 +41,8 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from dynashard.capacity import query_read_units, read_units
-from dynashard.capacity import wire_item_size as item_size
+from dynashard.core.capacity import query_read_units, read_units
+from dynashard.core.capacity import wire_item_size as item_size
 from sandbox.emulator import metrics as m
 from sandbox.emulator.config import EmulatorConfig, LognormalLatency, OnDemand, Provisioned
 from sandbox.emulator.errors import (

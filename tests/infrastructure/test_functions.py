@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dynashard import names
-from dynashard.load import WRITE_LOAD_RULE_SUFFIX
+from dynashard.core.load import WRITE_LOAD_RULE_SUFFIX
 from infra.alarm_specs import SCALER_ALARMS
 from infra.config import FUNCTION_MEMORY_MB
 from tests.infrastructure.conftest import Synth

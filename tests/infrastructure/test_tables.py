@@ -95,7 +95,7 @@ def test_exactly_two_tables(dev: Synth) -> None:
 
 
 def test_data_table_expires_items_through_its_ttl_attribute(dev: Synth) -> None:
-    # Idempotency markers of counters carry it (dynashard.counters), so they expire.
+    # Idempotency markers of counters carry it (dynashard.dynamodb.counters), so they expire.
     props = _table(dev, "data")["Properties"]
     assert props["TimeToLiveSpecification"] == {
         "AttributeName": names.ATTR_EXPIRES_AT,

@@ -9,7 +9,7 @@ import pytest
 from aws_cdk import App, Stack
 
 from dynashard import names
-from dynashard.load import WRITE_LOAD_RULE_SUFFIX
+from dynashard.core.load import WRITE_LOAD_RULE_SUFFIX
 from infra.constructs.ingest import write_load_rule_name
 from tests.infrastructure.conftest import Synth
 from tests.infrastructure.test_iam import _actions, _resources, _statements

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event
-from dynashard.strategies import TimeBucket
-from dynashard.writer import BATCH_WRITE_MAX_ITEMS, build_item
+from dynashard.core.buckets import TimeBucket
+from dynashard.dynamodb.writer import BATCH_WRITE_MAX_ITEMS, build_item
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event, Strategy
+from dynashard.core.strategies import calculated_shards
 from dynashard.errors import InvalidInputError
-from dynashard.strategies import calculated_shards
 from sandbox.demo.dataset import departure_from_row, flights_zip_path
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.cli.app import app
 from dynashard.cli.context import ExitCode
-from dynashard.retry import Backoff
+from dynashard.core.retry import Backoff
 from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 

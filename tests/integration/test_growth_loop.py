@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event, names
-from dynashard.retry import Backoff
-from dynashard.writer import WriteOutcome
+from dynashard.core.retry import Backoff
+from dynashard.dynamodb.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
 from sandbox.alarms import LocalAlarm, scaler_action
 from sandbox.clock import AcceleratedClock

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event
+from dynashard.core.buckets import TimeBucket
 from dynashard.errors import CursorError, InvalidInputError
-from dynashard.strategies import TimeBucket
 from sandbox.aws_events import LambdaContext, api_gateway_event
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 

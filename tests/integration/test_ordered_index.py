@@ -15,9 +15,9 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
 from dynashard import Dynashard, DynashardConfig
+from dynashard.core.ordered import OrderedLayout, normalise, range_shard, shards_for_range
+from dynashard.dynamodb.ordered_index import OrderedIndex, OrderedItem, OrderedPage
 from dynashard.errors import CursorError, InvalidInputError
-from dynashard.ordered import OrderedLayout, normalise, range_shard, shards_for_range
-from dynashard.ordered_index import OrderedIndex, OrderedItem, OrderedPage
 
 pytestmark = pytest.mark.integration
 

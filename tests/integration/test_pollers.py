@@ -15,7 +15,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import Dynashard, DynashardConfig
-from dynashard.lambda_kit import partial_batch_response
+from dynashard.lambda_kit.batch import partial_batch_response
 from sandbox.aws_events import LambdaContext
 from sandbox.dynamodb_local import DynamoDBLocal
 from sandbox.moto_server import MotoServer

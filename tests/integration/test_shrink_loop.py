@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event, names
-from dynashard.load import write_load_rule_body
+from dynashard.core.load import write_load_rule_body
 from sandbox.alarms import LocalSchedule, scaler_action
 from sandbox.aws_events import LambdaContext, batch_item_failures, sqs_event, sqs_record
 from sandbox.clock import AcceleratedClock

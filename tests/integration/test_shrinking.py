@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event, counter_key
-from dynashard.shrinking import LoadHistory, shrink_cool_keys
+from dynashard.planning.shrinking import LoadHistory, shrink_cool_keys
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

@@ -180,8 +180,8 @@ def test_sharded_gsi_key_spreads_the_same_writes_without_back_pressure(
     (``{logical}#{bucket}#{shard}``), is served whole; unsharded, it is throttled."""
     from datetime import UTC, datetime
 
-    from dynashard.keys import gsi1_partition_key, physical_key
-    from dynashard.strategies import TimeBucket
+    from dynashard.core.buckets import TimeBucket
+    from dynashard.core.keys import gsi1_partition_key, physical_key
 
     client = path.client()
     ts = datetime(2013, 1, 1, 10, tzinfo=UTC)

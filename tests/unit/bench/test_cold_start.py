@@ -22,7 +22,7 @@ from bench.cold_start import (
 )
 from bench.memory import MB_PER_VCPU, memory_size
 from dynashard import names
-from dynashard.lambda_kit import batch_payloads
+from dynashard.lambda_kit.batch import batch_payloads
 
 EVENTS = [
     {"key": "DEPARTURES#EWR", "id": f"e{i}", "ts": "2013-01-01T10:00:00Z", "data": {"n": i}}

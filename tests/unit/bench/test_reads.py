@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.reads import GatherThenSortReader, MeteredClient, PlainQueryReader, percentile
-from dynashard.keys import physical_key
-from dynashard.metadata import ShardInfo, ShardMetadata
-from dynashard.reader import ShardedReader
+from dynashard.core.keys import physical_key
+from dynashard.core.shard_info import ShardInfo
+from dynashard.dynamodb.reader import ShardedReader
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 
 TABLE = "data"
 

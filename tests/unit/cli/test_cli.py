@@ -16,8 +16,8 @@ from dynashard import Dynashard, DynashardConfig, names
 from dynashard.cli import checkout
 from dynashard.cli.app import app
 from dynashard.cli.context import ExitCode
-from dynashard.ordered import OrderedLayout
-from dynashard.scaling import HotKey
+from dynashard.core.ordered import OrderedLayout
+from dynashard.planning.scaling import HotKey
 from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 runner = CliRunner()
@@ -301,7 +301,7 @@ def _stubbed_insights(
     """
     from botocore.stub import ANY, Stubber
 
-    from dynashard.adapters.insights import ContributorInsightsHotKeySource
+    from dynashard.cloudwatch.insights import ContributorInsightsHotKeySource
 
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     cw = boto3.client("cloudwatch", region_name="us-east-1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from dynashard.scaling import HotKey
+from dynashard.planning.scaling import HotKey
 from sandbox.emulator.__main__ import config_from_args, parse_args
 from sandbox.emulator.config import OnDemand, Provisioned
 from sandbox.emulator.insights import EmulatorHotKeySource

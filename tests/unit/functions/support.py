@@ -9,10 +9,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dynashard.core.shard_info import ShardInfo
 from dynashard.errors import DynashardError
-from dynashard.metadata import ShardInfo
 from dynashard.model import Event
-from dynashard.read_plan import ReadPlan, plan_read
+from dynashard.planning.reads import ReadPlan, plan_read
 
 EVENTS_DIR = Path(__file__).resolve().parents[3] / "events"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, facade
-from dynashard.lambda_kit import TRACED_MODULES
+from dynashard.lambda_kit.kit import TRACED_MODULES
 
 
 def probe(code: str, **env: str) -> Any:
@@ -34,7 +34,7 @@ LOADED = (
     "import json, sys\n{statement}\n"
     "print(json.dumps(sorted(m for m in sys.modules if m in {modules!r})))"
 )
-WRITE_PATH = ("dynashard.writer", "dynashard.ingest")
+WRITE_PATH = ("dynashard.dynamodb.writer", "dynashard.lambda_kit.ingest")
 
 
 @pytest.mark.parametrize("module", ["functions.query.app", "functions.scaler.app"])
@@ -47,7 +47,7 @@ def test_the_probe_sees_the_write_path_of_the_ingest_function() -> None:
     # The check above could not fail if the probe never saw the write path; the writer
     # itself is loaded by the first write (Dynashard._writer)
     loaded = probe(LOADED.format(statement="import functions.ingest.app", modules=set(WRITE_PATH)))
-    assert loaded == ["dynashard.ingest"]
+    assert loaded == ["dynashard.lambda_kit.ingest"]
 
 
 def test_the_ingest_function_does_not_build_powertools_batch_parser_models() -> None:
@@ -66,7 +66,7 @@ def test_the_api_models_are_built_on_first_use_not_at_import() -> None:
     code = (
         "import json\n"
         "import functions.ingest.app\n"
-        "from dynashard import api\n"
+        "from dynashard.lambda_kit import bodies as api\n"
         "before = [api.EventBatch.__pydantic_complete__, api.EventsPage.__pydantic_complete__]\n"
         "api.EventBatch.model_validate("
         "{'events': [{'key': 'K', 'id': '1', 'ts': '2013-01-01T10:00:00Z'}]})\n"

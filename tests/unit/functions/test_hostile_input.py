@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard
-from dynashard.ordered import OrderedLayout
+from dynashard.core.ordered import OrderedLayout
 from functions.ingest import app as ingest
 
 from .support import LambdaContext, load_event

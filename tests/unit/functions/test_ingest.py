@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from dynashard.bucketed import parse_bucketed_keys, write_key
+from dynashard.core.families import parse_bucketed_keys, write_key
 from dynashard.errors import InvalidInputError, MetadataError
-from dynashard.lambda_kit import reset_all
+from dynashard.lambda_kit.cache import reset_all
 from dynashard.model import Event
 from functions.ingest import app as ingest
 
@@ -391,7 +391,7 @@ def test_sqs_write_load_lines_go_through_the_functions_logger(
     context: LambdaContext, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Given the sample batch with its second JFK message delivered before, and the EWR
-    # event refused by the library (the figures are dynashard.ingest's, tested there)
+    # event refused by the library (the figures are dynashard.lambda_kit.ingest's, tested there)
     event = load_event("sqs_batch")
     event["Records"][1]["attributes"]["ApproximateReceiveCount"] = "3"
     facade = FakeFacade(fail_ids=["2013-01-01-UA-1545"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynashard import names
-from dynashard.lambda_kit import registered_caches, reset_all
+from dynashard.lambda_kit.cache import registered_caches, reset_all
 from functions.ingest import app as ingest
 from functions.query import app as query
 from functions.scaler import app as scaler

@@ -16,7 +16,7 @@ import pytest
 from moto import mock_aws
 
 from dynashard import Dynashard, DynashardConfig
-from dynashard.ordered import normalise
+from dynashard.core.ordered import normalise
 from functions import openapi
 from functions.ingest import app as ingest
 from functions.query import app as query

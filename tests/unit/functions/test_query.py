@@ -270,7 +270,7 @@ def test_openapi_document_lists_every_route() -> None:
     assert set(plan["required"]) == {"path", "requests", "expected_rcu", "reason"}
     # error bodies are documented as the handlers answer them, not Powertools' default
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
-    # (the ordered index's bodies are parsed by dynashard.api: a 400, never a 422)
+    # (the ordered index's bodies are parsed by dynashard.lambda_kit.bodies: a 400, never a 422)
     parsed = {("/index/{key}/layout", "put"), ("/index/{key}", "post")}
     for path, ops in document["paths"].items():
         for method, op in ops.items():

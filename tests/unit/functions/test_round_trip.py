@@ -148,7 +148,7 @@ def test_bucketed_family_through_the_handlers(facade: Dynashard, context: Lambda
     # Given OPS_LOG bucketed by day, and events over three days posted to the API
     from dataclasses import replace
 
-    from dynashard.bucketed import parse_bucketed_keys
+    from dynashard.core.families import parse_bucketed_keys
 
     ds = Dynashard(
         replace(facade.config, bucketed_keys=parse_bucketed_keys("OPS_LOG=day")),

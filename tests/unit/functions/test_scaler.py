@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
-from dynashard.adapters.cloudwatch import CloudWatchAlarmStates
-from dynashard.adapters.insights import ContributorInsightsHotKeySource, InsightRuleOfferedLoad
+from dynashard.cloudwatch.alarms import CloudWatchAlarmStates
+from dynashard.cloudwatch.insights import (
+    ContributorInsightsHotKeySource,
+    InsightRuleOfferedLoad,
+)
 from dynashard.errors import DynashardError, MetadataError
-from dynashard.lambda_kit import reset_all
-from dynashard.scaling import Alarm, HotKey
+from dynashard.lambda_kit.cache import reset_all
+from dynashard.planning.scaling import Alarm, HotKey
 from functions.scaler import app as scaler
 
 from .support import FakeFacade, LambdaContext, load_event
@@ -362,7 +365,7 @@ def test_a_failed_growth_is_logged_by_the_functions_logger(
     failed = [r for r in caplog.records if r.getMessage() == "growth failed"]
     assert len(failed) == 1
     # through Powertools' Logger (its service name), with the key and the exception
-    assert failed[0].name == scaler.logger.name != "dynashard.scaling"
+    assert failed[0].name == scaler.logger.name != "dynashard.planning.scaling"
     assert failed[0].__dict__["key"] == "A"
     assert failed[0].exc_info is not None and failed[0].exc_info[0] is MetadataError
 
@@ -471,7 +474,7 @@ class FixedHistory:
         self.calls: list[tuple[datetime, datetime, int]] = []
 
     def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> Any:
-        from dynashard.shrinking import LoadHistory
+        from dynashard.planning.shrinking import LoadHistory
 
         self.calls.append((start, end, period_s))
         return LoadHistory(start, end, period_s, dict(self.peaks))
@@ -479,7 +482,7 @@ class FixedHistory:
 
 class FakeShrinker:
     def __init__(self, counts: dict[str, int]) -> None:
-        from dynashard.metadata import ShardInfo
+        from dynashard.core.shard_info import ShardInfo
 
         self.infos = [ShardInfo(k, n, 0, ((0, 1), (1, n))) for k, n in counts.items()]
         self.calls: list[tuple[str, int]] = []
@@ -488,7 +491,7 @@ class FakeShrinker:
         return list(self.infos)
 
     def shrink(self, key: str, target: int) -> Any:
-        from dynashard.metadata import GrowthResult
+        from dynashard.core.shard_info import GrowthResult
 
         self.calls.append((key, target))
         return GrowthResult(key, 8, target, True, "shrunk")

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, Event, counter_key
-from dynashard.counters import COUNTER_SORT_KEY
+from dynashard.core.buckets import TimeBucket
+from dynashard.core.keys import split_physical_key
+from dynashard.dynamodb.counters import COUNTER_SORT_KEY
+from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
+from dynashard.dynamodb.shard_metadata import ShardMetadata
+from dynashard.dynamodb.writer import build_item
 from dynashard.errors import InvalidInputError
-from dynashard.keys import split_physical_key
-from dynashard.metadata import DynamoDBMetadataStore, ShardMetadata
-from dynashard.strategies import TimeBucket
-from dynashard.writer import build_item
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 T0 = datetime(2013, 1, 1, tzinfo=UTC)

@@ -1,11 +1,11 @@
-"""DynamoDB's CloudWatch and ThrottlingReasons words: spelled once, in dynashard.throttling."""
+"""DynamoDB's CloudWatch and ThrottlingReasons words: spelled once, in dynashard.core.throttling."""
 
 from __future__ import annotations
 
 import pytest
 
-from dynashard import throttling as t
-from dynashard.throttling import ThrottlingReason
+from dynashard.core import throttling as t
+from dynashard.core.throttling import ThrottlingReason
 
 
 def test_the_key_range_reasons_are_the_four_table_and_index_codes() -> None:

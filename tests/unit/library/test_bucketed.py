@@ -12,19 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dynashard import Dynashard, DynashardConfig, Event
-from dynashard.bucketed import (
+from dynashard.core.buckets import TimeBucket, bucket_start, next_bucket, time_bucket
+from dynashard.core.families import (
     MAX_WINDOW_BUCKETS,
-    BucketCursor,
-    BucketedReader,
     bucket_key,
     family_of,
     parse_bucketed_keys,
     window_bucket_keys,
 )
+from dynashard.dynamodb.bucketed_reader import BucketCursor, BucketedReader
+from dynashard.dynamodb.reader import Page
 from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
-from dynashard.read_plan import bucket_start, next_bucket
-from dynashard.reader import Page
-from dynashard.strategies import TimeBucket, time_bucket
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 T0 = datetime(2026, 6, 22, tzinfo=UTC)
@@ -65,7 +63,7 @@ def test_family_matching(key: str, family: str | None) -> None:
 
 
 def test_config_and_settings_carry_the_families() -> None:
-    from dynashard.settings import FunctionSettings
+    from dynashard.lambda_kit.settings import FunctionSettings
 
     settings = FunctionSettings.model_validate(
         {
@@ -477,7 +475,7 @@ def test_failed_shard_in_a_bucket_fails_or_is_named(bucketed: Dynashard, ddb_cli
 
 def test_the_scaler_grows_the_hot_bucket_key_alone() -> None:
     # Given today's OPS_LOG bucket throttled on its one shard, yesterday's cool
-    from dynashard.scaling import HotKey, handle_alarm
+    from dynashard.planning.scaling import HotKey, handle_alarm
     from tests.unit.library.test_scaling import FakeHotKeys, FakeShards, Limits, write_alarm
 
     hot = FakeHotKeys(

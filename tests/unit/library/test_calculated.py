@@ -11,9 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dynashard import Dynashard, DynashardConfig, Event, Strategy
+from dynashard.core.strategies import (
+    calculated_shards,
+    choose_shard,
+    shard_attribute_value,
+    shard_for,
+)
+from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import CursorError, InvalidInputError, MetadataError, StrategyConflictError
-from dynashard.metadata import DynamoDBMetadataStore, ShardMetadata
-from dynashard.strategies import calculated_shards, choose_shard, shard_attribute_value, shard_for
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 from .fakes import FlakyClient

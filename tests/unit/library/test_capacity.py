@@ -6,15 +6,15 @@ import base64
 
 import pytest
 
-from dynashard.capacity import (
+from dynashard.core.capacity import (
     batch_read_units,
     number_size,
     query_read_units,
     read_units,
     write_units,
 )
-from dynashard.capacity import wire_attribute_value_size as attribute_value_size
-from dynashard.capacity import wire_item_size as item_size
+from dynashard.core.capacity import wire_attribute_value_size as attribute_value_size
+from dynashard.core.capacity import wire_item_size as item_size
 
 
 def test_string_is_utf8_length_and_name_counts() -> None:
@@ -84,8 +84,8 @@ def test_twenty_kilobyte_item_costs_five_rcu_per_sc_read() -> None:
 
 
 def test_the_emulator_charges_by_the_library_rules() -> None:
-    # One implementation: the emulator's modules use dynashard.capacity's functions.
-    import dynashard.capacity as capacity
+    # One implementation: the emulator's modules use dynashard.core.capacity's functions.
+    import dynashard.core.capacity as capacity
     from sandbox.emulator import operations, server
 
     assert operations.write_units is capacity.write_units
@@ -99,7 +99,7 @@ def test_python_and_wire_spellings_of_an_item_have_the_same_size() -> None:
 
     from boto3.dynamodb.types import TypeSerializer
 
-    from dynashard.capacity import item_size as python_item_size
+    from dynashard.core.capacity import item_size as python_item_size
 
     item = {
         "PK": "DEPARTURES#JFK#3",

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dynashard.capacity import query_read_units, shards_needed, write_units
-from dynashard.capacity_plan import plan_capacity
+from dynashard.core.capacity import query_read_units, shards_needed, write_units
 from dynashard.errors import InvalidInputError
-from dynashard.planning import plan_shard_count
+from dynashard.planning.capacity import plan_capacity
+from dynashard.planning.shards import plan_shard_count
 
 
 def test_n_is_the_larger_of_the_write_and_read_counts() -> None:

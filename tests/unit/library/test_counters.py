@@ -98,9 +98,9 @@ def test_idempotency_markers_expire_through_the_table_ttl(
 def test_reading_events_of_an_ordered_index_key_is_a_conflict_not_a_key_error(
     facade: Dynashard,
 ) -> None:
+    from dynashard.core.ordered import OrderedLayout
+    from dynashard.dynamodb.ordered_index import OrderedItem
     from dynashard.errors import StateConflictError
-    from dynashard.ordered import OrderedLayout
-    from dynashard.ordered_index import OrderedItem
 
     # Given a key used as an ordered index, with an entry whose sort key sorts among
     # event timestamps (found by the API fuzzer: GET /events answered 502 KeyError 'ts')

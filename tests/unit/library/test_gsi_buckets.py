@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynashard import Dynashard, Event
+from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder, records_to_prune
 from dynashard.errors import MetadataError
-from dynashard.gsi_buckets import Gsi1BucketRecorder, records_to_prune
-from dynashard.read_plan import gsi1_shard_count
+from dynashard.planning.reads import gsi1_shard_count
 from infra.table_specs import METADATA_TABLE
 
 T0 = datetime(2013, 1, 1, 10, tzinfo=UTC)
@@ -95,7 +95,7 @@ def test_failed_record_fails_the_bucket_events_not_the_others(facade: Dynashard)
 def test_key_families_get_their_own_time_bucket(ddb_client: Any) -> None:
     # Given departures bucketed by hour, everything else by day (the default)
     from dynashard import DynashardConfig
-    from dynashard.settings import FunctionSettings
+    from dynashard.lambda_kit.settings import FunctionSettings
     from infra.table_specs import DATA_TABLE
 
     settings = FunctionSettings.model_validate(
@@ -133,8 +133,8 @@ def test_key_families_get_their_own_time_bucket(ddb_client: Any) -> None:
 
 
 def test_malformed_time_buckets_name_the_setting() -> None:
+    from dynashard.core.buckets import parse_time_buckets
     from dynashard.errors import InvalidInputError
-    from dynashard.strategies import parse_time_buckets
 
     for text in ("DEPARTURES#", "=hour", "X=week", "A=hour,A=day"):
         with pytest.raises(InvalidInputError) as info:
@@ -208,7 +208,7 @@ def test_gsi1_pages_equal_base_pages(
     """Property: over a resize (1 -> 3 shards) with redelivered events stored twice,
     a GSI1 read returns the base read's events, once each, in the same order."""
     from dynashard import DynashardConfig
-    from dynashard.strategies import TimeBucket
+    from dynashard.core.buckets import TimeBucket
     from infra.table_specs import DATA_TABLE
 
     key = f"K{uuid.uuid4().hex[:6]}"
@@ -249,9 +249,9 @@ def test_records_stay_bounded_and_pruned_buckets_read_every_shard(
     facade: Dynashard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a key that may keep only 3 bucket records
-    monkeypatch.setattr("dynashard.gsi_buckets.MAX_RECORDS", 3)
+    monkeypatch.setattr("dynashard.dynamodb.gsi_buckets.MAX_RECORDS", 3)
     monkeypatch.setattr(
-        "dynashard.writer.records_to_prune",
+        "dynashard.dynamodb.writer.records_to_prune",
         lambda recorded, keep: records_to_prune(recorded, keep, limit=3),
     )
     key = "DEPARTURES#EWR"

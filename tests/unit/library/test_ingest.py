@@ -1,4 +1,4 @@
-"""dynashard.ingest: one bulk write decides every record's fate; write-load log lines."""
+"""dynashard.lambda_kit.ingest: one bulk write decides every record's fate; write-load log lines."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from dynashard.core.buckets import TimeBucket
 from dynashard.errors import MetadataError
-from dynashard.ingest import (
+from dynashard.lambda_kit.ingest import (
     BatchResult,
     describe_error,
     log_write_load,
@@ -20,7 +21,6 @@ from dynashard.ingest import (
     write_events,
 )
 from dynashard.model import Event
-from dynashard.strategies import TimeBucket
 
 
 @dataclass

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dynashard.errors import InvalidInputError, KeyLimitExceededError
-from dynashard.keys import (
+from dynashard.core.buckets import TimeBucket, time_bucket
+from dynashard.core.keys import (
     MAX_ITEM_BYTES,
     format_ts,
     gsi1_partition_key,
@@ -20,7 +20,7 @@ from dynashard.keys import (
     validate_item_size,
     validate_logical_key,
 )
-from dynashard.strategies import TimeBucket, time_bucket
+from dynashard.errors import InvalidInputError, KeyLimitExceededError
 
 
 def test_physical_key_round_trip() -> None:

@@ -22,15 +22,14 @@ from aws_lambda_powertools import Tracer  # noqa: F401
 from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import lambda_kit, names
-from dynashard.lambda_kit import (
+from dynashard.lambda_kit.cache import (
     ContainerCache,
-    Dependency,
     container_cache,
-    function_kit,
     registered_caches,
     reset_all,
 )
-from dynashard.settings import FunctionSettings
+from dynashard.lambda_kit.kit import Dependency, function_kit
+from dynashard.lambda_kit.settings import FunctionSettings
 from tests.unit.functions.support import LambdaContext
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from dynashard.load import (
+from dynashard.core.load import (
     FIELD_OFFERED_WCU,
     WRITE_LOAD_MESSAGE,
     KeyWriteLoad,

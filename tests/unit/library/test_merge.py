@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dynashard.core.merge import Cursor, merge_page, query_fingerprint
 from dynashard.errors import CursorError
-from dynashard.merge import Cursor, merge_page, query_fingerprint
 
 sort_keys = st.text(alphabet="abcdef0123", min_size=1, max_size=4)
 

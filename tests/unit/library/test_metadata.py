@@ -8,9 +8,11 @@ from typing import Any, cast
 
 import pytest
 
+from dynashard.core.shard_info import ShardInfo, parse_history
+from dynashard.core.strategies import Strategy
+from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import InvalidInputError, MetadataError
-from dynashard.metadata import DynamoDBMetadataStore, ShardInfo, ShardMetadata, parse_history
-from dynashard.strategies import Strategy
 from infra.table_specs import METADATA_TABLE
 
 
@@ -227,8 +229,8 @@ class FailingClient:
 
 
 def _conditional_writes() -> dict[str, tuple[str, Callable[[DynamoDBMetadataStore], object]]]:
-    from dynashard.ordered import OrderedLayout
-    from dynashard.strategies import Strategy
+    from dynashard.core.ordered import OrderedLayout
+    from dynashard.core.strategies import Strategy
 
     info = ShardInfo("K", 2, 10, ((10, 2),))
     layout = OrderedLayout.uniform(("m",))

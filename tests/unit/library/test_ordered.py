@@ -14,8 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dynashard.errors import CursorError, InvalidInputError, KeyLimitExceededError
-from dynashard.ordered import (
+from dynashard.core.ordered import (
     SK_SEPARATOR,
     OrderedCursor,
     OrderedLayout,
@@ -31,6 +30,7 @@ from dynashard.ordered import (
     validate_boundaries,
     value_bounds,
 )
+from dynashard.errors import CursorError, InvalidInputError, KeyLimitExceededError
 
 # Text UTF-8 can encode (no lone surrogates): what a DynamoDB string can hold.
 texts = st.text(st.characters(codec="utf-8"), max_size=12)

@@ -8,10 +8,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from dynashard import Dynashard
+from dynashard.core.ordered import OrderedLayout, normalise
+from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
+from dynashard.dynamodb.ordered_index import OrderedItem
 from dynashard.errors import LayoutConflictError, ShardQueryError
-from dynashard.metadata import DynamoDBMetadataStore
-from dynashard.ordered import OrderedLayout, normalise
-from dynashard.ordered_index import OrderedItem
 from infra.table_specs import METADATA_TABLE
 
 

@@ -10,8 +10,8 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dynashard.dynamodb.reader import item_to_event
 from dynashard.model import from_dynamodb_numbers, plain_value
-from dynashard.reader import item_to_event
 
 
 def boto3_way(value: dict[str, Any]) -> Any:

@@ -1,4 +1,4 @@
-"""The load a key was offered, from what Contributor Insights reports (dynashard.planning)."""
+"""The load a key was offered, from what Contributor Insights reports (planning.shards)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from dynashard.planning import attempts_per_request, loads_by_logical_key
+from dynashard.planning.shards import attempts_per_request, loads_by_logical_key
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dynashard.core.buckets import TimeBucket, time_bucket, window_buckets
+from dynashard.core.capacity import query_read_units
+from dynashard.core.shard_info import ShardInfo
 from dynashard.errors import InvalidInputError
-from dynashard.metadata import ShardInfo
-from dynashard.read_plan import (
+from dynashard.planning.reads import (
     MAX_GSI1_REQUESTS,
     ReadPath,
     gsi1_shard_count,
     path_cost,
     plan_read,
-    query_rcu,
-    window_buckets,
 )
-from dynashard.strategies import TimeBucket, time_bucket
 
 DAY = ["2013-01-01"]
 
@@ -107,10 +106,10 @@ def test_forced_paths_and_unavailable_gsi1() -> None:
 
 def test_read_capacity_follows_the_developer_guide() -> None:
     # 1 RCU per 4 KB strongly consistent, half eventually consistent, at least one unit
-    assert query_rcu(0, True) == 1.0
-    assert query_rcu(4096, True) == 1.0
-    assert query_rcu(4097, True) == 2.0
-    assert query_rcu(4097, False) == 1.0
+    assert query_read_units(0, consistent=True) == 1.0
+    assert query_read_units(4096, consistent=True) == 1.0
+    assert query_read_units(4097, consistent=True) == 2.0
+    assert query_read_units(4097, consistent=False) == 1.0
     # 32 queries of ~3 KB each: the per-query minimum dominates
     assert path_cost(32, 100_000, True).expected_rcu == 32.0
 
@@ -118,12 +117,20 @@ def test_read_capacity_follows_the_developer_guide() -> None:
 def test_window_buckets_cross_month_and_year() -> None:
     start = datetime(2013, 11, 15, tzinfo=UTC)
     end = datetime(2014, 2, 1, tzinfo=UTC)
-    assert window_buckets(start, end, TimeBucket.MONTH) == ["2013-11", "2013-12", "2014-01"]
-    hours = window_buckets(start, start + timedelta(minutes=61), TimeBucket.HOUR)
+    assert window_buckets(start, end, TimeBucket.MONTH, limit=MAX_GSI1_REQUESTS) == [
+        "2013-11",
+        "2013-12",
+        "2014-01",
+    ]
+    hours = window_buckets(
+        start, start + timedelta(minutes=61), TimeBucket.HOUR, limit=MAX_GSI1_REQUESTS
+    )
     assert hours == ["2013-11-15T00", "2013-11-15T01"]
-    assert window_buckets(start, end, TimeBucket.HOUR) is None  # over MAX_GSI1_REQUESTS
+    assert (
+        window_buckets(start, end, TimeBucket.HOUR, limit=MAX_GSI1_REQUESTS) is None
+    )  # over MAX_GSI1_REQUESTS
     with pytest.raises(InvalidInputError):
-        window_buckets(end, start, TimeBucket.DAY)
+        window_buckets(end, start, TimeBucket.DAY, limit=MAX_GSI1_REQUESTS)
 
 
 @given(

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dynashard.core.keys import physical_key
+from dynashard.core.shard_info import ShardInfo
+from dynashard.dynamodb.reader import BARE_KEY_STREAM, ShardedReader, physical_keys_to_query
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import ShardQueryError
-from dynashard.keys import physical_key
-from dynashard.metadata import ShardInfo, ShardMetadata
-from dynashard.reader import BARE_KEY_STREAM, ShardedReader, physical_keys_to_query
 
 from .fakes import client_error
 

@@ -1,4 +1,4 @@
-"""The scaler's policy (dynashard.scaling): alarms, load per logical key, growth, the report."""
+"""The scaler's policy (planning.scaling): alarms, load per logical key, growth, the report."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
-from dynashard import names, scaling
+from dynashard import names
+from dynashard.core.retry import Backoff
+from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.throttling import READ_KEY_RANGE_METRIC, WRITE_KEY_RANGE_METRIC
 from dynashard.errors import CooldownActiveError, DynashardError, MetadataError
-from dynashard.metadata import GrowthResult, ShardInfo
-from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from dynashard.retry import Backoff
-from dynashard.scaling import (
+from dynashard.lambda_kit.settings import FunctionSettings
+from dynashard.planning import scaling
+from dynashard.planning.scaling import (
     Alarm,
     AlarmOutcome,
     HotKey,
@@ -24,8 +26,7 @@ from dynashard.scaling import (
     alarm_kind,
     handle_alarm,
 )
-from dynashard.settings import FunctionSettings
-from dynashard.throttling import READ_KEY_RANGE_METRIC, WRITE_KEY_RANGE_METRIC
+from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
 ALARM_TIME = datetime(2024, 2, 17, 11, 53, 8, 431000, tzinfo=UTC)
 TABLE = "dynashard-data"
@@ -33,7 +34,7 @@ TABLE = "dynashard-data"
 
 @dataclass(frozen=True)
 class Limits:
-    """A :class:`~dynashard.scaling.ScalingSettings` with the library's defaults."""
+    """A :class:`~dynashard.planning.scaling.ScalingSettings` with the library's defaults."""
 
     data_table: str = TABLE
     partition_wcu: float = PARTITION_WCU_LIMIT
@@ -385,7 +386,7 @@ def test_a_failure_is_logged_to_the_module_logger_by_default(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     shards = FakeShards(grow_raises={"A": DynashardError("boom")})
-    with caplog.at_level(logging.ERROR, logger="dynashard.scaling"):
+    with caplog.at_level(logging.ERROR, logger="dynashard.planning.scaling"):
         handle_alarm(write_alarm(), shards, FakeHotKeys([HotKey("A#0", 0.0, 6000)]), Limits())
     assert [r.getMessage() for r in caplog.records] == ["growth failed"]
     assert caplog.records[0].exc_info is not None

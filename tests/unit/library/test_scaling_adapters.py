@@ -1,4 +1,4 @@
-"""The scaler's boto3 adapters (dynashard.adapters), against botocore's Stubber.
+"""The scaler's boto3 adapters (dynashard.cloudwatch), against botocore's Stubber.
 
 moto implements neither ``GetInsightRuleReport`` nor ``DescribeContributorInsights``
 rule lists, so the documented response shapes are stubbed.
@@ -12,9 +12,12 @@ from typing import Any
 import boto3
 from botocore.stub import Stubber
 
-from dynashard.adapters.cloudwatch import CloudWatchAlarmStates, alarm_from_description
-from dynashard.adapters.insights import ContributorInsightsHotKeySource, InsightRuleOfferedLoad
-from dynashard.scaling import Alarm, HotKey
+from dynashard.cloudwatch.alarms import CloudWatchAlarmStates, alarm_from_description
+from dynashard.cloudwatch.insights import (
+    ContributorInsightsHotKeySource,
+    InsightRuleOfferedLoad,
+)
+from dynashard.planning.scaling import Alarm, HotKey
 
 ALARM_TIME = datetime(2024, 2, 17, 11, 53, 8, 431000, tzinfo=UTC)
 SWEEP_TIME = datetime(2024, 2, 17, 11, 54, tzinfo=UTC)

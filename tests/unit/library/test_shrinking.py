@@ -11,18 +11,20 @@ from botocore.stub import Stubber
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dynashard.adapters.insights import InsightRuleOfferedLoad
+from dynashard.cloudwatch.insights import InsightRuleOfferedLoad
+from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.strategies import Strategy
+from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import InvalidInputError, MetadataError
-from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
-from dynashard.planning import plan_shard_count
-from dynashard.shrinking import (
+from dynashard.planning.shards import plan_shard_count
+from dynashard.planning.shrinking import (
     HISTORY_PERIOD_S,
     LoadHistory,
     low_water_utilization,
     plan_shrink,
     shrink_cool_keys,
 )
-from dynashard.strategies import Strategy
 from infra.table_specs import METADATA_TABLE
 
 NOW = datetime(2013, 1, 1, 12, 0, tzinfo=UTC)

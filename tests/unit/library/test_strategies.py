@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dynashard.errors import InvalidInputError
-from dynashard.strategies import (
+from dynashard.core.buckets import time_bucket
+from dynashard.core.strategies import (
     calculated_shards,
     hash64,
     jump_hash,
     random_shard,
     shard_for,
-    time_bucket,
 )
+from dynashard.errors import InvalidInputError
 
 
 def test_hash64_is_stable_across_processes() -> None:

@@ -6,9 +6,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from dynashard import Dynashard, DynashardConfig
-from dynashard.retry import Backoff
-from dynashard.throttling import ThrottleKind, classify, throttling_reasons
-from dynashard.writer import ShardedWriter
+from dynashard.core.retry import Backoff
+from dynashard.core.throttling import ThrottleKind, classify, throttling_reasons
+from dynashard.dynamodb.writer import ShardedWriter
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 from .fakes import FlakyClient

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from dynashard.errors import InvalidInputError, KeyLimitExceededError
-from dynashard.keys import (
+from dynashard.core.buckets import TimeBucket
+from dynashard.core.keys import (
     MAX_ITEM_BYTES,
     MAX_PARTITION_KEY_BYTES,
     MAX_SHARD_COUNT,
@@ -33,6 +33,8 @@ from dynashard.keys import (
     utf8_len,
     validate_logical_key,
 )
+from dynashard.dynamodb.writer import build_item
+from dynashard.errors import InvalidInputError, KeyLimitExceededError
 from dynashard.model import (
     MAX_NESTING_LEVELS,
     Event,
@@ -40,8 +42,6 @@ from dynashard.model import (
     nesting_depth,
     to_dynamodb_document,
 )
-from dynashard.strategies import TimeBucket
-from dynashard.writer import build_item
 
 TS = datetime(2013, 1, 1, 10, 15, tzinfo=UTC)
 #: Text with multi-byte characters, '#' and the separator's neighbours.
@@ -212,7 +212,7 @@ def test_invalid_input_errors_name_a_field() -> None:
 @pytest.mark.parametrize("text", ["0001-01-01T00:04:00+01:00", "9999-12-31T23:59:00-01:00"])
 def test_a_time_that_leaves_years_1_to_9999_in_utc_is_refused_naming_ts(text: str) -> None:
     # found by the API fuzzer: OverflowError out of the handler (a 502)
-    from dynashard.keys import parse_ts
+    from dynashard.core.keys import parse_ts
 
     with pytest.raises(InvalidInputError) as info:
         parse_ts(text)

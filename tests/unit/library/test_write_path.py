@@ -24,12 +24,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynashard import Dynashard, DynashardConfig, names
-from dynashard.capacity import item_size, write_units
+from dynashard.core.buckets import TimeBucket
+from dynashard.core.capacity import item_size, write_units
+from dynashard.core.keys import format_ts, gsi1_partition_key, physical_key
+from dynashard.dynamodb.writer import (
+    ShardedWriter,
+    build_item,
+    event_write_units,
+    serialize_value,
+)
 from dynashard.errors import KeyLimitExceededError, MetadataError
-from dynashard.keys import format_ts, gsi1_partition_key, physical_key
 from dynashard.model import Event, dynamodb_number, to_dynamodb_numbers
-from dynashard.strategies import TimeBucket
-from dynashard.writer import ShardedWriter, build_item, event_write_units, serialize_value
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 _boto3 = TypeSerializer()

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event
+from dynashard.core.retry import Backoff
+from dynashard.core.shard_info import ShardInfo
+from dynashard.dynamodb.writer import ShardedWriter
 from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
-from dynashard.metadata import ShardInfo
-from dynashard.reader import shard_page_limit
-from dynashard.retry import Backoff
-from dynashard.writer import ShardedWriter
+from dynashard.planning.reads import shard_page_limit
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 from .fakes import FlakyClient, client_error

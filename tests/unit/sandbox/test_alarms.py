@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from dynashard import names
-from dynashard.load import write_load_rule_body
-from dynashard.metadata import GrowthResult, ShardInfo
+from dynashard.core.load import write_load_rule_body
+from dynashard.core.shard_info import GrowthResult, ShardInfo
 from functions.scaler import app as scaler
 from infra.alarm_specs import SCALER_ALARMS, AlarmSpec, Comparison
 from sandbox.alarms import (

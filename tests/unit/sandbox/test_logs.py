@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger
 
-from dynashard.load import write_load_rule, write_load_rule_body
+from dynashard.core.load import write_load_rule, write_load_rule_body
 from sandbox.logs import LocalInsightRule, LogTap
 
 

@@ -3,9 +3,22 @@
 Spread one logical partition key over N physical keys (shards), grow N per key while
 the system runs, and read the pieces back in order as if nothing was sharded.
 
+The library is in layers, one subpackage each, every arrow pointing down:
+
+- :mod:`dynashard.core`: pure values and rules (keys, strategies, time buckets, shard
+  info, capacity, merge, ordered layouts, throttling, load, retry);
+- :mod:`dynashard.planning`: pure decisions (shard counts, capacity and read plans,
+  growth, shrinking);
+- :mod:`dynashard.model`, :mod:`dynashard.errors`, :mod:`dynashard.names`: the event,
+  the exceptions, the shared names;
+- :mod:`dynashard.dynamodb` and :mod:`dynashard.cloudwatch`: the adapters (every AWS call);
+- :mod:`dynashard.facade`: :class:`Dynashard`, the one object most callers need;
+- :mod:`dynashard.lambda_kit`: what the Lambda functions need (the ``lambda`` extra);
+- :mod:`dynashard.cli`: the operator's ``dynashard`` command (the ``cli`` extra).
+
 The names below load their module on first use (PEP 562), so that importing the pure
-core (``dynashard.keys``, ``strategies``, ``merge``, ``throttling``, ``planning``) does
-not load boto3 or botocore: a function that never writes keeps its cold start short.
+layers (``dynashard.core``, ``dynashard.planning``) does not load boto3, botocore or
+pydantic: a function that never writes keeps its cold start short.
 """
 
 from __future__ import annotations
@@ -14,7 +27,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dynashard.counters import CounterValue, counter_key
+    from dynashard.core.buckets import TimeBucket
+    from dynashard.core.shard_info import GrowthResult, ShardInfo
+    from dynashard.core.strategies import Strategy
+    from dynashard.dynamodb.counters import CounterValue, counter_key
+    from dynashard.dynamodb.reader import Page
+    from dynashard.dynamodb.writer import WriteOutcome
     from dynashard.errors import (
         CooldownActiveError,
         CounterError,
@@ -28,16 +46,17 @@ if TYPE_CHECKING:
         WriteFailedError,
     )
     from dynashard.facade import Dynashard, DynashardConfig
-    from dynashard.metadata import GrowthResult, ShardInfo
     from dynashard.model import MAX_EVENTS_PER_REQUEST, Event
-    from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT, plan_shard_count
-    from dynashard.reader import MAX_PAGE_LIMIT, Page
-    from dynashard.strategies import Strategy, TimeBucket
-    from dynashard.writer import WriteOutcome
+    from dynashard.planning.reads import MAX_PAGE_LIMIT
+    from dynashard.planning.shards import (
+        PARTITION_RCU_LIMIT,
+        PARTITION_WCU_LIMIT,
+        plan_shard_count,
+    )
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("CounterValue", "counter_key"), "dynashard.counters"),
+    **dict.fromkeys(("CounterValue", "counter_key"), "dynashard.dynamodb.counters"),
     **dict.fromkeys(
         (
             "CooldownActiveError",
@@ -53,15 +72,18 @@ _EXPORTS: dict[str, str] = {
         ),
         "dynashard.errors",
     ),
-    **dict.fromkeys(("GrowthResult", "ShardInfo"), "dynashard.metadata"),
+    **dict.fromkeys(("GrowthResult", "ShardInfo"), "dynashard.core.shard_info"),
     **dict.fromkeys(("MAX_EVENTS_PER_REQUEST", "Event"), "dynashard.model"),
     **dict.fromkeys(
-        ("PARTITION_RCU_LIMIT", "PARTITION_WCU_LIMIT", "plan_shard_count"), "dynashard.planning"
+        ("PARTITION_RCU_LIMIT", "PARTITION_WCU_LIMIT", "plan_shard_count"),
+        "dynashard.planning.shards",
     ),
-    **dict.fromkeys(("MAX_PAGE_LIMIT", "Page"), "dynashard.reader"),
+    "MAX_PAGE_LIMIT": "dynashard.planning.reads",
+    "Page": "dynashard.dynamodb.reader",
     **dict.fromkeys(("Dynashard", "DynashardConfig"), "dynashard.facade"),
-    **dict.fromkeys(("Strategy", "TimeBucket"), "dynashard.strategies"),
-    "WriteOutcome": "dynashard.writer",
+    "Strategy": "dynashard.core.strategies",
+    "TimeBucket": "dynashard.core.buckets",
+    "WriteOutcome": "dynashard.dynamodb.writer",
 }
 
 #: Written out for type checkers and linters; a test keeps it equal to ``_EXPORTS``.

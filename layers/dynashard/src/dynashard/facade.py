@@ -15,27 +15,32 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dynashard.bucketed import BucketedReader, BucketFamily, family_of, write_key
-from dynashard.counters import CounterValue, ShardedCounter, counter_key
+from dynashard.core.buckets import TimeBucket, bucket_for
+from dynashard.core.families import BucketFamily, family_of, write_key
+from dynashard.core.keys import MAX_SHARD_COUNT
+from dynashard.core.retry import CLIENT_MAX_ATTEMPTS, Backoff
+from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.strategies import Strategy
+from dynashard.dynamodb.bucketed_reader import BucketedReader
+from dynashard.dynamodb.counters import CounterValue, ShardedCounter, counter_key
+from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
+from dynashard.dynamodb.gsi_reader import GsiBucketReader
+from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
+from dynashard.dynamodb.planned_reader import PlannedReader
+from dynashard.dynamodb.reader import Page, ReadMemory, ShardedReader
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import InvalidInputError
-from dynashard.gsi_buckets import Gsi1BucketRecorder
-from dynashard.gsi_reader import GsiBucketReader, PlannedReader
-from dynashard.keys import MAX_SHARD_COUNT
-from dynashard.metadata import DynamoDBMetadataStore, GrowthResult, ShardInfo, ShardMetadata
 from dynashard.model import Event
-from dynashard.planning import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from dynashard.reader import Page, ReadMemory, ShardedReader
-from dynashard.retry import CLIENT_MAX_ATTEMPTS, Backoff
-from dynashard.strategies import Strategy, TimeBucket, bucket_for
+from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
 if TYPE_CHECKING:
     from typing import Unpack
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from dynashard.gsi_reader import ReadOptions
-    from dynashard.ordered_index import OrderedIndex
-    from dynashard.writer import ShardedWriter, WriteOutcome
+    from dynashard.dynamodb.ordered_index import OrderedIndex
+    from dynashard.dynamodb.planned_reader import ReadOptions
+    from dynashard.dynamodb.writer import ShardedWriter, WriteOutcome
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class DynashardConfig:
     """Configuration of a :class:`Dynashard`, built in code.
 
     A Lambda function builds it from its environment through
-    :meth:`~dynashard.settings.FunctionSettings.to_config`.
+    :meth:`~dynashard.lambda_kit.settings.FunctionSettings.to_config`.
 
     Attributes
     ----------
@@ -63,12 +68,12 @@ class DynashardConfig:
         Bucket of GSI1 partition keys of a key no ``time_buckets`` prefix matches.
     time_buckets : tuple of (str, TimeBucket)
         Per key family: logical-key prefix -> bucket, longest prefix first
-        (:func:`~dynashard.strategies.parse_time_buckets`); see :meth:`bucket_of`.
+        (:func:`~dynashard.core.buckets.parse_time_buckets`); see :meth:`bucket_of`.
     bucketed_keys : tuple of BucketFamily
-        Time-bucketed key families (:func:`~dynashard.bucketed.parse_bucketed_keys`,
+        Time-bucketed key families (:func:`~dynashard.core.families.parse_bucketed_keys`,
         e.g. ``OPS_LOG=day,THREAT#=month``): an event under one is written to the
         logical key of its time bucket, and a read of the family reads a window's
-        buckets; see :meth:`bucketed_family` and :mod:`dynashard.bucketed`.
+        buckets; see :meth:`bucketed_family` and :mod:`dynashard.dynamodb.bucketed_reader`.
     max_workers : int
         Threads for parallel BatchWriteItem calls and shard queries.
     endpoint_url : str or None
@@ -136,7 +141,7 @@ class DynashardConfig:
         Returns
         -------
         BucketFamily or None
-            The family (:func:`~dynashard.bucketed.family_of`); None for a plain key.
+            The family (:func:`~dynashard.core.families.family_of`); None for a plain key.
         """
         return family_of(key, self.bucketed_keys)
 
@@ -162,11 +167,12 @@ def make_client(
         botocore's retries off, for a caller that retries on its own.
     parameter_validation : bool
         botocore's client-side check of every request against the API model. The
-        writer's client turns it off: it sends only items :func:`dynashard.writer.build_item`
-        built, and botocore's walk of their attribute values cost about 90 ms per 1,000
-        items (half the ingest path's CPU, ``bench/ingest.py``). DynamoDB validates
-        every request itself, and the writer reports an item it refuses
-        (``ValidationException``) as a permanent failure of that item alone.
+        writer's client turns it off: it sends only items
+        :func:`dynashard.dynamodb.writer.build_item` built, and botocore's walk of their
+        attribute values cost about 90 ms per 1,000 items (half the ingest path's CPU,
+        ``bench/ingest.py``). DynamoDB validates every request itself, and the writer
+        reports an item it refuses (``ValidationException``) as a permanent failure of
+        that item alone.
 
     Returns
     -------
@@ -270,7 +276,7 @@ class Dynashard:
 
     def _writer(self) -> ShardedWriter:
         # Imported on first write: a facade that only reads does not load the write path.
-        from dynashard.writer import ShardedWriter
+        from dynashard.dynamodb.writer import ShardedWriter
 
         return ShardedWriter(
             self.write_client,
@@ -288,7 +294,7 @@ class Dynashard:
 
         An event whose ``key`` is a time-bucketed family (``config.bucketed_keys``) is
         written under the logical key of its event time's bucket,
-        ``{key}#{label}`` (:func:`~dynashard.bucketed.bucket_key`), sharded like any
+        ``{key}#{label}`` (:func:`~dynashard.core.families.bucket_key`), sharded like any
         key: the stored item's ``key`` attribute and its physical key
         (``OPS_LOG#2026-06-22#0``) carry the bucket key. Reads of the family give the
         family key back (:meth:`query_events`).
@@ -321,7 +327,8 @@ class Dynashard:
         Returns
         -------
         str
-            ``{key}#{label}`` for a time-bucketed family (:func:`~dynashard.bucketed.write_key`),
+            ``{key}#{label}`` for a time-bucketed family
+            (:func:`~dynashard.core.families.write_key`),
             else ``event.key``.
         """
         return write_key(event.key, event.ts, self.config.bucketed_keys)
@@ -345,7 +352,8 @@ class Dynashard:
 
         A time-bucketed family (``config.bucketed_keys``) needs both ``start`` and
         ``end``; its window's bucket keys are read one after another in the page's
-        order (:class:`~dynashard.bucketed.BucketedReader`), from the base table, and
+        order (:class:`~dynashard.dynamodb.bucketed_reader.BucketedReader`), from the base
+        table, and
         its items carry the family key.
 
         Returns
@@ -599,7 +607,7 @@ class Dynashard:
         )
 
     def ordered_index(self, key: str) -> OrderedIndex:
-        """Return the ordered index (range shards) of a logical key; see :mod:`dynashard.ordered`.
+        """Return the ordered index (range shards) of a logical key (see ``core.ordered``).
 
         Parameters
         ----------
@@ -611,7 +619,7 @@ class Dynashard:
         OrderedIndex
             Sharing this facade's client and tables.
         """
-        from dynashard.ordered_index import OrderedIndex
+        from dynashard.dynamodb.ordered_index import OrderedIndex
 
         return OrderedIndex(
             key,

@@ -31,8 +31,8 @@ from pydantic import (
     field_validator,
 )
 
+from dynashard.core.keys import format_ts, parse_ts, sort_key, validate_logical_key
 from dynashard.errors import InvalidInputError
-from dynashard.keys import format_ts, parse_ts, sort_key, validate_logical_key
 
 #: Largest number of events one ``POST /events`` request may carry.
 MAX_EVENTS_PER_REQUEST = 100
@@ -62,7 +62,7 @@ NUMBER_RANGE: Final = (
 
 
 #: The JSON schema of ``ts`` as the API accepts it: RFC 3339 text, or epoch milliseconds
-#: within the years 1..9999 (what :func:`dynashard.keys.parse_ts` takes; ISO-8601 text
+#: within the years 1..9999 (what :func:`dynashard.core.keys.parse_ts` takes; ISO-8601 text
 #: that is not RFC 3339, e.g. a date alone, is accepted too but left undocumented).
 TS_SCHEMA: Final[dict[str, Any]] = {
     "anyOf": [

@@ -24,7 +24,7 @@ ENV_TIME_BUCKET: Final = "DYNASHARD_TIME_BUCKET"
 #: ``DYNASHARD_TIME_BUCKET`` for the rest.
 ENV_TIME_BUCKETS: Final = "DYNASHARD_TIME_BUCKETS"
 #: Time-bucketed key families: ``NAME=unit,...`` (e.g. ``OPS_LOG=day,THREAT#=month``); a
-#: name ending in ``#`` is a prefix, any other an exact key (:mod:`dynashard.bucketed`).
+#: name ending in ``#`` is a prefix, any other an exact key (:mod:`dynashard.core.families`).
 ENV_BUCKETED_KEYS: Final = "DYNASHARD_BUCKETED_KEYS"
 ENV_DYNAMODB_ENDPOINT: Final = "DYNASHARD_DYNAMODB_ENDPOINT"
 ENV_PARTITION_WCU: Final = "DYNASHARD_PARTITION_WCU"
@@ -35,7 +35,7 @@ ENV_WRITE_MAX_ATTEMPTS: Final = "DYNASHARD_WRITE_MAX_ATTEMPTS"
 #: The scaler's alarms, comma-separated: what its scheduled sweep asks CloudWatch about.
 ENV_SCALER_ALARM_NAMES: Final = "DYNASHARD_SCALER_ALARM_NAMES"
 #: The Contributor Insights rule that ranks logical keys by the write units the ingest
-#: function was offered (:mod:`dynashard.load`); empty when the stack has none.
+#: function was offered (:mod:`dynashard.core.load`); empty when the stack has none.
 ENV_WRITE_LOAD_RULE: Final = "DYNASHARD_WRITE_LOAD_RULE"
 #: The scaler's low-water mark: a key shrinks when its load per shard stays below this
 #: share of the partition limit (0 turns shrinking off).
@@ -86,10 +86,10 @@ ATTR_SHARD_ATTRIBUTE: Final = "shard_attribute"
 ATTR_MAX_SHARDS: Final = "max_shards"
 #: True on a key adopted with items under its bare partition key (readers query it too).
 ATTR_ADOPTED: Final = "adopted"
-#: Ordered keys (:mod:`dynashard.ordered`): N - 1 range boundaries (list of strings) and
+#: Ordered keys (:mod:`dynashard.core.ordered`): N - 1 range boundaries (list of strings) and
 #: the sub-shard count of each range shard (list of numbers).
 ATTR_BOUNDARIES: Final = "boundaries"
 ATTR_SUB_SHARDS: Final = "sub_shards"
 #: Prefix of the per-bucket GSI1 shard counts, ``gsi1_shards#{bucket}`` -> the largest
-#: shard count any writer used for that time bucket (:mod:`dynashard.gsi_buckets`).
+#: shard count any writer used for that time bucket (:mod:`dynashard.dynamodb.gsi_buckets`).
 ATTR_GSI1_SHARDS_PREFIX: Final = "gsi1_shards#"

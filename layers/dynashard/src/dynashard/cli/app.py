@@ -30,10 +30,10 @@ from dynashard.cli.context import (
 )
 
 if TYPE_CHECKING:
-    from dynashard.capacity_plan import CapacityPlan
+    from dynashard.core.ordered import OrderedLayout
+    from dynashard.core.shard_info import ShardInfo
     from dynashard.facade import DynashardConfig
-    from dynashard.metadata import ShardInfo
-    from dynashard.ordered import OrderedLayout
+    from dynashard.planning.capacity import CapacityPlan
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 done; 1 error (AWS, the sandbox or a file failed); 2 usage (a bad "
@@ -109,7 +109,7 @@ def read_paths(
         ``{"path", "available", "detail"}`` for ``base``, ``gsi1``, ``targeted``,
         ``ordered`` and ``bucketed``.
     """
-    from dynashard.strategies import Strategy
+    from dynashard.core.strategies import Strategy
 
     ordered = info.strategy is Strategy.ORDERED
     calculated = info.strategy is Strategy.CALCULATED
@@ -183,7 +183,7 @@ def status(
     ] = None,
 ) -> None:
     """Show one logical key's shard metadata."""
-    from dynashard.strategies import Strategy
+    from dynashard.core.strategies import Strategy
 
     opts = options(ctx)
     ds = opts.facade()
@@ -360,11 +360,11 @@ def adopt(
 # --- plan -------------------------------------------------------------------------------
 def _sample_sizes(path: Path) -> list[int]:
     """Return the stored size of each item in a JSON-lines (or JSON array) sample."""
-    from dynashard.capacity import any_item_size
+    from dynashard.core.buckets import TimeBucket
+    from dynashard.core.capacity import any_item_size
+    from dynashard.dynamodb.writer import build_item
     from dynashard.errors import InvalidInputError
     from dynashard.model import Event
-    from dynashard.strategies import TimeBucket
-    from dynashard.writer import build_item
 
     text = path.read_text(encoding="utf-8") if str(path) != "-" else sys.stdin.read()
     stripped = text.lstrip()
@@ -443,8 +443,8 @@ def plan(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Plan a key's shard count and its read and monthly cost."""
-    from dynashard.capacity_plan import plan_capacity
     from dynashard.errors import InvalidInputError
+    from dynashard.planning.capacity import plan_capacity
 
     if (item_bytes is None) == (sample is None):
         raise InvalidInputError("--item-bytes/--sample", "give exactly one of them")
@@ -524,7 +524,7 @@ def _sample_values(path: Path, field: str | None) -> list[str]:
     help=(
         "Compute the range boundaries of an ordered key from a sample of its values: "
         "N - 1 cuts so each range shard holds about the same share of the sample, and the "
-        "sub-shard count of each (dynashard.ordered)."
+        "sub-shard count of each (dynashard.core.ordered)."
     ),
     epilog="Example: dynashard boundaries --sample tailnums.txt --shards 4",
 )
@@ -540,7 +540,7 @@ def boundaries(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Compute ordered range boundaries from a sample."""
-    from dynashard.ordered import OrderedLayout, normalise, range_shard
+    from dynashard.core.ordered import OrderedLayout, normalise, range_shard
 
     values = _sample_values(sample, field)
     layout = OrderedLayout.from_sample(values, shards)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dynashard.metadata import ShardInfo
+    from dynashard.core.shard_info import ShardInfo
 
 
 def shard_history_chart(info: ShardInfo, path: Path, *, now: float) -> Path:

@@ -115,9 +115,9 @@ class Options:
         Dynashard
             The facade; the caller closes it.
         """
-        from dynashard.bucketed import parse_bucketed_keys
+        from dynashard.core.families import parse_bucketed_keys
+        from dynashard.core.keys import MAX_SHARD_COUNT
         from dynashard.facade import Dynashard, DynashardConfig
-        from dynashard.keys import MAX_SHARD_COUNT
 
         config = DynashardConfig(
             data_table=self.data_table,

@@ -1,11 +1,11 @@
 """``dynashard hot``: the hottest partition keys, mapped to logical keys and planned.
 
 Against AWS the rows come from Contributor Insights for DynamoDB, through the scaler's
-own adapter (:class:`~dynashard.adapters.insights.ContributorInsightsHotKeySource`).
+own adapter (:class:`~dynashard.cloudwatch.insights.ContributorInsightsHotKeySource`).
 Against the sandbox they come from the partition emulator's admin route
 ``GET /_emulator/contributors``, which reports the same PKT / PKC views; both are
-ranked by :func:`~dynashard.adapters.insights.rank_hot_keys`, and planned as the scaler
-plans them (:mod:`dynashard.planning`).
+ranked by :func:`~dynashard.cloudwatch.insights.rank_hot_keys`, and planned as the scaler
+plans them (:mod:`dynashard.planning.shards`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from dynashard import names
-from dynashard.adapters.insights import (
+from dynashard.cli.context import env_float
+from dynashard.cloudwatch.insights import (
     ContributorInsightsHotKeySource,
     insight_rule_totals,
     rank_hot_keys,
 )
-from dynashard.cli.context import env_float
+from dynashard.core.retry import Backoff
 from dynashard.errors import DynashardError
-from dynashard.planning import (
+from dynashard.planning.shards import (
     PARTITION_RCU_LIMIT,
     PARTITION_WCU_LIMIT,
     attempts_per_request,
@@ -33,11 +34,10 @@ from dynashard.planning import (
     partition_group,
     plan_shard_count,
 )
-from dynashard.retry import Backoff
 
 if TYPE_CHECKING:
     from dynashard.cli.context import Options
-    from dynashard.scaling import HotKey
+    from dynashard.planning.scaling import HotKey
 
 
 class EmulatorUnavailableError(DynashardError):

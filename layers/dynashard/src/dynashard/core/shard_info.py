@@ -1,0 +1,169 @@
+"""What the shard-metadata table says of one logical key: its counts over time (pure values).
+
+After the AWS Database Blog post "Choosing the right number of shards for your
+large-scale Amazon DynamoDB table": ``number_of_shards`` (N in force for writers),
+``last_updated`` (epoch seconds; the optimistic lock and the cooldown clock) and
+``shard_history`` (every ``"{epoch}:{count}"`` ever in force, :func:`parse_history`).
+:class:`ShardInfo` is that item as the planners, the readers and the scaler speak it;
+:class:`GrowthResult` what a conditional change of N did. Reading and writing the item
+is :mod:`dynashard.dynamodb.metadata_store`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dynashard.core.strategies import Strategy
+from dynashard.errors import MetadataError
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """The shard metadata of one logical key.
+
+    Attributes
+    ----------
+    key : str
+        Logical key.
+    number_of_shards : int
+        N in force for writers.
+    last_updated : int
+        Epoch seconds of the last change (0 for a key never stored).
+    history : tuple of (int, int)
+        ``(since_epoch_s, count)`` for every count ever in force, oldest first.
+    stored : bool
+        False when the key has no metadata item yet (N is the default).
+    strategy : Strategy
+        How writers pick a shard (attribute ``strategy``; ``random`` when absent).
+    shard_attribute : str or None
+        The ``data`` attribute a ``calculated`` key shards by (attribute
+        ``shard_attribute``); None for other strategies.
+    adopted : bool
+        True when the key was adopted with items under its bare partition key
+        (:meth:`ShardMetadata.adopt`): readers query that key too.
+    gsi1_shards : tuple of (str, int)
+        ``(bucket, count)``: the largest shard count writers used for each time bucket
+        they recorded (attributes ``gsi1_shards#{bucket}``, :mod:`dynashard.dynamodb.gsi_buckets`).
+
+    Examples
+    --------
+    A key that grew from 1 to 8 shards and shrank to 2: readers still query 8 shards.
+
+    >>> history = ((1_357_000_000, 1), (1_357_050_000, 8), (1_357_100_000, 2))
+    >>> info = ShardInfo("DEPARTURES#JFK", 2, 1_357_100_000, history)
+    >>> sorted(info.counts), info.max_count
+    ([1, 2, 8], 8)
+    """
+
+    key: str
+    number_of_shards: int
+    last_updated: int
+    history: tuple[tuple[int, int], ...]
+    stored: bool = True
+    strategy: Strategy = Strategy.RANDOM
+    shard_attribute: str | None = None
+    adopted: bool = False
+    gsi1_shards: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def counts(self) -> frozenset[int]:
+        """Frozenset of int: Every shard count in ``history`` and the current one."""
+        return frozenset(c for _, c in self.history) | {self.number_of_shards}
+
+    @property
+    def max_count(self) -> int:
+        """int: The largest count ever in force; readers query shards ``0..max_count-1``."""
+        return max(self.counts)
+
+    @property
+    def strategy_label(self) -> str:
+        """str: ``random``, or ``calculated({shard_attribute})``, for messages."""
+        if self.shard_attribute is None:
+            return self.strategy.value
+        return f"{self.strategy.value}({self.shard_attribute})"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the key's metadata as JSON (the body of ``GET /shards/{key}``).
+
+        Returns
+        -------
+        dict
+            ``{"key", "number_of_shards", "last_updated", "shard_history", "strategy",
+            "shard_attribute", "adopted"}``; ``shard_history`` (the metadata table's
+            attribute name) is a list of ``{"since": epoch_s, "count": n}``, oldest
+            first; ``shard_attribute`` is None unless the strategy is ``calculated``.
+        """
+        return {
+            "key": self.key,
+            "number_of_shards": self.number_of_shards,
+            "last_updated": self.last_updated,
+            "shard_history": [{"since": since, "count": count} for since, count in self.history],
+            "strategy": self.strategy.value,
+            "shard_attribute": self.shard_attribute,
+            "adopted": self.adopted,
+        }
+
+
+@dataclass(frozen=True)
+class GrowthResult:
+    """What a shard-count change did.
+
+    Attributes
+    ----------
+    key : str
+        Logical key.
+    previous : int
+        N before.
+    current : int
+        N after (equal to ``previous`` when nothing changed).
+    changed : bool
+        True when this call changed N.
+    reason : str
+        ``grown``, ``shrunk``, ``set``, ``already_sufficient``, ``already_smaller`` (a
+        shrink to a count N is already at or below), ``not_stored`` (a shrink of a key
+        never stored), ``cooldown`` (changed less than ``cooldown_s`` ago, by this or
+        another grower), ``capped`` (at ``max_shards``) or ``ordered`` (an ordered
+        index keeps the count of its range layout).
+    """
+
+    key: str
+    previous: int
+    current: int
+    changed: bool
+    reason: str
+
+
+def parse_history(entries: set[str] | list[str] | tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """Parse ``shard_history`` strings ``"{epoch}:{count}"``, oldest first.
+
+    Parameters
+    ----------
+    entries : iterable of str
+        The string set as stored.
+
+    Returns
+    -------
+    tuple of (int, int)
+        Sorted ``(epoch_s, count)`` pairs.
+
+    Raises
+    ------
+    MetadataError
+        If an entry is not of the form ``"{int}:{int}"``.
+
+    Examples
+    --------
+    >>> parse_history({"1357050000:8", "1357000000:1"})
+    ((1357000000, 1), (1357050000, 8))
+    """
+    parsed = []
+    for entry in entries:
+        since, sep, count = entry.partition(":")
+        if not sep or not since.isdigit() or not count.isdigit():
+            raise MetadataError(f"shard_history entry {entry!r} is not '{{epoch}}:{{count}}'")
+        parsed.append((int(since), int(count)))
+    return tuple(sorted(parsed))

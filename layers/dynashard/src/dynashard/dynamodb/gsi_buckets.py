@@ -1,0 +1,150 @@
+"""Per-bucket GSI1 shard counts: writers record, per time bucket, the shard count they used.
+
+A GSI1 partition key is ``{logical}#{bucket}#{shard}`` with the item's own base shard
+(:func:`dynashard.core.keys.gsi1_partition_key`), so a GSI1 read of one bucket must query
+every shard any writer of that bucket used. The key's ``shard_history`` cannot tell
+which: it is kept in wall-clock time, buckets are in event time, and events arrive
+late or are replayed. So before a writer puts items of a bucket it records, in the
+key's metadata item, ``gsi1_shards#{bucket}`` = the largest shard count used for that
+bucket (a conditional ``UpdateItem`` that only ever raises the value), and a GSI1
+reader queries ``0..G-1`` for a recorded bucket, and the key's largest count for a
+bucket without a record (:func:`dynashard.planning.reads.gsi1_shard_count`).
+
+That is what lets GSI1 win reads: a bucket written while the key was cool has G = 1
+even when the key has since had 32 shards, so a window inside it takes one GSI1 Query
+instead of 32 base-table Queries. Each container records a ``(key, bucket)`` once per
+count (cached), so the cost is one small conditional write per key, bucket and
+container.
+
+The records live on the key's metadata item, which every read and write fetches and
+which DynamoDB caps at 400 KB (Developer Guide, "Service, account, and table quotas":
+item size). An hour bucket adds about 30 bytes a record, 8,760 a year, so the records
+are bounded: when a key holds more than :data:`MAX_RECORDS`, the write that records a
+new bucket also removes the oldest (bucket labels sort in time order). Removing a record
+is always safe: a bucket without one is read over every shard the key ever had.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard import names
+from dynashard.errors import MetadataError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: Entries the recorder's cache holds before it starts afresh (bounds a container's memory).
+CACHE_LIMIT: Final = 100_000
+#: Most ``gsi1_shards#{bucket}`` records a key keeps (about 15 KB of its metadata item).
+MAX_RECORDS: Final = 500
+#: Most records one update removes (keeps the UpdateExpression far below its 4 KB limit).
+PRUNE_BATCH: Final = 100
+
+
+def records_to_prune(recorded: Sequence[str], keep: str, limit: int = MAX_RECORDS) -> list[str]:
+    """Return the oldest bucket records to remove so that a key keeps at most ``limit``.
+
+    Parameters
+    ----------
+    recorded : sequence of str
+        Bucket labels recorded on the key (any order); labels sort in time order.
+    keep : str
+        The bucket being recorded now (never pruned).
+    limit : int
+        Records a key keeps, the new one included.
+
+    Returns
+    -------
+    list of str
+        The oldest labels past the limit, at most :data:`PRUNE_BATCH`, oldest first.
+
+    Examples
+    --------
+    >>> records_to_prune(["2013-01-03", "2013-01-01", "2013-01-02"], "2013-01-04", limit=2)
+    ['2013-01-01', '2013-01-02']
+    >>> records_to_prune(["2013-01-01"], "2013-01-02", limit=2)
+    []
+    """
+    others = sorted(label for label in set(recorded) if label != keep)
+    excess = len(others) + 1 - limit
+    return others[: min(max(excess, 0), PRUNE_BATCH)]
+
+
+class Gsi1BucketRecorder:
+    """Records the GSI1 shard count of each ``(logical key, bucket)`` a writer writes.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A boto3 DynamoDB client.
+    table_name : str
+        The metadata table (partition key ``key``).
+    """
+
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self.client = client
+        self.table_name = table_name
+        self._known: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
+        """Make sure ``gsi1_shards#{bucket}`` of ``key`` is at least ``count``.
+
+        Call it before writing items of the bucket, so a reader that sees an item also
+        sees the count that covers it. A write that records also removes the ``prune``
+        records (see :func:`records_to_prune`).
+
+        Parameters
+        ----------
+        key : str
+            Logical key (its metadata item exists: writers create it first).
+        bucket : str
+            Time-bucket label, e.g. ``2013-01-01``.
+        count : int
+            The shard count the writer uses, >= 1.
+        prune : sequence of str
+            Bucket labels whose records to remove in the same update.
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails the update (the caller fails those items' writes).
+        """
+        with self._lock:
+            if self._known.get((key, bucket), 0) >= count:
+                return
+        attribute = f"{names.ATTR_GSI1_SHARDS_PREFIX}{bucket}"
+        removed = {f"#p{i}": f"{names.ATTR_GSI1_SHARDS_PREFIX}{old}" for i, old in enumerate(prune)}
+        update = "SET #g = :g" + (f" REMOVE {', '.join(removed)}" if removed else "")
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression=update,
+                # Never create an item: a key without one has no record, which readers
+                # take as "any shard the key ever had" (safe).
+                ConditionExpression=(
+                    "attribute_exists(#k) AND (attribute_not_exists(#g) OR #g < :g)"
+                ),
+                ExpressionAttributeNames={"#k": names.ATTR_META_KEY, "#g": attribute, **removed},
+                ExpressionAttributeValues={":g": {"N": str(count)}},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise MetadataError(
+                    f"recording the GSI1 shard count of {key!r} bucket {bucket} failed: {exc}"
+                ) from exc
+            # Already at least this count (another writer recorded it), or no item.
+        except BotoCoreError as exc:
+            raise MetadataError(
+                f"recording the GSI1 shard count of {key!r} bucket {bucket} failed: {exc}"
+            ) from exc
+        with self._lock:
+            if len(self._known) >= CACHE_LIMIT:
+                self._known.clear()
+            self._known[(key, bucket)] = max(count, self._known.get((key, bucket), 0))

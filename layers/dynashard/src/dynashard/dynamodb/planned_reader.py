@@ -1,0 +1,194 @@
+"""The planned reader: a time-window read served by the base table or by GSI1, whichever is cheaper.
+
+:class:`PlannedReader` asks :func:`dynashard.planning.reads.plan_read` which path a page
+takes (``consistent=True`` always takes the base table: only base-table Queries are
+strongly consistent), then reads it with
+:class:`~dynashard.dynamodb.reader.ShardedReader` (one Query per shard) or
+:class:`~dynashard.dynamodb.gsi_reader.GsiBucketReader` (one Query per time bucket and
+GSI1 shard), and keeps a cursor on the path it started: a GSI1 cursor is resumed on
+GSI1, a base-table one on the base table. :class:`ReadOptions` are the options of one
+page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from dynashard.core.buckets import TimeBucket, window_buckets
+from dynashard.dynamodb.gsi_reader import GsiBucketReader, is_gsi1_cursor
+from dynashard.dynamodb.reader import (
+    Page,
+    QueryOptions,
+    ShardedReader,
+)
+from dynashard.planning.reads import (
+    DEFAULT_ITEM_BYTES,
+    MAX_GSI1_REQUESTS,
+    ReadPath,
+    gsi1_shard_counts,
+    plan_read,
+)
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from dynashard.dynamodb.shard_metadata import ShardMetadata
+
+
+class ReadOptions(QueryOptions, total=False):
+    """The options of a planned read: :class:`~dynashard.dynamodb.reader.QueryOptions` and two more.
+
+    Attributes
+    ----------
+    consistent : bool
+        Strongly consistent read (base table only; default True: invariant 3, a read
+        never misses an acknowledged write).
+    path : str
+        ``auto`` (plan the cheaper path), ``base`` or ``gsi1`` (force one).
+    """
+
+    consistent: bool
+    path: str
+
+
+class PlannedReader:
+    """Plans each read (:func:`dynashard.planning.reads.plan_read`) and serves it on that path.
+
+    Parameters
+    ----------
+    base : ShardedReader
+        The base-table scatter-gather reader.
+    gsi : GsiBucketReader
+        The GSI1 bucket fan-out reader.
+    metadata : ShardMetadata
+        Shard metadata, read fresh for planning.
+    bucket_of : callable
+        Logical key -> the bucket unit of its GSI1 partition keys.
+    """
+
+    def __init__(
+        self,
+        base: ShardedReader,
+        gsi: GsiBucketReader,
+        metadata: ShardMetadata,
+        bucket_of: Callable[[str], TimeBucket],
+    ) -> None:
+        self.base = base
+        self.gsi = gsi
+        self.metadata = metadata
+        self.bucket_of = bucket_of
+
+    def query(
+        self,
+        key: str,
+        *,
+        consistent: bool = True,
+        path: str = ReadPath.AUTO.value,
+        **options: Unpack[QueryOptions],
+    ) -> Page:
+        """Read one page of a key's events on the planned path; ``page.plan`` says which.
+
+        The base table serves every read that asks for ``consistent``, that has no
+        bounded window (``start`` and ``end``), that targets a ``calculated`` key's
+        value (``attribute_value``), or that continues a base-table cursor; GSI1 serves
+        a read whose plan finds it cheaper (or ``path="gsi1"``), and every page after a
+        GSI1 page (its cursor says so), so a read never changes path mid-way.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        consistent : bool
+            Strongly consistent (base table) when True, the default.
+        path : str
+            ``auto``, ``base`` or ``gsi1``.
+        **options : QueryOptions
+            As :meth:`ShardedReader.query` takes them.
+
+        Returns
+        -------
+        Page
+            The page, with ``plan`` set.
+
+        Raises
+        ------
+        InvalidInputError
+            As :meth:`ShardedReader.query`, and for a ``path`` GSI1 cannot serve or
+            ``path="gsi1"`` with ``consistent`` (:func:`~dynashard.planning.reads.plan_read`).
+        CursorError, ShardQueryError, MetadataError
+            As the reader of the chosen path raises them.
+        """
+        start, end = options.get("start"), options.get("end")
+        limit = options.get("limit", 100)
+        expected = limit * DEFAULT_ITEM_BYTES
+        unit = self.bucket_of(key)
+        cursor = options.get("cursor")
+        descending = options.get("descending", False)
+        unavailable = ""
+        if start is None or end is None:
+            unavailable = "it needs a bounded window (from and to)"
+        elif options.get("attribute_value") is not None:
+            unavailable = "a targeted read (attr) is served by the base table"
+        elif start >= end:
+            unavailable = "the window is empty"
+        elif cursor and not consistent and path != ReadPath.BASE:
+            if is_gsi1_cursor(cursor, key, start, end, descending, unit):
+                path = ReadPath.GSI1.value
+            else:
+                unavailable = "the cursor continues a base-table read"
+        if unavailable or consistent or path == ReadPath.BASE:
+            # Validate before reading; the plan's counts come from the page afterwards.
+            plan_read(
+                base_shards=1,
+                buckets=None if unavailable else [],
+                consistent=consistent,
+                path=path,
+                gsi1_unavailable=unavailable,
+            )
+            page = self.base.query(key, **options)
+            page.plan = plan_read(
+                base_shards=max(1, page.shards_queried),
+                buckets=None,
+                consistent=consistent,
+                path=ReadPath.BASE,
+                expected_bytes=expected,
+                gsi1_unavailable=unavailable or f"path={path}",
+            )
+            return page
+        assert start is not None and end is not None  # narrowed by `unavailable`
+        info = self.metadata.for_reader(key)
+        buckets = window_buckets(start, end, unit, limit=MAX_GSI1_REQUESTS)
+        if buckets is None:
+            unavailable = f"the window spans more than {MAX_GSI1_REQUESTS} {unit} buckets"
+        counts = [] if buckets is None else gsi1_shard_counts(info, buckets)
+        if sum(counts) > MAX_GSI1_REQUESTS:
+            buckets, counts = None, []
+            unavailable = f"it would make more than {MAX_GSI1_REQUESTS} GSI1 queries"
+        plan = plan_read(
+            base_shards=info.max_count,
+            buckets=buckets,
+            gsi1_shards=counts,
+            consistent=False,
+            path=path,
+            expected_bytes=expected,
+            gsi1_unavailable=unavailable,
+            descending=descending,
+        )
+        if plan.path is ReadPath.BASE:
+            page = self.base.query(key, info=info, **options)  # one metadata read, not two
+        else:
+            page = self.gsi.query(
+                key,
+                start=start,
+                end=end,
+                unit=unit,
+                buckets=plan.buckets,
+                gsi1_shards=plan.gsi1_shards,
+                limit=limit,
+                descending=descending,
+                cursor=cursor,
+                allow_partial=options.get("allow_partial", False),
+            )
+        page.plan = plan
+        return page

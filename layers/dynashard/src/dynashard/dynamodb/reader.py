@@ -1,0 +1,704 @@
+"""The scatter-gather reader: query every shard in parallel, merge, page with a cursor.
+
+For a logical key the reader reads the shard metadata fresh, queries every shard that
+any count in ``shard_history`` may have used (invariant 3) in parallel with the page
+limit pushed down to each shard, merges the streams in exact sort-key order
+(:mod:`dynashard.core.merge`) and returns a page with an opaque cursor (invariant 4). A
+shard whose first page may not carry it far enough has its next page fetched ahead,
+in parallel with the other shards', so the merge waits on futures rather than on one
+Query after another (at most one page ahead per shard, and only when the items already
+fetched cannot fill the page: see :class:`_ReadAhead`). A key adopted with items under
+its bare partition key is read from that key too (:func:`physical_keys_to_query`). A
+failed shard query fails the read with an error naming the shard, unless partial
+results were asked for, which then list the missing shards (invariant 5).
+
+A process's reads remember each key's shard set and item size (:class:`ReadMemory`):
+the next read of the key starts querying the shards it had while the metadata is read
+fresh (one round trip instead of two; the fresh metadata still decides which shards
+are read), and sizes each shard's ``Limit`` to the read units its share is billed for
+(:func:`shard_page_limit`).
+
+A targeted read of a ``calculated`` key (``attribute_value``) queries only the shards
+the value hashed to under each count in ``shard_history``
+(:func:`~dynashard.core.strategies.calculated_shards`), one per distinct count at most, and
+filters them to the value's items.
+
+Base-table queries are strongly consistent (``ConsistentRead``), so an acknowledged
+write is never missed for replication lag; GSI reads cannot be (Developer Guide,
+"Read consistency").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, TypedDict
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard import names
+from dynashard.core.capacity import wire_item_size
+from dynashard.core.keys import format_ts, physical_key
+from dynashard.core.merge import Cursor, merge_page, query_fingerprint
+from dynashard.core.shard_info import ShardInfo
+from dynashard.core.strategies import Strategy, calculated_shards
+from dynashard.dynamodb.shard_metadata import ShardMetadata
+from dynashard.errors import InvalidInputError, ShardQueryError, StateConflictError
+from dynashard.model import plain_value
+from dynashard.planning.reads import MAX_PAGE_LIMIT, _fill_read_units, shard_page_limit
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from dynashard.planning.reads import ReadPlan
+
+#: Sort-key bounds of time-series items: SKs start with a year, so they sort between "0"
+#: and ":" (the byte after "9"); other items of the table (counters, "#...") fall outside.
+_SK_FLOOR: Final = "0"
+_SK_CEILING: Final = ":"
+
+#: Item size a reader assumes for a key before it has read any of its items, bytes.
+DEFAULT_ITEM_BYTES: Final = 1024.0
+#: Logical keys a :class:`ReadMemory` remembers (bounds a container's memory).
+READ_MEMORY_LIMIT: Final = 10_000
+
+
+@dataclass
+class Page:
+    """One page of a scatter-gather read.
+
+    Attributes
+    ----------
+    items : list of dict
+        JSON-ready events ``{"key", "id", "ts", "data"}`` in the requested order.
+    cursor : str or None
+        Opaque cursor of the next page; None after the last page.
+    missing_shards : list of str
+        Physical keys whose query failed (only with ``allow_partial=True``).
+    shards_queried : int
+        Shards (physical keys) queried for this page: every shard the key's history
+        can have used for a scatter-gather, one per distinct shard count at most for a
+        targeted read (plus the bare key of an adopted key).
+    queries : int
+        Query calls sent for this page: first pages, further pages and read-aheads (a
+        shard that runs short, or whose items are filtered out, is queried again; a
+        read-ahead the page turned out not to need is counted when it was already
+        sent), ``>= shards_queried``.
+    plan : ReadPlan or None
+        The path the read took (base table or GSI1) and why, when it was planned
+        (:mod:`dynashard.planning.reads`).
+    """
+
+    items: list[dict[str, Any]]
+    cursor: str | None
+    missing_shards: list[str] = field(default_factory=list)
+    shards_queried: int = 0
+    queries: int = 0
+    plan: ReadPlan | None = None
+
+
+class _ShardStream:
+    """Lazy iterator over one shard's items in sort-key order, page by page.
+
+    Pages are fetched through the reader's executor: :meth:`submit` starts the next
+    Query (at most one in flight, since each resumes from the previous page's
+    ``LastEvaluatedKey``) and the merge, when the buffer runs dry, waits on that future
+    instead of calling DynamoDB itself. All state is touched by the merging thread only;
+    the worker thread runs the Query and returns its response.
+    """
+
+    def __init__(self, reader: ShardedReader, pk: str, request: dict[str, Any]) -> None:
+        self.reader = reader
+        self.pk = pk
+        self.request = request
+        self.buffer: list[dict[str, Any]] = []
+        self.start_key: dict[str, Any] | None = request.get("ExclusiveStartKey")
+        self.finished = False
+        self.queries = 0
+        self.tolerate_failure = False
+        self.failure: dict[str, str] = {}
+        #: Sort keys of every item fetched for this page of the read, in stream order.
+        self.fetched: list[str] = []
+        self.pending: Future[dict[str, Any]] | None = None
+        #: Called after each page arrives during the merge (read-ahead policy).
+        self.on_page: Callable[[_ShardStream], None] | None = None
+
+    def submit(self, limit: int | None = None) -> None:
+        """Start the next page's Query on the executor, unless one is in flight.
+
+        ``limit``, when given, is that page's ``Limit`` (and the later pages').
+        """
+        if self.pending is None and not self.finished:
+            if limit is not None:
+                self.request["Limit"] = limit
+            request = dict(self.request)
+            if self.start_key is not None:
+                request["ExclusiveStartKey"] = self.start_key
+            self.queries += 1
+            self.pending = self.reader.executor.submit(self._query, request)
+
+    def _query(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one Query (in a worker thread); raise ShardQueryError naming the shard."""
+        return run_query(self.reader.client, request, self.pk)
+
+    def receive(self) -> None:
+        """Wait for the page in flight (starting it if none is) and buffer its items.
+
+        Raises
+        ------
+        ShardQueryError
+            If the Query failed; the shard is named.
+        """
+        self.submit()
+        pending, self.pending = self.pending, None
+        if pending is None:  # finished: nothing more to read
+            return
+        response = pending.result()
+        items = response.get("Items", [])
+        self.buffer.extend(items)
+        self.fetched.extend(item[names.ATTR_SK]["S"] for item in items)
+        self.start_key = response.get("LastEvaluatedKey")
+        self.finished = self.start_key is None
+
+    def cancel(self) -> None:
+        """Drop a read-ahead the page turned out not to need (cancelled if not started)."""
+        if self.pending is not None:
+            if self.pending.cancel():
+                self.queries -= 1  # never sent
+            self.pending = None
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        while True:
+            for item in self.buffer:
+                yield item[names.ATTR_SK]["S"], item
+            self.buffer = []
+            if self.finished:
+                return
+            try:
+                self.receive()
+            except ShardQueryError as exc:
+                if not self.tolerate_failure:
+                    raise
+                self.failure = exc.failures
+                return
+            if self.on_page is not None:
+                self.on_page(self)
+
+
+class QueryOptions(TypedDict, total=False):
+    """The options of a read, each optional: keywords of :meth:`ShardedReader.query`.
+
+    The facade and the ports pass them on as ``**options: Unpack[QueryOptions]``, so the
+    read's signature is written once, here and in :meth:`ShardedReader.query`.
+
+    Attributes
+    ----------
+    start, end : datetime or None
+        Event-time range, start inclusive, end exclusive (UTC).
+    limit : int
+        Page size, 1..1000.
+    descending : bool
+        Newest first when True.
+    cursor : str or None
+        The previous page's cursor.
+    allow_partial : bool
+        Serve what healthy shards hold, naming the missing ones.
+    attribute_value : str or int or None
+        Targeted read of a ``calculated`` key: only the events whose shard attribute
+        has this value.
+    """
+
+    start: datetime | None
+    end: datetime | None
+    limit: int
+    descending: bool
+    cursor: str | None
+    allow_partial: bool
+    attribute_value: str | int | None
+
+
+@dataclass
+class ReadMemory:
+    """What a process's reads remember of each logical key, to make the next read cheaper.
+
+    Nothing here decides what a read returns: the shard set comes from the metadata read
+    fresh on every page (invariant 3), and the item size only sizes each shard's
+    ``Limit``.
+
+    Attributes
+    ----------
+    item_bytes : dict of str to float
+        Logical key -> the size of one of its items read last, bytes
+        (:func:`shard_page_limit`).
+    shard_info : dict of str to ShardInfo
+        Logical key -> its metadata as the last read saw it: the next read starts
+        querying those shards while it reads the metadata fresh, instead of after.
+    """
+
+    item_bytes: dict[str, float] = field(default_factory=dict)
+    shard_info: dict[str, ShardInfo] = field(default_factory=dict)
+
+    def remember(
+        self, key: str, *, info: ShardInfo | None = None, size: float | None = None
+    ) -> None:
+        """Record ``key``'s metadata and/or the size of one of its items.
+
+        Each map keeps at most :data:`READ_MEMORY_LIMIT` keys and starts afresh past it.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        info : ShardInfo, optional
+            Its metadata as a read just saw it (fresh).
+        size : float, optional
+            The size of one of its items, bytes (DynamoDB's item-size rules).
+        """
+        if info is not None:
+            _bounded_set(self.shard_info, key, info)
+        if size is not None:
+            _bounded_set(self.item_bytes, key, size)
+
+
+def _bounded_set(table: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``table[key]``, starting afresh when a new key would pass the bound."""
+    if key not in table and len(table) >= READ_MEMORY_LIMIT:
+        table.clear()
+    table[key] = value
+
+
+class ShardedReader:
+    """Scatter-gather reads of a sharded logical key.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A boto3 DynamoDB client shared by the worker threads; its
+        ``max_pool_connections`` should cover the executor's workers.
+    table_name : str
+        The data table.
+    metadata : ShardMetadata
+        Shard metadata (read fresh here, never from the writer cache).
+    executor : Executor
+        Runs the shard queries in parallel.
+    memory : ReadMemory, optional
+        What earlier reads learned of each key; pass the same one to every reader of a
+        process (the facade does) so later reads use it. A new one when None.
+    """
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        metadata: ShardMetadata,
+        executor: Executor,
+        memory: ReadMemory | None = None,
+    ) -> None:
+        self.client = client
+        self.table_name = table_name
+        self.metadata = metadata
+        self.executor = executor
+        self.memory = memory if memory is not None else ReadMemory()
+
+    def query(
+        self,
+        key: str,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 100,
+        descending: bool = False,
+        cursor: str | None = None,
+        allow_partial: bool = False,
+        attribute_value: str | int | None = None,
+        info: ShardInfo | None = None,
+    ) -> Page:
+        """Read one page of a logical key's events, merged across its shards.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        start : datetime, optional
+            Earliest event time, inclusive (UTC).
+        end : datetime, optional
+            Latest event time, exclusive (UTC).
+        limit : int
+            Page size, 1..1000; pushed down to every shard query (see
+            :func:`shard_page_limit`).
+        descending : bool
+            Newest first when True.
+        cursor : str, optional
+            The ``cursor`` of the previous page of the same query.
+        allow_partial : bool
+            Return what the healthy shards hold, listing failed shards in
+            ``missing_shards``, instead of failing.
+        info : ShardInfo, optional
+            The key's metadata when the caller has just read it fresh (a planner);
+            read here with a strongly consistent GetItem when None.
+        attribute_value : str or int, optional
+            Targeted read of a ``calculated`` key: only the events whose shard
+            attribute (``data.{shard_attribute}``) equals this value (an integer and
+            its decimal text are the same value). It queries one shard per distinct
+            count in ``shard_history`` (the shard the value hashed to under that
+            count), never the full fan-out, with a ``FilterExpression`` on
+            ``data.{shard_attribute}``. DynamoDB charges read capacity for every item
+            a Query reads *before* the filter (Developer Guide, "Filter expressions
+            for Query"), so the cost is the item collection of those shards in the
+            window, shared with the other values that hash there; what it saves is
+            the other ``max_count - 1`` shards.
+
+        Returns
+        -------
+        Page
+            Items in exact sort-key order and the next page's cursor.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``limit`` is out of range, ``start >= end``, or ``attribute_value`` is
+            given for a key whose strategy is not ``calculated`` or is empty (field
+            ``attr``, the HTTP API's parameter).
+        StateConflictError
+            Naming ``key``, if the key is an ordered index (its items are index
+            entries, not events: read them with
+            :class:`~dynashard.dynamodb.ordered_index.OrderedIndex`).
+        CursorError
+            If ``cursor`` is malformed or belongs to another query.
+        ShardQueryError
+            If a shard query failed and ``allow_partial`` is False.
+        MetadataError
+            If the shard metadata cannot be read.
+        """
+        if not 1 <= limit <= MAX_PAGE_LIMIT:
+            raise InvalidInputError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
+        lo = format_ts(start) if start is not None else _SK_FLOOR
+        hi = format_ts(end) if end is not None else _SK_CEILING
+        if start is not None and end is not None and lo >= hi:
+            raise InvalidInputError("from", f"must be earlier than to ({lo} >= {hi})")
+        value = None if attribute_value is None else _attribute_text(attribute_value)
+        target = () if value is None else ("attr", value)
+        fingerprint = query_fingerprint(key, lo, hi, descending, *target)
+        position = Cursor.decode(cursor, fingerprint) if cursor else None
+
+        skip = position.done if position is not None else frozenset()
+        item_bytes = self.memory.item_bytes.get(key, DEFAULT_ITEM_BYTES)
+        streams: dict[int, _ShardStream] = {}
+
+        def open_streams(keys: dict[int, str], filter_by: str | None = None) -> None:
+            per_shard = shard_page_limit(limit, len(keys), item_bytes)
+            for s, pk in keys.items():
+                if s not in streams:
+                    streams[s] = self._stream(pk, lo, hi, per_shard, descending, position)
+                    if value is not None:
+                        _filter_by(streams[s].request, filter_by or "", value)
+                    streams[s].submit()
+
+        # Start the shards the key had at its last read while its metadata is read
+        # fresh: the fresh view still decides the shard set (invariant 3), and a Query
+        # started after the read began sees every write acknowledged before it began.
+        guess = self.memory.shard_info.get(key) if info is None and value is None else None
+        if guess is not None:
+            open_streams(_unfinished(physical_keys_to_query(guess), skip))
+        try:
+            info = info if info is not None else self.metadata.for_reader(key)
+            if info.strategy is Strategy.ORDERED:  # its entries lack ts and id (a KeyError)
+                raise StateConflictError(
+                    "key", f"{key!r} is an ordered index: read it with GET /index/{{key}}"
+                )
+        except BaseException:
+            for stream in streams.values():
+                stream.cancel()
+            raise
+        self.memory.remember(key, info=info)
+        every = physical_keys_to_query(info, self._candidate_shards(info, value))
+        keys = _unfinished(every, skip)
+        for s in [s for s in streams if s not in keys]:  # the guess had a shard too many
+            streams.pop(s).cancel()
+        open_streams(keys, info.shard_attribute)
+        failures = self._prefetch(streams)
+        if failures and not allow_partial:
+            raise ShardQueryError(failures)
+        live = [s for s in keys if streams[s].pk not in failures]
+        ahead = _ReadAhead([streams[s] for s in live], limit, descending, item_bytes)
+        for s in live:
+            streams[s].tolerate_failure = allow_partial
+            streams[s].on_page = ahead.consider
+            ahead.consider(streams[s])
+        try:
+            merged = merge_page([iter(streams[s]) for s in live], limit, descending)
+        finally:
+            # A read-ahead the page did not need is dropped: its items are after the page
+            # (the cursor resumes there), so neither its items nor its failure belong here.
+            for stream in streams.values():
+                stream.cancel()
+        for s in live:
+            failures.update(streams[s].failure)
+        if merged.items:  # one item a page: a key's items vary little in size
+            self.memory.remember(key, size=float(wire_item_size(merged.items[0])))
+        done = set(skip)
+        # A stream that stopped because its query failed is missing, not done.
+        done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
+        next_cursor = None
+        if merged.last_sort_key is not None and len(done & every.keys()) < len(every):
+            next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
+        return Page(
+            items=[item_to_event(item) for item in merged.items],
+            cursor=next_cursor,
+            missing_shards=sorted(failures),
+            shards_queried=sum(1 for stream in streams.values() if stream.queries),
+            queries=sum(stream.queries for stream in streams.values()),
+        )
+
+    @staticmethod
+    def _candidate_shards(info: ShardInfo, value: str | None) -> list[int]:
+        """Shards a read must query: all the history used, or a targeted read's few."""
+        if value is None:
+            return list(range(info.max_count))
+        if info.strategy is not Strategy.CALCULATED or not info.shard_attribute:
+            raise InvalidInputError(
+                "attr",
+                f"targets a calculated key; {info.key!r} has strategy {info.strategy_label}",
+            )
+        return sorted(calculated_shards(value, info.counts))
+
+    def _stream(
+        self,
+        pk: str,
+        lo: str,
+        hi: str,
+        limit: int,
+        descending: bool,
+        position: Cursor | None,
+    ) -> _ShardStream:
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+            "ScanIndexForward": not descending,
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if position is not None:
+            request["ExclusiveStartKey"] = {
+                names.ATTR_PK: {"S": pk},
+                names.ATTR_SK: {"S": position.position},
+            }
+        return _ShardStream(self, pk, request)
+
+    def _prefetch(self, streams: dict[int, _ShardStream]) -> dict[str, str]:
+        """Run every shard's first Query in parallel; return the failures by physical key."""
+        for stream in streams.values():
+            stream.submit()
+        failures: dict[str, str] = {}
+        for stream in streams.values():
+            try:
+                stream.receive()
+            except ShardQueryError as exc:
+                failures.update(exc.failures)
+        return failures
+
+
+#: Stream number of an adopted key's bare partition key in :func:`physical_keys_to_query`
+#: and in the cursor's set of exhausted streams (shards are ``0..N-1``).
+BARE_KEY_STREAM: Final = -1
+
+
+def physical_keys_to_query(info: ShardInfo, shards: Iterable[int] | None = None) -> dict[int, str]:
+    """Return every physical key a read of a logical key must query, by stream number.
+
+    Shards ``0..max_count-1`` (every count in ``shard_history``, invariant 3), or the
+    given ``shards`` (a targeted read's few), and, for a
+    key adopted with items under its bare partition key (:meth:`ShardMetadata.adopt`),
+    the bare key itself as stream :data:`BARE_KEY_STREAM`. Keys never adopted pay
+    nothing for adoption: the flag is in the metadata item the reader reads anyway.
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's metadata, read fresh.
+    shards : iterable of int, optional
+        The shards to query; every shard of the key's history when None.
+
+    Returns
+    -------
+    dict of int to str
+        Stream number -> physical partition key, bare key first when present.
+
+    Examples
+    --------
+    >>> history = ((1_357_000_000, 2),)
+    >>> physical_keys_to_query(ShardInfo("K", 2, 1_357_000_000, history))
+    {0: 'K#0', 1: 'K#1'}
+    >>> physical_keys_to_query(ShardInfo("K", 2, 1_357_000_000, history, adopted=True))
+    {-1: 'K', 0: 'K#0', 1: 'K#1'}
+    """
+    keys = {BARE_KEY_STREAM: info.key} if info.adopted else {}
+    chosen = range(info.max_count) if shards is None else sorted(shards)
+    keys.update((s, physical_key(info.key, s)) for s in chosen)
+    return keys
+
+
+class _ReadAhead:
+    """When to fetch a shard's next page ahead, and how much, so the merge waits on futures.
+
+    A stream's next page is needed by this page of the read only if the page does not
+    fill before the merge passes the stream's last fetched item (its frontier). The
+    items already fetched from all streams up to that frontier are a lower bound on what
+    the merge emits before passing it: when they number ``limit`` or more the page
+    surely ends first, and the next page is not fetched (read amplification stays as
+    :func:`shard_page_limit` sets it); otherwise it is started at once, in parallel
+    with every other stream's. At most one page per stream is ahead, since each Query
+    resumes from the previous page's ``LastEvaluatedKey``. As the merge emits items the
+    count and the page's remainder shrink together, so the test is run when a page
+    arrives, not per item.
+
+    The next page asks for the remainder the page can still need past the frontier,
+    ``limit - known``, shared among the streams not yet exhausted (plus one, rounded up
+    to fill its read units): a shard that holds most of the window (written before the
+    key grew) is read in one or two Queries, not one share at a time, and evenly spread
+    shards each read about their part of the remainder.
+    """
+
+    def __init__(
+        self, streams: list[_ShardStream], limit: int, descending: bool, item_bytes: float
+    ) -> None:
+        self.streams = streams
+        self.limit = limit
+        self.descending = descending
+        self.item_bytes = item_bytes
+
+    def consider(self, stream: _ShardStream) -> None:
+        """Start ``stream``'s next page now if this page may need it."""
+        if stream.finished or stream.pending is not None:
+            return
+        if not stream.fetched:  # nothing to go on: an empty page with a LastEvaluatedKey
+            stream.submit()
+            return
+        frontier = stream.fetched[-1]
+        known = sum(_count_through(t.fetched, frontier, self.descending) for t in self.streams)
+        if known < self.limit:
+            remainder = self.limit - known
+            active = max(1, sum(1 for t in self.streams if not t.finished))
+            share = math.ceil(remainder / active) + 1
+            stream.submit(_fill_read_units(share, remainder + 1, self.item_bytes, True))
+
+
+def _count_through(sort_keys: list[str], frontier: str, descending: bool) -> int:
+    """Count the leading ``sort_keys`` (in stream order) not beyond ``frontier``."""
+    lo, hi = 0, len(sort_keys)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        sk = sort_keys[mid]
+        if (sk >= frontier) if descending else (sk <= frontier):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _unfinished(keys: dict[int, str], done: frozenset[int]) -> dict[int, str]:
+    """Return the streams of ``keys`` a cursor has not marked exhausted."""
+    return {s: pk for s, pk in keys.items() if s not in done}
+
+
+def _attribute_text(value: str | int) -> str:
+    """Return the text a targeted read hashes, as the writer's ``shard_attribute_value``."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidInputError("attr", f"must be a string or an integer, got {value!r}")
+    text = str(value)
+    if not text:
+        raise InvalidInputError("attr", "must not be empty")
+    return text
+
+
+def _filter_by(request: dict[str, Any], attribute: str, value: str) -> None:
+    """Add ``data.{attribute} = value`` as the Query's FilterExpression (in place).
+
+    A value that is an integer's canonical text matches the number too, as the writer
+    hashed both to the same shard.
+    """
+    request["ExpressionAttributeNames"].update({"#d": names.ATTR_DATA, "#a": attribute})
+    request["ExpressionAttributeValues"][":v"] = {"S": value}
+    request["FilterExpression"] = "#d.#a = :v"
+    if value.lstrip("-").isdigit() and str(int(value)) == value:
+        request["ExpressionAttributeValues"][":vn"] = {"N": value}
+        request["FilterExpression"] = "#d.#a IN (:v, :vn)"
+
+
+def run_query(client: DynamoDBClient, request: dict[str, Any], label: str) -> dict[str, Any]:
+    """Run one DynamoDB ``Query`` page; a failure names the partition it was for.
+
+    Every sharded read path (base table, GSI1 buckets, ordered range shards) queries
+    one physical partition key at a time through this.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        boto3 DynamoDB client.
+    request : dict of str to Any
+        The ``Query`` arguments (table, key condition, ``ExclusiveStartKey`` ...).
+    label : str
+        What the query reads, e.g. the physical key ``K#3`` or ``GSI1:K#2013-01-01#0``.
+
+    Returns
+    -------
+    dict of str to Any
+        The response (``Items``, ``LastEvaluatedKey`` ...).
+
+    Raises
+    ------
+    ShardQueryError
+        On any ``ClientError`` (``{label: "Code: Message"}``) or ``BotoCoreError``
+        (``{label: "ExceptionType: text"}``).
+    """
+    try:
+        return dict(client.query(**request))
+    except ClientError as exc:
+        error = exc.response["Error"]
+        raise ShardQueryError({label: f"{error['Code']}: {error.get('Message', '')}"}) from exc
+    except BotoCoreError as exc:
+        raise ShardQueryError({label: f"{type(exc).__name__}: {exc}"}) from exc
+
+
+def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
+    """Return the event a stored data item (or its GSI1 projection) stands for.
+
+    Both read paths, the base-table fan-out (:class:`ShardedReader`) and the GSI1
+    bucket fan-out (:mod:`dynashard.dynamodb.gsi_reader`), return their items through this.
+
+    Parameters
+    ----------
+    item : dict of str to Any
+        The item in DynamoDB's typed JSON (``{"key": {"S": ...}, ...}``) as a Query
+        returns it; it must hold the key, id and timestamp attributes.
+
+    Returns
+    -------
+    dict of str to Any
+        ``{"key", "id", "ts", "data"}``; numbers in ``data`` become ``int`` or
+        ``float`` (:func:`dynashard.model.plain_value`), a missing ``data`` becomes
+        ``{}``. Other attributes (shard key, sort key, GSI1 keys) are not decoded.
+
+    Raises
+    ------
+    KeyError
+        If the item lacks the key, id or timestamp attribute.
+
+    Examples
+    --------
+    >>> item_to_event({"key": {"S": "K"}, "id": {"S": "e1"}, "ts": {"S": "t"},
+    ...                "data": {"M": {"n": {"N": "2"}}}})
+    {'key': 'K', 'id': 'e1', 'ts': 't', 'data': {'n': 2}}
+    """
+    data = item.get(names.ATTR_DATA)
+    return {
+        "key": plain_value(item[names.ATTR_KEY]),
+        "id": plain_value(item[names.ATTR_ID]),
+        "ts": plain_value(item[names.ATTR_TS]),
+        "data": {} if data is None else plain_value(data),
+    }

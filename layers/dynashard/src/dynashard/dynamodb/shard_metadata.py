@@ -1,0 +1,563 @@
+"""The shard-metadata service: cached counts for writers, fresh ones for readers, the cooldown.
+
+Over a :class:`~dynashard.dynamodb.metadata_store.MetadataStore` (the table's port),
+:class:`ShardMetadata` gives writers a per-container cache whose entries live at most
+``ttl_s`` seconds, gives readers the item read fresh (strongly consistent ``GetItem``),
+and changes N only through the store's conditional updates, never within the cooldown,
+with random back-off between racing writers (invariant 3: a reader queries every shard
+of every count in ``shard_history``, so a writer still using an older count always
+writes to a shard the reader queries). It also sets a key's strategy, range layout and
+``max_shards``, and adopts a key whose items sit under its bare partition key
+(:meth:`ShardMetadata.adopt`).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from dynashard.core.keys import MAX_SHARD_COUNT
+from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
+from dynashard.dynamodb.metadata_store import MetadataStore
+from dynashard.errors import InvalidInputError, MetadataError, StrategyConflictError
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass
+class _CacheEntry:
+    info: ShardInfo
+    expires_at: float
+
+
+@dataclass
+class ShardMetadata:
+    """Shard counts for writers (cached) and readers (fresh), and shard-count changes.
+
+    Parameters
+    ----------
+    store : MetadataStore
+        Where metadata lives.
+    default_shards : int
+        N of a key never seen (stored on a writer's first use).
+    max_shards : int
+        Upper bound of any key's N (at most 1,000).
+    cooldown_s : float
+        Minimum seconds between two changes of one key's N.
+    cache_ttl_s : float
+        Lifetime of a writer's cached entry, seconds. Readers never use the cache.
+    clock : callable
+        Returns epoch seconds (float); injectable for tests.
+    sleep : callable
+        Sleeps for the random back-off between racing growers; injectable for tests.
+
+    Examples
+    --------
+    Against moto's in-process DynamoDB (no network), with a clock the example moves
+    by hand: a key is created with one shard on first write, grows at once (its
+    creation is not a change), then not again within the cooldown.
+
+    >>> import boto3
+    >>> from moto import mock_aws
+    >>> from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
+    >>> with mock_aws():
+    ...     client = boto3.client("dynamodb", region_name="us-east-1")
+    ...     _ = client.create_table(
+    ...         TableName="shards",
+    ...         AttributeDefinitions=[{"AttributeName": "key", "AttributeType": "S"}],
+    ...         KeySchema=[{"AttributeName": "key", "KeyType": "HASH"}],
+    ...         BillingMode="PAY_PER_REQUEST",
+    ...     )
+    ...     now = [1_357_000_000.0]
+    ...     store = DynamoDBMetadataStore("shards", client)
+    ...     meta = ShardMetadata(store, cooldown_s=60.0, clock=lambda: now[0])
+    ...     first = meta.for_writer("DEPARTURES#JFK")
+    ...     grown = meta.grow("DEPARTURES#JFK", 4)
+    ...     too_soon = meta.grow("DEPARTURES#JFK", 8)
+    ...     now[0] += 120
+    ...     later = meta.grow("DEPARTURES#JFK", 8)
+    ...     fresh = meta.for_reader("DEPARTURES#JFK")
+    >>> first.number_of_shards, grown.reason, too_soon.reason, later.current
+    (1, 'grown', 'cooldown', 8)
+    >>> sorted(fresh.counts)
+    [1, 4, 8]
+    """
+
+    store: MetadataStore
+    default_shards: int = 1
+    max_shards: int = MAX_SHARD_COUNT
+    cooldown_s: float = 60.0
+    cache_ttl_s: float = 30.0
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    _cache: dict[str, _CacheEntry] = field(default_factory=dict, init=False, repr=False)
+    _growth_requested: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.default_shards <= self.max_shards <= MAX_SHARD_COUNT:
+            raise InvalidInputError(
+                "shard counts",
+                f"need 1 <= default_shards ({self.default_shards}) <= max_shards "
+                f"({self.max_shards}) <= {MAX_SHARD_COUNT}",
+            )
+
+    def for_reader(self, key: str) -> ShardInfo:
+        """Return a key's metadata read fresh, without creating it (readers only read).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        ShardInfo
+            With ``stored=False`` and N = ``default_shards`` for a key never seen.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table cannot be read.
+        """
+        info = self.store.get(key)
+        if info is None:
+            return ShardInfo(key, self.default_shards, 0, ((0, self.default_shards),), stored=False)
+        return info
+
+    def for_writer(self, key: str) -> ShardInfo:
+        """Return a key's metadata for a writer: cached up to ``cache_ttl_s`` seconds.
+
+        A key never seen is created with N = ``default_shards`` (get-or-create).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        ShardInfo
+            The metadata in force, at most ``cache_ttl_s`` old.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table cannot be read or written.
+        """
+        now = self.clock()
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None and entry.expires_at > now:
+                return entry.info
+        info = self.store.get(key)
+        if info is None:
+            info = self.store.create(key, self.default_shards, int(now)) or self.store.get(key)
+            if info is None:
+                raise MetadataError(f"shard metadata of {key!r} vanished while being created")
+        self._remember(info, now)
+        return info
+
+    def _remember(self, info: ShardInfo, now: float) -> None:
+        with self._lock:
+            self._cache[info.key] = _CacheEntry(info, now + self.cache_ttl_s)
+
+    def invalidate(self, key: str) -> None:
+        """Drop a key from the writer cache so the next write reads it fresh.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        """
+        with self._lock:
+            self._cache.pop(key, None)
+
+    def grow(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
+        """Raise a key's N to ``target`` (never lowers it), honouring the cooldown.
+
+        The change is a conditional ``UpdateItem`` on ``last_updated``; a grower that
+        loses the race re-reads after a random back-off and stops if the key changed
+        within the cooldown, so racing growers make one change per cooldown window.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        target : int
+            Wanted N; capped at ``max_shards``.
+        max_attempts : int
+            Conditional-update attempts before giving up.
+
+        Returns
+        -------
+        GrowthResult
+            What happened; ``reason`` says why nothing changed when ``changed`` is False.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``target < 1``.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        if target < 1:
+            raise InvalidInputError("target", f"must be >= 1, got {target}")
+        return self._change(
+            key, min(target, self.max_shards), grow_only=True, max_attempts=max_attempts
+        )
+
+    def request_growth(self, key: str, factor: int = 2) -> GrowthResult | None:
+        """Ask in-band for more shards after key-range throttling on ``key``.
+
+        Doubles N (by default) through :meth:`grow`, so the same conditional update
+        and cooldown apply as for the scaler. A container asks at most once per
+        cooldown per key: later requests in the window return None without I/O.
+
+        Parameters
+        ----------
+        key : str
+            Logical key whose writes met ``...KeyRangeThroughputExceeded``.
+        factor : int
+            Growth factor, ``>= 2``.
+
+        Returns
+        -------
+        GrowthResult or None
+            None when this container already asked within the cooldown.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails.
+        """
+        now = self.clock()
+        with self._lock:
+            last = self._growth_requested.get(key)
+            if last is not None and now - last < self.cooldown_s:
+                return None
+            self._growth_requested[key] = now
+        current = self.for_writer(key).number_of_shards
+        result = self.grow(key, max(current + 1, current * factor))
+        if result.changed:
+            self.invalidate(key)
+        return result
+
+    def adopt(self, key: str, max_attempts: int = 5) -> ShardInfo:
+        """Adopt a key whose items already sit under its bare partition key.
+
+        An application that used DynamoDB before dynashard has items under
+        ``PK = {key}`` itself. Adoption keeps them where they are: it sets ``adopted``
+        in the key's metadata (conditional writes; a key never seen is created with
+        N = ``default_shards``), after which every read also queries the bare key
+        (:func:`dynashard.dynamodb.reader.physical_keys_to_query`) and every counter read adds
+        its bare item; writers keep writing to shards ``0..N-1`` only, and N grows from
+        there as for any key. Idempotent; adoption is never undone.
+
+        Stop the application's own writes to the bare key before adopting: a read
+        paging with a cursor made before adoption resumes the bare key after the
+        cursor's position, as it does every shard.
+
+        Parameters
+        ----------
+        key : str
+            Logical key (the bare partition key of the existing items).
+        max_attempts : int
+            Conditional-write attempts before giving up.
+
+        Returns
+        -------
+        ShardInfo
+            The metadata, ``adopted`` True.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        for attempt in range(max_attempts):
+            now = self.clock()
+            info = self.store.adopt(key, self.default_shards, int(now))
+            if info is not None:
+                self._remember(info, now)
+                return info
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+        raise MetadataError(f"adopting {key!r} lost {max_attempts} races in a row")
+
+    def set_count(
+        self,
+        key: str,
+        count: int,
+        max_attempts: int = 5,
+        *,
+        honour_cooldown: bool = False,
+    ) -> GrowthResult:
+        """Set a key's N (operator path; may shrink), with the same conditional update.
+
+        Data written under a larger N stays where it is; readers keep querying every
+        shard in ``shard_history``. By default the cooldown does not apply to an
+        operator's set; with ``honour_cooldown`` it does, as for the scaler's growth
+        (it runs from the key's last change of N, not from its creation).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        count : int
+            New N, ``1 <= count <= max_shards``.
+        max_attempts : int
+            Conditional-update attempts before giving up.
+        honour_cooldown : bool
+            Refuse (reason ``cooldown``) within ``cooldown_s`` of the key's last change.
+
+        Returns
+        -------
+        GrowthResult
+            ``reason`` is ``set`` when changed, ``already_sufficient`` when N already was
+            ``count``, ``cooldown`` when refused by the cooldown, ``ordered`` for an
+            ordered key (its N is its range layout's).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``count`` is out of range.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        if not 1 <= count <= self.max_shards:
+            raise InvalidInputError("count", f"must be within 1..{self.max_shards}, got {count}")
+        return self._change(
+            key,
+            count,
+            grow_only=False,
+            max_attempts=max_attempts,
+            honour_cooldown=honour_cooldown,
+        )
+
+    def shrink(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
+        """Lower a key's N to ``target`` (never raises it), honouring the cooldown.
+
+        The scaler's shrink sweep calls this (:mod:`dynashard.planning.shrinking`). The same
+        conditional ``UpdateItem`` on ``last_updated`` as :meth:`grow`, and the new
+        count joins ``shard_history``, so readers keep querying every shard any count
+        in force could have used; data written under the larger N stays where it is.
+        Unlike a growth, a shrink is refused within ``cooldown_s`` of the key's
+        creation too.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        target : int
+            Wanted N; raised to ``default_shards`` when below it.
+        max_attempts : int
+            Conditional-update attempts before giving up.
+
+        Returns
+        -------
+        GrowthResult
+            ``reason`` is ``shrunk`` when changed, else ``already_smaller``,
+            ``cooldown`` or ``not_stored``.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``target < 1``.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        if target < 1:
+            raise InvalidInputError("target", f"must be >= 1, got {target}")
+        target = max(target, self.default_shards)
+        return self._change(
+            key, target, grow_only=False, max_attempts=max_attempts, shrink_only=True
+        )
+
+    def sharded_keys(self) -> list[ShardInfo]:
+        """Return every key whose N is above ``default_shards`` (a Scan of the table).
+
+        Returns
+        -------
+        list of ShardInfo
+            See :meth:`DynamoDBMetadataStore.scan_sharded` for the cost.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata table cannot be scanned.
+        """
+        return self.store.scan_sharded(self.default_shards)
+
+    def set_strategy(
+        self,
+        key: str,
+        strategy: Strategy | str,
+        attribute: str | None = None,
+        *,
+        force: bool = False,
+        initial_shards: int | None = None,
+        max_attempts: int = 5,
+    ) -> ShardInfo:
+        """Set how writers pick a key's shard: ``random``, or ``calculated`` by an attribute.
+
+        A key never seen is created with the strategy and N = ``initial_shards``
+        (default ``default_shards``), so that its ``shard_history`` starts there. A key
+        that already has the same strategy (and attribute) is left alone. A key that
+        has a different one, including a stored key without a ``strategy`` attribute,
+        which is ``random`` and may hold data written so, is **refused** with
+        :class:`~dynashard.errors.StrategyConflictError` unless ``force`` is True:
+        events already written stay on the shards their strategy chose, so a targeted
+        read after a silent change would miss them. Set the strategy before the key's
+        first write (or its first :meth:`set_count`).
+
+        The change is a compare-and-set on the strategy read (conditional
+        ``PutItem``/``UpdateItem``, re-read after a random back-off on a lost race), like
+        the shard-count changes; it leaves ``number_of_shards``, ``last_updated`` (the
+        cooldown clock) and ``shard_history`` as they are. This container's writer cache
+        takes the new strategy at once; other writers within ``cache_ttl_s`` seconds.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        strategy : Strategy or str
+            ``random`` or ``calculated``.
+        attribute : str, optional
+            The ``data`` attribute a ``calculated`` key shards by (e.g. ``carrier``),
+            1 to 255 characters; must be omitted for ``random``.
+        force : bool
+            Change a key that already has a different strategy.
+        initial_shards : int, optional
+            N of the key when this call creates it, ``1..max_shards``; a stored key
+            keeps its N (change it with :meth:`set_count`).
+        max_attempts : int
+            Conditional-write attempts before giving up.
+
+        Returns
+        -------
+        ShardInfo
+            The key's metadata with the strategy in force.
+
+        Raises
+        ------
+        InvalidInputError
+            If the strategy is not ``random`` or ``calculated`` (field ``strategy``), or
+            the attribute is missing, too long or given for ``random`` (``attribute``),
+            or ``initial_shards`` is out of range.
+        StrategyConflictError
+            If the key has a different strategy and ``force`` is False.
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        wanted, attribute = _check_strategy(strategy, attribute)
+        count = self.default_shards if initial_shards is None else initial_shards
+        if not 1 <= count <= self.max_shards:
+            raise InvalidInputError(
+                "initial_shards", f"must be within 1..{self.max_shards}, got {count}"
+            )
+        for attempt in range(max_attempts):
+            now = self.clock()
+            info = self.store.get(key)
+            if info is not None and (info.strategy, info.shard_attribute) == (wanted, attribute):
+                self._remember(info, now)
+                return info
+            if info is not None and not force:
+                label = wanted.value if attribute is None else f"{wanted.value}({attribute})"
+                raise StrategyConflictError(key, info.strategy_label, label)
+            stored = self.store.put_strategy(
+                key, wanted, attribute, expected=info, count=count, now=int(now)
+            )
+            if stored is not None:
+                self._remember(stored, now)
+                return stored
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+        raise MetadataError(f"strategy of {key!r} kept changing under {max_attempts} attempts")
+
+    def _change(
+        self,
+        key: str,
+        target: int,
+        *,
+        grow_only: bool,
+        max_attempts: int,
+        shrink_only: bool = False,
+        honour_cooldown: bool = False,
+    ) -> GrowthResult:
+        first: int | None = None
+        done = "grown" if grow_only else "shrunk" if shrink_only else "set"
+        for attempt in range(max_attempts):
+            now = self.clock()
+            info = self.store.get(key)
+            if info is None and shrink_only:
+                return GrowthResult(
+                    key, self.default_shards, self.default_shards, False, "not_stored"
+                )
+            if info is None:
+                created = self.store.create(key, target, int(now))
+                if created is not None:
+                    self._remember(created, now)
+                    return GrowthResult(key, self.default_shards, target, True, done)
+                continue
+            if first is None:
+                first = info.number_of_shards
+            if info.strategy is Strategy.ORDERED:  # N is its range layout's, not load's
+                self._remember(info, now)
+                return GrowthResult(key, first, info.number_of_shards, False, "ordered")
+            if shrink_only and info.number_of_shards <= target:
+                self._remember(info, now)
+                return GrowthResult(key, first, info.number_of_shards, False, "already_smaller")
+            if info.number_of_shards == target or (grow_only and info.number_of_shards > target):
+                self._remember(info, now)
+                reason = (
+                    "capped" if grow_only and target == self.max_shards else "already_sufficient"
+                )
+                return GrowthResult(key, first, info.number_of_shards, False, reason)
+            # The cooldown runs from the last change of N; a key's creation is not one,
+            # so a key that is hot from its first write can grow at once.
+            # last_updated may run up to a second ahead of the clock (two changes within
+            # one second get distinct epochs), so a zero cooldown must not compare it.
+            changed_before = len(info.history) > 1
+            in_cooldown = self.cooldown_s > 0 and now - info.last_updated < self.cooldown_s
+            if ((grow_only or honour_cooldown) and changed_before and in_cooldown) or (
+                shrink_only and in_cooldown
+            ):
+                self._remember(info, now)
+                return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
+            updated = self.store.update(
+                key, target, info.last_updated, max(int(now), info.last_updated + 1)
+            )
+            if updated is not None:
+                self._remember(updated, now)
+                return GrowthResult(key, first, target, True, done)
+            # Lost the race: back off a random fraction of a second, then re-read.
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+        raise MetadataError(f"shard count of {key!r} kept changing under {max_attempts} attempts")
+
+
+def _check_strategy(strategy: Strategy | str, attribute: str | None) -> tuple[Strategy, str | None]:
+    """Validate a strategy and its attribute; return them normalized."""
+    try:
+        wanted = Strategy(strategy)
+    except ValueError as exc:
+        raise InvalidInputError(
+            "strategy", f"must be random or calculated, got {strategy!r}"
+        ) from exc
+    if wanted is Strategy.RANDOM:
+        if attribute is not None:
+            raise InvalidInputError("attribute", "only the calculated strategy takes one")
+        return wanted, None
+    if wanted is not Strategy.CALCULATED:
+        raise InvalidInputError("strategy", f"must be random or calculated, got {strategy!r}")
+    if not attribute or len(attribute) > MAX_SHARD_ATTRIBUTE_LENGTH:
+        raise InvalidInputError(
+            "attribute",
+            f"the calculated strategy needs a data attribute name of 1 to "
+            f"{MAX_SHARD_ATTRIBUTE_LENGTH} characters, got {attribute!r}",
+        )
+    return wanted, attribute

@@ -1,0 +1,527 @@
+"""The sharded writer: events -> items -> parallel BatchWriteItem, one outcome per event.
+
+Each event's shard comes from its logical key's shard count and strategy (writer cache,
+see :mod:`dynashard.dynamodb.metadata_store`): ``random`` keyed by the event id, so a retried or
+redelivered event lands on the same item (invariant 2), or ``calculated`` keyed by the
+key's shard attribute in the event's ``data`` (an event without it is refused, naming
+the field). Items are grouped
+into BatchWriteItem calls of at most 25 (BatchWriteItem API reference) sent in
+parallel; ``UnprocessedItems`` are retried with exponential back-off and full jitter.
+Every event gets an outcome, written or failed with the reason, so a caller can report
+failures for redelivery instead of losing them (invariant 1). A failure is either
+transient (throttling, an unavailable service: send it again) or ``permanent`` (the event
+breaks a DynamoDB or dynashard rule: sending it again cannot help, the caller refuses it).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from boto3.dynamodb.types import TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard import names
+from dynashard.core.buckets import TimeBucket, time_bucket
+from dynashard.core.capacity import attribute_value_size, number_size, write_units
+from dynashard.core.keys import (
+    TS_WIDTH,
+    bucket_partition_key,
+    check_item_size,
+    gsi1_partition_key,
+    physical_key,
+    utf8_len,
+)
+from dynashard.core.retry import RETRYABLE_ERROR_CODES, Backoff
+from dynashard.core.strategies import choose_shard
+from dynashard.core.throttling import (
+    THROTTLING_ERROR_CODES,
+    ThrottleKind,
+    classify,
+    throttling_reasons,
+)
+from dynashard.dynamodb.gsi_buckets import records_to_prune
+from dynashard.dynamodb.shard_metadata import ShardMetadata
+from dynashard.errors import DynashardError, InvalidInputError
+from dynashard.model import MAX_EXACT_INT, Event
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
+
+#: Largest number of put requests in one BatchWriteItem call (DynamoDB quota).
+BATCH_WRITE_MAX_ITEMS = 25
+
+#: DynamoDB's error code for a request it can never serve as it is (API reference,
+#: "Common errors"): an item it refuses with it is refused for good, not retried.
+VALIDATION_ERROR = "ValidationException"
+
+_serializer = TypeSerializer()
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What happened to one event.
+
+    Attributes
+    ----------
+    event_id : str
+        The event's id.
+    key : str
+        The event's logical key.
+    ok : bool
+        True when the item is durable in the table.
+    error : str or None
+        Why it failed (error code and message), when ``ok`` is False.
+    physical_key : str or None
+        The physical key it went to, when a shard was chosen.
+    write_units : int
+        Write capacity units of the item on the base table (one per started KB;
+        :func:`dynashard.core.capacity.write_units`), 0 when no item was built.
+    permanent : bool
+        True when the event can never be written as it is (over a DynamoDB limit,
+        without its ``calculated`` attribute, refused by DynamoDB's
+        ``ValidationException``): sending it again cannot help, unlike a throttled write.
+    field : str or None
+        The offending field of a permanent refusal when known, e.g. ``data`` or
+        ``data.carrier``.
+    """
+
+    event_id: str
+    key: str
+    ok: bool
+    error: str | None = None
+    physical_key: str | None = None
+    write_units: int = 0
+    permanent: bool = False
+    field: str | None = None
+
+
+#: UTF-8 bytes of the attribute names of an event's item (an item's size counts them).
+_ITEM_NAME_BYTES: Final = sum(
+    len(name.encode("utf-8"))
+    for name in (
+        names.ATTR_PK,
+        names.ATTR_SK,
+        names.ATTR_GSI1PK,
+        names.ATTR_GSI1SK,
+        names.ATTR_KEY,
+        names.ATTR_ID,
+        names.ATTR_TS,
+        names.ATTR_SHARD,
+        names.ATTR_DATA,
+    )
+)
+
+
+def serialize_value(value: Any) -> dict[str, Any]:
+    """Serialize a Python value into a DynamoDB attribute value, as boto3's ``TypeSerializer``.
+
+    The writer serializes every payload of every event; boto3's serializer dispatches
+    each value through a chain of ``isinstance`` checks against abstract base classes.
+    This takes JSON's types (what an event's ``data`` holds after validation: str, int,
+    ``Decimal``, bool, None, dict, list) by their exact type and hands anything else
+    (sets, bytes, ``Binary``, subclasses, ints of more than 38 digits) to boto3, so the
+    result, and every error, is boto3's own.
+
+    Parameters
+    ----------
+    value : Any
+        A value ``TypeSerializer.serialize`` accepts.
+
+    Returns
+    -------
+    dict
+        The attribute value in DynamoDB JSON (``{"S": ...}``, ``{"N": ...}``, ``{"M": ...}``).
+
+    Raises
+    ------
+    TypeError
+        For a value boto3 cannot serialize (a float, NaN).
+
+    Examples
+    --------
+    >>> serialize_value({"origin": "JFK", "delay": 2})
+    {'M': {'origin': {'S': 'JFK'}, 'delay': {'N': '2'}}}
+    >>> serialize_value([True, None, "x"])
+    {'L': [{'BOOL': True}, {'NULL': True}, {'S': 'x'}]}
+    """
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is dict:
+        return {"M": {k: serialize_value(v) for k, v in value.items()}}
+    if kind is int and -MAX_EXACT_INT < value < MAX_EXACT_INT:
+        return {"N": str(value)}
+    if kind is list:
+        return {"L": [serialize_value(v) for v in value]}
+    if kind is bool:
+        return {"BOOL": value}
+    if value is None:
+        return {"NULL": True}
+    serialized: dict[str, Any] = _serializer.serialize(value)
+    return serialized
+
+
+def _item_size(event: Event, sk: str, pk: str, gsi1_pk: str, shard: int) -> int:
+    """Size of an event's item, bytes: :func:`~dynashard.core.capacity.item_size` of it."""
+    return (
+        _ITEM_NAME_BYTES
+        + utf8_len(pk)
+        + 2 * utf8_len(sk)  # SK and GSI1SK
+        + utf8_len(gsi1_pk)
+        + utf8_len(event.key)
+        + utf8_len(event.id)
+        + len(sk)
+        - len(event.id)
+        - 1  # ts: ASCII, the sort key's prefix
+        + number_size(str(shard))
+        + attribute_value_size(event.data)
+    )
+
+
+def build_item(
+    event: Event, shard: int, bucket: TimeBucket, *, label: str | None = None
+) -> tuple[dict[str, Any], int]:
+    """Build the data-table item of an event and measure it.
+
+    Parameters
+    ----------
+    event : Event
+        The event.
+    shard : int
+        Its shard, ``0 <= shard < N``.
+    bucket : TimeBucket
+        Time bucket of the GSI1 partition key.
+    label : str, optional
+        ``time_bucket(event.ts, bucket)`` when the caller has it already.
+
+    Returns
+    -------
+    tuple of (dict, int)
+        The item in DynamoDB's wire format, and its size in bytes as DynamoDB counts it
+        (:func:`dynashard.core.capacity.item_size` of the item's Python values).
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If the sort key or the item is over a DynamoDB limit.
+    """
+    sk = event.sort_key
+    ts = sk[:TS_WIDTH]  # format_ts(event.ts): the sort key's fixed-width prefix
+    pk = physical_key(event.key, shard)
+    gsi1_pk = bucket_partition_key(event.key, label or time_bucket(event.ts, bucket), shard)
+    size = check_item_size(_item_size(event, sk, pk, gsi1_pk, shard))
+    item = {
+        names.ATTR_PK: {"S": pk},
+        names.ATTR_SK: {"S": sk},
+        names.ATTR_GSI1PK: {"S": gsi1_pk},
+        names.ATTR_GSI1SK: {"S": sk},
+        names.ATTR_KEY: {"S": event.key},
+        names.ATTR_ID: {"S": event.id},
+        names.ATTR_TS: {"S": ts},
+        names.ATTR_SHARD: {"N": str(shard)},
+        names.ATTR_DATA: serialize_value(event.data),
+    }
+    return item, size
+
+
+def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
+    """Return the write units an event's item will take, before its shard is chosen.
+
+    Parameters
+    ----------
+    event : Event
+        The event.
+    bucket : TimeBucket
+        Time bucket of GSI1 keys (the writer's).
+
+    Returns
+    -------
+    int
+        WCU of the item built on shard 0 (:func:`dynashard.core.capacity.write_units`); another
+        shard's digits add at most a few bytes, which can move the figure only for an
+        item within those bytes of a KB boundary.
+
+    Raises
+    ------
+    KeyLimitExceededError
+        If the sort key or the item is over a DynamoDB limit.
+    """
+    sk = event.sort_key
+    gsi1_pk = gsi1_partition_key(event.key, event.ts, bucket, 0)
+    return write_units(
+        check_item_size(_item_size(event, sk, physical_key(event.key, 0), gsi1_pk, 0))
+    )
+
+
+class ShardedWriter:
+    """Writes events to their shards with parallel BatchWriteItem calls.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A boto3 DynamoDB client (thread-safe; shared by the worker threads).
+    table_name : str
+        The data table.
+    metadata : ShardMetadata
+        Shard counts (the writer cache).
+    executor : Executor
+        Runs the BatchWriteItem calls in parallel.
+    bucket : TimeBucket or callable
+        Time bucket of GSI1 keys, or logical key -> its bucket (per key family).
+    backoff : Backoff
+        Retry policy for ``UnprocessedItems`` and throttling errors.
+    sleep : callable
+        Sleeps between retries; injectable for tests.
+    grow_on_key_range_throttle : bool
+        Ask for more shards in-band (:meth:`ShardMetadata.request_growth`) when a
+        write meets key-range throttling. Other throttles only back off (invariant 6).
+    gsi1_recorder : Gsi1BucketRecorder, optional
+        Records each ``(key, bucket)``'s shard count before its items are written, so
+        GSI1 readers query only the shards a bucket can hold
+        (:mod:`dynashard.dynamodb.gsi_buckets`); an event whose record fails fails. None records
+        nothing (GSI1 readers then query every shard the key ever had).
+
+    Attributes
+    ----------
+    throttles : collections.Counter
+        Throttled BatchWriteItem calls by reason (``ThrottlingReasons``), or by error
+        code when DynamoDB gave no reason; for metrics.
+    """
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        metadata: ShardMetadata,
+        executor: Executor,
+        bucket: TimeBucket | Callable[[str], TimeBucket] = TimeBucket.DAY,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        grow_on_key_range_throttle: bool = True,
+        gsi1_recorder: Gsi1BucketRecorder | None = None,
+    ) -> None:
+        self.client = client
+        self.table_name = table_name
+        self.metadata = metadata
+        self.executor = executor
+        self.bucket_of: Callable[[str], TimeBucket] = (
+            bucket if callable(bucket) else _constant_bucket(bucket)
+        )
+        self.backoff = backoff or Backoff()
+        self.sleep = sleep
+        self.grow_on_key_range_throttle = grow_on_key_range_throttle
+        self.gsi1_recorder = gsi1_recorder
+        self.throttles: Counter[str] = Counter()
+        self._throttle_lock = threading.Lock()
+
+    def write(self, events: Sequence[Event]) -> list[WriteOutcome]:
+        """Write events; return one outcome per event, in input order.
+
+        Events with the same logical key and sort key (the same event offered twice)
+        become one item and share its outcome.
+
+        Parameters
+        ----------
+        events : sequence of Event
+            Validated events, any number.
+
+        Returns
+        -------
+        list of WriteOutcome
+            ``len(events)`` outcomes. Nothing is raised for a per-event failure; a
+            failed outcome names the reason, e.g. ``InvalidInputError: data.carrier:
+            required by the calculated strategy, missing`` for an event of a
+            ``calculated`` key without its shard attribute.
+        """
+        outcomes: list[WriteOutcome | None] = [None] * len(events)
+        slots: dict[tuple[str, str], list[int]] = {}
+        items: dict[tuple[str, str], dict[str, Any]] = {}
+        units: dict[tuple[str, str], int] = {}
+        buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]] = {}
+        recorded: dict[str, list[str]] = {}
+        for index, event in enumerate(events):
+            try:
+                info = self.metadata.for_writer(event.key)
+                if event.key not in recorded:
+                    recorded[event.key] = [label for label, _ in info.gsi1_shards]
+                shard = choose_shard(
+                    info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
+                )
+                unit = self.bucket_of(event.key)
+                label = time_bucket(event.ts, unit)
+                item, size = build_item(event, shard, unit, label=label)
+            except DynashardError as exc:
+                invalid = isinstance(exc, InvalidInputError)
+                outcomes[index] = WriteOutcome(
+                    event.id,
+                    event.key,
+                    False,
+                    f"{type(exc).__name__}: {exc}",
+                    permanent=invalid,
+                    field=exc.field if isinstance(exc, InvalidInputError) else None,
+                )
+                continue
+            item_key = (item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"])
+            slots.setdefault(item_key, []).append(index)
+            items[item_key] = item
+            units[item_key] = write_units(size)
+            bucket = (event.key, label)
+            count, bucket_items = buckets.setdefault(bucket, (0, []))
+            bucket_items.append(item_key)  # one list per bucket, not a copy per event
+            buckets[bucket] = (max(count, info.number_of_shards), bucket_items)
+        for item_key, why in self._record_gsi1_buckets(buckets, recorded).items():
+            del items[item_key]
+            for index in slots[item_key]:
+                outcomes[index] = WriteOutcome(events[index].id, events[index].key, False, why)
+        keys = list(items)
+        chunks = [
+            keys[i : i + BATCH_WRITE_MAX_ITEMS] for i in range(0, len(keys), BATCH_WRITE_MAX_ITEMS)
+        ]
+        futures = [
+            self.executor.submit(self._write_chunk, [items[k] for k in chunk]) for chunk in chunks
+        ]
+        for chunk, future in zip(chunks, futures, strict=True):
+            failures = future.result()
+            for item_key in chunk:
+                error = failures.get(item_key)
+                # DynamoDB refuses an item it can never store with a ValidationException
+                # (e.g. "Item size has exceeded the maximum allowed size"): permanent.
+                permanent = error is not None and error.startswith(f"{VALIDATION_ERROR}:")
+                for index in slots[item_key]:
+                    event = events[index]
+                    outcomes[index] = WriteOutcome(
+                        event.id,
+                        event.key,
+                        error is None,
+                        error,
+                        item_key[0],
+                        units[item_key],
+                        permanent=permanent,
+                    )
+        return [o for o in outcomes if o is not None]
+
+    def _record_gsi1_buckets(
+        self,
+        buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]],
+        recorded: dict[str, list[str]],
+    ) -> dict[tuple[str, str], str]:
+        """Record each bucket's shard count (pruning the oldest records past the bound).
+
+        A batch that spans several buckets (a backfill, a day boundary) records them in
+        parallel on the executor: each new bucket is one conditional ``UpdateItem``, a
+        round trip, and every record must be in place before its items are written.
+        Records of one key may run at once: each update is atomic and sets only its own
+        bucket; what they prune was read before the batch, as when they run in turn.
+
+        Returns the items whose record failed, with the reason.
+        """
+        failed: dict[tuple[str, str], str] = {}
+        recorder = self.gsi1_recorder
+        if recorder is None:
+            return failed
+        work = [
+            (key, bucket, count, item_keys, records_to_prune(recorded.get(key, ()), bucket))
+            for (key, bucket), (count, item_keys) in buckets.items()
+        ]
+        if len(work) == 1:
+            key, bucket, count, item_keys, prune = work[0]
+            futures = [_done(recorder.ensure, key, bucket, count, prune)]
+        else:
+            futures = [
+                self.executor.submit(recorder.ensure, key, bucket, count, prune)
+                for key, bucket, count, _, prune in work
+            ]
+        for (_, _, _, item_keys, _), future in zip(work, futures, strict=True):
+            try:
+                future.result()
+            except DynashardError as exc:
+                failed.update(dict.fromkeys(item_keys, f"{type(exc).__name__}: {exc}"))
+        return failed
+
+    def _write_chunk(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+        """Write up to 25 items; return the keys that failed, with the reason."""
+        pending = [{"PutRequest": {"Item": item}} for item in chunk]
+        last_error = "UnprocessedItems: still throttled after all retries"
+        for attempt in range(self.backoff.max_attempts):
+            if attempt:
+                self.sleep(self.backoff.delay(attempt - 1))
+            try:
+                response = self.client.batch_write_item(RequestItems={self.table_name: pending})  # type: ignore[dict-item]
+            except ClientError as exc:
+                code = exc.response["Error"]["Code"]
+                last_error = f"{code}: {exc.response['Error'].get('Message', '')}"
+                if code in THROTTLING_ERROR_CODES:
+                    self._on_throttle(dict(exc.response), pending)
+                if code in RETRYABLE_ERROR_CODES:
+                    continue
+                if len(pending) > 1:
+                    # One bad item fails the whole batch: write the items one by one so
+                    # that only the bad one fails.
+                    return self._write_singly([r["PutRequest"]["Item"] for r in pending])
+                return {_item_key(pending[0]["PutRequest"]["Item"]): last_error}
+            except BotoCoreError as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+                continue
+            pending = list(response.get("UnprocessedItems", {}).get(self.table_name, []))  # type: ignore[arg-type]
+            if not pending:
+                return {}
+            last_error = "UnprocessedItems: still throttled after all retries"
+        return {_item_key(r["PutRequest"]["Item"]): last_error for r in pending}
+
+    def _on_throttle(self, response: dict[str, Any], pending: list[dict[str, Any]]) -> None:
+        """Count a throttle by reason; on key-range write throttling ask for growth."""
+        reasons = throttling_reasons(response)
+        with self._throttle_lock:
+            if not reasons:
+                self.throttles[response["Error"]["Code"]] += 1
+            for reason in reasons:
+                self.throttles[reason.reason] += 1
+        if not self.grow_on_key_range_throttle or classify(reasons) is not ThrottleKind.KEY_RANGE:
+            return
+        if not any(r.is_key_range and r.is_write for r in reasons):
+            return
+        for logical in {r["PutRequest"]["Item"][names.ATTR_KEY]["S"] for r in pending}:
+            try:
+                self.metadata.request_growth(logical)
+            except DynashardError as exc:
+                # Growth is a side effect of the write; the write goes on retrying
+                # and its outcome stands. The failure is logged, not lost.
+                _log.warning("in-band shard growth of %r failed: %s", logical, exc)
+
+    def _write_singly(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+        failures: dict[tuple[str, str], str] = {}
+        for item in chunk:
+            failures.update(self._write_chunk([item]))
+        return failures
+
+
+def _done(call: Callable[..., None], *args: Any) -> Future[None]:
+    """Run ``call`` here and now; return its outcome as a completed future."""
+    future: Future[None] = Future()
+    try:
+        call(*args)
+        future.set_result(None)
+    except Exception as exc:  # re-raised by result(), as the executor's futures do
+        future.set_exception(exc)
+    return future
+
+
+def _constant_bucket(unit: TimeBucket) -> Callable[[str], TimeBucket]:
+    def bucket_of(_key: str) -> TimeBucket:
+        return unit
+
+    return bucket_of
+
+
+def _item_key(item: dict[str, Any]) -> tuple[str, str]:
+    return item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"]

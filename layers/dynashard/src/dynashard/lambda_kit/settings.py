@@ -1,0 +1,160 @@
+"""Settings of the dynashard functions, read from the environment (pydantic-settings).
+
+One model serves every function (each validates it once per container): the names of
+the variables come from :mod:`dynashard.names`, shared with the CDK stack, so the
+stack and the functions cannot drift. pydantic-settings is the well-kept way to type
+and validate environment configuration; the layer ships it with pydantic.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from dynashard import names
+from dynashard.core.retry import Backoff
+
+if TYPE_CHECKING:
+    from dynashard.facade import DynashardConfig
+
+
+class FunctionSettings(BaseSettings):
+    """Settings of a dynashard function, read from the environment once per container.
+
+    Settings are read from the environment; the library's configuration
+    (:class:`~dynashard.DynashardConfig`) is built in code, here by :meth:`to_config`;
+    the stack's CDK context values are its parameters (``infra.config.StackParameters``).
+
+    Attributes
+    ----------
+    data_table, metadata_table : str
+        Table names (required; the stack sets them).
+    default_shards : int
+        Shard count of a key never seen (>= 1).
+    max_shards : int
+        Upper bound of any key's shard count.
+    cooldown_s : float
+        Seconds between two shard-count changes of one key.
+    metadata_cache_ttl_s : float
+        Seconds a writer may cache a key's shard count.
+    time_bucket : str
+        ``hour``, ``day`` or ``month``: the GSI time bucket of keys no family names.
+    time_buckets : str
+        Per key family, ``PREFIX=unit,...`` (e.g. ``DEPARTURES#=hour``): the GSI time
+        bucket of the logical keys with that prefix (longest prefix wins).
+    bucketed_keys : str
+        Time-bucketed key families, ``NAME=unit,...`` (e.g. ``OPS_LOG=day,THREAT#=month``;
+        a name ending in ``#`` is a prefix, any other an exact key): events under them
+        are written to the logical key of their time bucket
+        (:mod:`dynashard.core.families`).
+    dynamodb_endpoint : str or None
+        DynamoDB endpoint URL (the local sandbox only).
+    partition_wcu, partition_rcu : float
+        Per-partition limits, WCU/s and RCU/s (1,000 and 3,000 on DynamoDB).
+    target_utilization : float
+        Fraction of a partition's limit a shard is planned to use, in (0, 1].
+    in_band_growth : bool
+        Whether writers throttled by key range ask for more shards themselves
+        (``true``/``false``); false leaves growth to the alarm-driven scaler.
+    write_max_attempts : int
+        Attempts a writer makes on a batch of throttled or unprocessed items, the first
+        included (its whole retry budget: the write client has botocore's retries off).
+        The scaler reads the same value to tell retries from demand. At most 20, a
+        project bound: with :class:`~dynashard.core.retry.Backoff`'s 5 s cap, 20 attempts may
+        wait about 66 s in all, already past most functions' timeouts.
+    shrink_utilization : float or None
+        The scaler's low-water mark, in [0, ``target_utilization``): a key whose peak
+        load per shard stays below this share of the partition limit for
+        ``shrink_cool_period_s`` is shrunk (:mod:`dynashard.planning.shrinking`); 0 turns
+        shrinking off; unset (None) is half of ``target_utilization`` (0.4 at 0.8).
+        Below ``target_utilization``, so that growth and shrink thresholds differ
+        (hysteresis).
+    shrink_cool_period_s : float
+        Seconds a key's load must stay below the low-water mark, at least 60 (one
+        Contributor Insights period).
+
+    Raises
+    ------
+    pydantic.ValidationError
+        If a value is out of range, or ``shrink_utilization >= target_utilization``.
+    """
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore")
+
+    data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
+    metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
+    default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
+    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
+    cooldown_s: float = Field(60.0, ge=0, validation_alias=names.ENV_COOLDOWN_S)
+    metadata_cache_ttl_s: float = Field(30.0, ge=0, validation_alias=names.ENV_METADATA_CACHE_TTL_S)
+    time_bucket: Literal["hour", "day", "month"] = Field(
+        "day", validation_alias=names.ENV_TIME_BUCKET
+    )
+    time_buckets: str = Field("", validation_alias=names.ENV_TIME_BUCKETS)
+    bucketed_keys: str = Field("", validation_alias=names.ENV_BUCKETED_KEYS)
+    dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
+    partition_wcu: float = Field(1000.0, gt=0, validation_alias=names.ENV_PARTITION_WCU)
+    partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
+    target_utilization: float = Field(
+        0.8, gt=0, le=1, validation_alias=names.ENV_TARGET_UTILIZATION
+    )
+    in_band_growth: bool = Field(True, validation_alias=names.ENV_IN_BAND_GROWTH)
+    write_max_attempts: int = Field(
+        Backoff().max_attempts, ge=1, le=20, validation_alias=names.ENV_WRITE_MAX_ATTEMPTS
+    )
+
+    shrink_utilization: float | None = Field(
+        None, ge=0, lt=1, validation_alias=names.ENV_SHRINK_UTILIZATION
+    )
+    shrink_cool_period_s: float = Field(
+        1800.0, ge=60, validation_alias=names.ENV_SHRINK_COOL_PERIOD_S
+    )
+
+    @model_validator(mode="after")
+    def _hysteresis(self) -> FunctionSettings:
+        """Keep the shrink threshold below the growth one."""
+        if self.shrink_utilization is not None and (
+            self.shrink_utilization >= self.target_utilization
+        ):
+            raise ValueError(
+                f"{names.ENV_SHRINK_UTILIZATION} ({self.shrink_utilization}) must be below "
+                f"{names.ENV_TARGET_UTILIZATION} ({self.target_utilization})"
+            )
+        return self
+
+    def to_config(self) -> DynashardConfig:
+        """Build the library configuration.
+
+        Returns
+        -------
+        DynashardConfig
+            The same values, for :class:`~dynashard.Dynashard`.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``time_buckets`` or ``bucketed_keys`` is malformed (that field).
+        """
+        from dynashard import DynashardConfig, TimeBucket
+        from dynashard.core.buckets import parse_time_buckets
+        from dynashard.core.families import parse_bucketed_keys
+
+        return DynashardConfig(
+            data_table=self.data_table,
+            metadata_table=self.metadata_table,
+            default_shards=self.default_shards,
+            max_shards=self.max_shards,
+            cooldown_s=self.cooldown_s,
+            metadata_cache_ttl_s=self.metadata_cache_ttl_s,
+            time_bucket=TimeBucket(self.time_bucket),
+            time_buckets=parse_time_buckets(self.time_buckets),
+            bucketed_keys=parse_bucketed_keys(self.bucketed_keys),
+            endpoint_url=self.dynamodb_endpoint,
+            partition_wcu=self.partition_wcu,
+            partition_rcu=self.partition_rcu,
+            target_utilization=self.target_utilization,
+            in_band_growth=self.in_band_growth,
+            write_backoff=Backoff(max_attempts=self.write_max_attempts),
+        )
