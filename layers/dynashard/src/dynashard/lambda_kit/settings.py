@@ -137,9 +137,9 @@ class FunctionSettings(BaseSettings):
         InvalidInputError
             If ``time_buckets`` or ``bucketed_keys`` is malformed (that field).
         """
-        from dynashard import DynashardConfig, TimeBucket
-        from dynashard.core.buckets import parse_time_buckets
+        from dynashard.core.buckets import TimeBucket, parse_time_buckets
         from dynashard.core.families import parse_bucketed_keys
+        from dynashard.facade import DynashardConfig
 
         return DynashardConfig(
             data_table=self.data_table,
