@@ -10,7 +10,7 @@ LOCK := requirements/dev.txt
 LAYER_LOCK := layers/dynashard/requirements.lock
 UV_VERSION := 0.13.8
 
-.PHONY: help install lock demo demo-sample chaos test test-unit test-integration test-infra test-e2e lint format typecheck openapi sandbox synth clean
+.PHONY: help install lock demo demo-sample chaos test test-unit test-integration test-infra test-e2e lint format typecheck docs openapi sandbox synth clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -49,10 +49,11 @@ chaos: install ## replay 50,000 events through the pollers while DynamoDB Local 
 sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (dynashard sandbox up --emulator adds the partition emulator)
 	$(VENV)/bin/dynashard sandbox up
 
-test: install ## lint, type-check, every test (unit, integration, infrastructure, e2e) and the library's docstring examples
+test: install ## lint, type-check, the docs site (strict), every test (unit, integration, infrastructure, e2e) and the library's docstring examples
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy layers/dynashard/src functions sandbox infra
+	$(MAKE) --no-print-directory docs
 	$(VENV)/bin/pytest
 	$(VENV)/bin/pytest --doctest-modules layers/dynashard/src/dynashard
 
@@ -77,6 +78,9 @@ format: install ## ruff format
 
 typecheck: install ## mypy
 	$(VENV)/bin/mypy layers/dynashard/src functions sandbox infra
+
+docs: install ## build the documentation site (mkdocs.yml, docs/) into site/, strict: a broken link, anchor or nav entry fails
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
@@ -124,4 +128,4 @@ synth: install ## cdk synth, offline
 		npx --no-install cdk synth --quiet
 
 clean: ## remove build output
-	rm -rf cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png chaos-report.json
+	rm -rf cdk.out .layer-build site .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png chaos-report.json
