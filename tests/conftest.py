@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.dynamodb_local import (
+from sandbox.engines.dynamodb_local import (
     DynamoDBLocal,
     DynamoDBLocalNotInstalledError,
     JavaNotFoundError,

@@ -297,7 +297,7 @@ class InProcessEmulator:
         Parameters
         ----------
         **options
-            Passed to :func:`sandbox.dynamodb_local.local_client`
+            Passed to :func:`sandbox.engines.dynamodb_local.local_client`
             (``total_max_attempts``, ``retry_mode``, ``max_pool_connections``,
             ``region_name`` ...).
 
@@ -306,6 +306,6 @@ class InProcessEmulator:
         DynamoDBClient
             A client whose requests are charged and throttled in this process.
         """
-        from sandbox.dynamodb_local import local_client
+        from sandbox.engines.dynamodb_local import local_client
 
         return self.attach(local_client(self.endpoint_url, **options))

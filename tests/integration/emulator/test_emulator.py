@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sandbox.dynamodb_local import DynamoDBLocal, RetryMode, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer, Provisioned
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.metrics import (
@@ -26,6 +25,7 @@ from sandbox.emulator.metrics import (
     READ_THROTTLE_EVENTS,
     THROTTLED_REQUESTS,
 )
+from sandbox.engines.dynamodb_local import DynamoDBLocal, RetryMode, local_client
 from tests.integration.emulator.conftest import REGION, SCALE, T0, ManualClock
 
 pytestmark = pytest.mark.integration

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from sandbox import chaos
-from sandbox.aws_events import sqs_message_record
-from sandbox.pollers import (
+from sandbox.local_aws.aws_events import sqs_message_record
+from sandbox.local_aws.pollers import (
     InvalidPartialResponseError,
     SqsPoller,
     kinesis_on_failure_record,
     partial_failures,
     wait_settled,
 )
+from sandbox.scenarios import chaos
 
 
 @pytest.mark.parametrize("response", [None, {}, {"batchItemFailures": []}, {"other": 1}])

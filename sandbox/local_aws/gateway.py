@@ -1,7 +1,7 @@
 """A local HTTP gateway in front of the API handlers, like API Gateway's REST proxy.
 
 Each HTTP request becomes an API Gateway REST API proxy event (payload format 1.0,
-see :func:`sandbox.aws_events.api_gateway_event`), the handler that owns the route is
+see :func:`sandbox.local_aws.aws_events.api_gateway_event`), the handler that owns the route is
 invoked in a worker thread exactly as Lambda would invoke it, and the proxy response
 (``statusCode``, ``headers``, ``multiValueHeaders``, ``body``, ``isBase64Encoded``)
 becomes the HTTP response. So ``curl``, load tools and fuzzers work locally.
@@ -37,9 +37,9 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from sandbox.aws_events import LambdaContext, api_gateway_event
-from sandbox.lambda_runtime import api_function
 from sandbox.lifecycle import StartStop
+from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
+from sandbox.local_aws.lambda_runtime import api_function
 
 #: A Lambda handler: ``(event, context) -> response``.
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -213,7 +213,7 @@ class Gateway:
         """Return the handler for a reference, made on first use by :func:`api_function`.
 
         Every route is a Powertools REST resolver, so invocations run one at a time in
-        execution environments of their own (:mod:`sandbox.lambda_runtime`).
+        execution environments of their own (:mod:`sandbox.local_aws.lambda_runtime`).
 
         Parameters
         ----------

