@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from dynashard.scaling import OfferedLoadSource, ScalerPort
     from dynashard.shrinking import ShrinkPort
-    from sandbox.emulator.server import PartitionEmulator
+    from sandbox.emulator.core import PartitionEmulator
     from sandbox.local_aws.logs import LocalInsightRule
 
 _log = logging.getLogger(__name__)

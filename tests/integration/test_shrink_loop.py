@@ -27,7 +27,7 @@ import pytest
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.load import write_load_rule_body
 from sandbox.clock import AcceleratedClock
-from sandbox.emulator.server import PartitionEmulator
+from sandbox.emulator.core import PartitionEmulator
 from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.env_vars import (
     SERVICE_NAME,

@@ -364,6 +364,6 @@ def test_a_request_the_emulator_cannot_parse_is_counted_reported_and_logged(
         assert json.load(answer)["unparsed"] == {"PutItem": 1}
     assert any("could not parse" in r.getMessage() for r in caplog.records)
     # (the guard in tests/conftest.py fails any test that leaves one: this one takes it)
-    from sandbox.emulator.server import take_unparsed
+    from sandbox.emulator.core import take_unparsed
 
     assert take_unparsed() == {"PutItem": 1}

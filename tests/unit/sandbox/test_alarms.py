@@ -20,8 +20,8 @@ from dynashard.metadata import GrowthResult, ShardInfo
 from functions.scaler import app as scaler
 from infra.alarm_specs import SCALER_ALARMS, AlarmSpec, Comparison
 from sandbox.emulator import EmulatorConfig
+from sandbox.emulator.core import PartitionEmulator
 from sandbox.emulator.limits import Operation, Resource
-from sandbox.emulator.server import PartitionEmulator
 from sandbox.env_vars import reset_function_caches
 from sandbox.local_aws.alarms import (
     AlarmState,
