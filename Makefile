@@ -44,7 +44,7 @@ demo-sample: install ## the demo on a 5,000-event sample
 	$(VENV)/bin/dynashard demo --sample 5000
 
 chaos: install ## replay 50,000 events through the pollers while DynamoDB Local is killed, partitions throttle at 10x, shard counts grow and shrink and poison is mixed in; audit -> chaos-report.json (fails on any loss, duplicate, stale read or counter mismatch)
-	$(PY) -m sandbox.chaos
+	$(PY) -m sandbox.scenarios.chaos
 
 sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (dynashard sandbox up --emulator adds the partition emulator)
 	$(VENV)/bin/dynashard sandbox up

@@ -25,7 +25,7 @@ from typing import Any
 import dynashard.dynamodb.bucketed_reader as bucketed
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.core.families import parse_bucketed_keys
-from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.engines.dynamodb_local import DynamoDBLocal
 from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 

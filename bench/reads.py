@@ -71,10 +71,10 @@ from dynashard.core.keys import format_ts, physical_key
 from dynashard.errors import InvalidInputError
 from dynashard.planning.reads import gsi1_shard_count, shard_page_limit
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
-from sandbox.demo.dataset import NEW_YORK, load_departures, local_day_window
-from sandbox.dynamodb_local import DynamoDBLocal, free_port, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.config import LognormalLatency
+from sandbox.engines.dynamodb_local import DynamoDBLocal, free_port, local_client
+from sandbox.harness.dataset import NEW_YORK, load_departures, local_day_window
 from sandbox.lifecycle import exit_on_sigterm
 from sandbox.tables import create_tables, data_and_metadata
 

@@ -2,7 +2,7 @@
 
 :class:`AcceleratedClock` lets a whole CloudWatch minute pass in a few seconds of wall
 time when the partition emulator (token buckets, per-minute figures), the local alarms
-(:mod:`sandbox.alarms`) and the shard metadata (cooldown, cache lifetime) all share it.
+(:mod:`sandbox.local_aws.alarms`) and the shard metadata (cooldown, cache lifetime) all share it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from dynashard import names
-from sandbox.dynamodb_local import LOCAL_ACCESS_KEY_ID, LOCAL_REGION, LOCAL_SECRET_ACCESS_KEY
+from sandbox.engines.dynamodb_local import (
+    LOCAL_ACCESS_KEY_ID,
+    LOCAL_REGION,
+    LOCAL_SECRET_ACCESS_KEY,
+)
 
 #: Powertools service name of every function in the sandbox (one logger for all).
 SERVICE_NAME = "dynashard-local"
@@ -56,7 +60,7 @@ def function_environment(
         "POWERTOOLS_METRICS_DISABLED": "true",
         "POWERTOOLS_TRACE_DISABLED": "true",
         # INFO, as the stack: the ingest functions' write-load lines are INFO, and the
-        # growth loop's Contributor Insights rule reads them (sandbox.logs).
+        # growth loop's Contributor Insights rule reads them (sandbox.local_aws.logs).
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
     if extra:
@@ -98,7 +102,7 @@ def reset_function_caches() -> list[str]:
 
     The functions validate their settings and build their facade once per container.
     The sandbox runs every "container" in one process (and each execution environment
-    as a module copy, :mod:`sandbox.lambda_runtime`), so after pointing the environment at
+    as a module copy, :mod:`sandbox.local_aws.lambda_runtime`), so after pointing the environment at
     other tables it must start them cold again, as a new Lambda container would.
 
     Every function keeps its caches in the handler kit's registry

@@ -10,7 +10,7 @@ front of DynamoDB Local and the functions talk to it, so hot partitions throttle
 AWS. Prints the endpoints, the environment to export (for ``dynashard`` and a user's
 own application) and curl examples once everything answers (the gateway is listening
 by then). Besides the HTTP gateway, an SQS queue (with its DLQ) and a Kinesis stream on
-moto's server feed the ingest function through Lambda's pollers (:mod:`sandbox.pollers`),
+moto's server feed the ingest function through Lambda's pollers (:mod:`sandbox.local_aws.pollers`),
 as the stack's event source mappings do. Ctrl-C (or SIGTERM) stops the pollers, the
 gateway, moto's server, the emulator and DynamoDB Local cleanly.
 """
@@ -27,10 +27,10 @@ from typing import Any
 
 from dynashard import names
 from dynashard.core.capacity import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
-from sandbox.dynamodb_local import DynamoDBLocal, SandboxError
+from sandbox.engines.dynamodb_local import DynamoDBLocal, SandboxError
+from sandbox.engines.moto_server import MotoServer
 from sandbox.env_vars import function_environment, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal
-from sandbox.moto_server import MotoServer
 from sandbox.tables import create_tables, data_and_metadata
 
 
@@ -150,10 +150,10 @@ def ingest_pollers(endpoint_url: str) -> Iterator[Any]:
         The queue, its DLQ, the stream and the on-failure queue; the pollers run until
         the block ends.
     """
-    from sandbox.aws_events import LambdaContext
-    from sandbox.lambda_runtime import LocalFunction
-    from sandbox.moto_server import aws_client
-    from sandbox.pollers import (
+    from sandbox.engines.moto_server import aws_client
+    from sandbox.local_aws.aws_events import LambdaContext
+    from sandbox.local_aws.lambda_runtime import LocalFunction
+    from sandbox.local_aws.pollers import (
         KinesisEventSourceMapping,
         KinesisPoller,
         SqsEventSourceMapping,
@@ -229,7 +229,7 @@ async def serve_gateway(host: str, port: int, banner: str) -> None:
     """
     from aiohttp import web
 
-    from sandbox.gateway import make_app
+    from sandbox.local_aws.gateway import make_app
 
     runner = web.AppRunner(make_app())
     await runner.setup()

@@ -17,7 +17,7 @@ from infra.table_specs import (
     TableSpec,
     create_table_request,
 )
-from sandbox.dynamodb_local import SandboxError
+from sandbox.engines.dynamodb_local import SandboxError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

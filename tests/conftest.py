@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.dynamodb_local import (
+from sandbox.engines.dynamodb_local import (
     DynamoDBLocal,
     DynamoDBLocalNotInstalledError,
     JavaNotFoundError,
@@ -27,9 +27,9 @@ def _emulator_parsed_every_request() -> Iterator[None]:
     """Fail a test during which a partition emulator forwarded a request unparsed.
 
     Such a request reached DynamoDB Local uncharged and unthrottled, so whatever the test
-    measured through the emulator is wrong (``sandbox.emulator.server.take_unparsed``).
+    measured through the emulator is wrong (``sandbox.emulator.core.take_unparsed``).
     """
-    from sandbox.emulator.server import take_unparsed
+    from sandbox.emulator.core import take_unparsed
 
     take_unparsed()
     yield

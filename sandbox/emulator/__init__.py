@@ -11,8 +11,9 @@ without the HTTP hop.
 from __future__ import annotations
 
 from sandbox.emulator.config import EmulatorConfig, LognormalLatency, OnDemand, Provisioned
+from sandbox.emulator.core import PartitionEmulator
 from sandbox.emulator.inprocess import InProcessEmulator
-from sandbox.emulator.server import EmulatorServer, PartitionEmulator
+from sandbox.emulator.server import EmulatorServer
 
 __all__ = [
     "EmulatorConfig",

@@ -12,8 +12,9 @@ import asyncio
 from collections.abc import Sequence
 
 from sandbox.emulator.config import EmulatorConfig, LognormalLatency, OnDemand, Provisioned
-from sandbox.emulator.server import PartitionEmulator
-from sandbox.lifecycle import wait_for_stop_signal
+from sandbox.emulator.core import PartitionEmulator
+from sandbox.emulator.server import HttpTransport
+from sandbox.lifecycle import serve_app, wait_for_stop_signal
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -96,14 +97,14 @@ async def serve(upstream: str, config: EmulatorConfig, host: str, port: int) -> 
     port : int
         Port.
     """
-    emulator = PartitionEmulator(upstream, config)
-    url = await emulator.start(host, port)
+    app = HttpTransport(PartitionEmulator(upstream, config)).make_app()
+    runner, url = await serve_app(app, host, port, access_log=False)
     try:
         await wait_for_stop_signal(
             f"partition emulator on {url} -> {upstream} (scale {config.scale})"
         )
     finally:
-        await emulator.close()
+        await runner.cleanup()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -17,7 +17,7 @@ came over the wire: a throttled request is retried (or not) exactly as against t
 emulator, and each attempt is charged again.
 
 One model for both paths: an :class:`InProcessEmulator` built on an existing
-:class:`~sandbox.emulator.server.PartitionEmulator` (``EmulatorServer.in_process()``)
+:class:`~sandbox.emulator.core.PartitionEmulator` (``EmulatorServer.in_process()``)
 shares its buckets, figures and admin routes with the HTTP server, so clients of this
 process and of others hit the same partition limits and show in the same metrics and
 Contributor Insights views.
@@ -35,8 +35,8 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.httpsession import URLLib3Session
 
 from sandbox.emulator.config import EmulatorConfig
+from sandbox.emulator.core import TARGET_PREFIX, PartitionEmulator, Reply, UpstreamHeaders
 from sandbox.emulator.schema import LOCAL_REGION, region_from_authorization
-from sandbox.emulator.server import TARGET_PREFIX, PartitionEmulator, Reply, UpstreamHeaders
 
 if TYPE_CHECKING:
     from botocore.session import Session as BotocoreSession
@@ -297,7 +297,7 @@ class InProcessEmulator:
         Parameters
         ----------
         **options
-            Passed to :func:`sandbox.dynamodb_local.local_client`
+            Passed to :func:`sandbox.engines.dynamodb_local.local_client`
             (``total_max_attempts``, ``retry_mode``, ``max_pool_connections``,
             ``region_name`` ...).
 
@@ -306,6 +306,6 @@ class InProcessEmulator:
         DynamoDBClient
             A client whose requests are charged and throttled in this process.
         """
-        from sandbox.dynamodb_local import local_client
+        from sandbox.engines.dynamodb_local import local_client
 
         return self.attach(local_client(self.endpoint_url, **options))

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from dynashard.planning.scaling import HotKey
-    from sandbox.emulator.server import PartitionEmulator
+    from sandbox.emulator.core import PartitionEmulator
 
 
 class EmulatorHotKeySource:

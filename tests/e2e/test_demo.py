@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from sandbox.demo import acts, cli, dataset, verify
-from sandbox.demo.handlers import Handlers
+from sandbox.harness import dataset
+from sandbox.harness.handlers import Handlers
+from sandbox.scenarios.demo import acts, cli, verify
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +29,7 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[s
         [
             sys.executable,
             "-m",
-            "sandbox.demo",
+            "sandbox.scenarios.demo",
             "--sample",
             str(SAMPLE),
             "--report",

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.moto_server import MotoServer
+from sandbox.engines.moto_server import MotoServer
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,8 @@ import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.core.families import parse_bucketed_keys
-from sandbox.aws_events import LambdaContext
 from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
+from sandbox.local_aws.aws_events import LambdaContext
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

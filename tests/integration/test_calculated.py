@@ -16,7 +16,7 @@ import pytest
 from dynashard import Dynashard, DynashardConfig, Event, Strategy
 from dynashard.core.strategies import calculated_shards
 from dynashard.errors import InvalidInputError
-from sandbox.demo.dataset import departure_from_row, flights_zip_path
+from sandbox.harness.dataset import departure_from_row, flights_zip_path
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,8 @@ from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.cli.app import app
 from dynashard.cli.context import ExitCode
 from dynashard.core.retry import Backoff
-from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
+from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,7 @@
 
 Every operation of ``functions/openapi.py``'s document is called with examples that
 schemathesis generates from it, valid and invalid (``positive`` and ``negative`` modes),
-through :class:`sandbox.gateway.GatewayServer` (API Gateway proxy events) to the real
+through :class:`sandbox.local_aws.gateway.GatewayServer` (API Gateway proxy events) to the real
 handlers on DynamoDB Local. Every check schemathesis has for OpenAPI runs on each answer
 (no 5xx, status codes, content types, headers and bodies the document declares,
 invalid input refused, valid input accepted ...), and one of ours: a 4xx is a JSON
@@ -20,7 +20,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from functions.openapi import openapi_schema
-from sandbox.gateway import GatewayServer
+from sandbox.local_aws.gateway import GatewayServer
 
 pytestmark = pytest.mark.integration
 

@@ -29,12 +29,12 @@ from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.core.retry import Backoff
 from dynashard.dynamodb.writer import WriteOutcome
 from infra.alarm_specs import SCALER_ALARMS
-from sandbox.alarms import LocalAlarm, scaler_action
 from sandbox.clock import AcceleratedClock
-from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer
 from sandbox.emulator.limits import Operation, Resource
+from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
+from sandbox.local_aws.alarms import LocalAlarm, scaler_action
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.core.buckets import TimeBucket
 from dynashard.errors import CursorError, InvalidInputError
-from sandbox.aws_events import LambdaContext, api_gateway_event
+from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

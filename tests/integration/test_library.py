@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event, counter_key
-from sandbox.aws_events import LambdaContext, sqs_event, sqs_record
 from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
+from sandbox.local_aws.aws_events import LambdaContext, sqs_event, sqs_record
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

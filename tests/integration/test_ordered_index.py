@@ -169,7 +169,7 @@ def test_airport_names_and_a_hot_value_over_sub_shards(ds: Dynashard) -> None:
 # --- through the local gateway and the real handlers -----------------------------------------
 async def _gateway_session(rows: list[OrderedItem], sample: list[str], key: str) -> dict[str, Any]:
     """Configure, write 100 per request, list to the end, query a prefix; via HTTP."""
-    from sandbox.gateway import make_app
+    from sandbox.local_aws.gateway import make_app
 
     server = TestServer(make_app(max_workers=4))
     await server.start_server()

@@ -16,10 +16,10 @@ from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import Dynashard, DynashardConfig
 from dynashard.lambda_kit.batch import partial_batch_response
-from sandbox.aws_events import LambdaContext
-from sandbox.dynamodb_local import DynamoDBLocal
-from sandbox.moto_server import MotoServer
-from sandbox.pollers import (
+from sandbox.engines.dynamodb_local import DynamoDBLocal
+from sandbox.engines.moto_server import MotoServer
+from sandbox.local_aws.aws_events import LambdaContext
+from sandbox.local_aws.pollers import (
     KinesisEventSourceMapping,
     KinesisPoller,
     PollerConfigError,
@@ -388,7 +388,7 @@ def test_real_ingest_handlers_through_both_pollers(
     sandbox_tables: tuple[str, str],
     function_env: dict[str, str],
 ) -> None:
-    from sandbox.lambda_runtime import LocalFunction
+    from sandbox.local_aws.lambda_runtime import LocalFunction
 
     sqs, kinesis = moto_server.client("sqs"), moto_server.client("kinesis")
     sqs_fn = LocalFunction("functions.ingest.app:sqs_handler")

@@ -22,15 +22,7 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
 from infra.table_specs import ALL_TABLES, DATA_TABLE
-from sandbox.aws_events import (
-    api_gateway_event,
-    batch_item_failures,
-    kinesis_event,
-    kinesis_record,
-    sqs_event,
-    sqs_record,
-)
-from sandbox.dynamodb_local import (
+from sandbox.engines.dynamodb_local import (
     DynamoDBLocal,
     DynamoDBLocalNotInstalledError,
     DynamoDBLocalStartError,
@@ -38,14 +30,22 @@ from sandbox.dynamodb_local import (
     SandboxError,
     free_port,
 )
-from sandbox.gateway import (
+from sandbox.local_aws.aws_events import (
+    api_gateway_event,
+    batch_item_failures,
+    kinesis_event,
+    kinesis_record,
+    sqs_event,
+    sqs_record,
+)
+from sandbox.local_aws.gateway import (
     INGEST_API_HANDLER,
     QUERY_HANDLER,
     Gateway,
     make_app,
     match_route,
 )
-from sandbox.lambda_runtime import API_RESOLVER_LOCK, LocalFunction
+from sandbox.local_aws.lambda_runtime import API_RESOLVER_LOCK, LocalFunction
 from sandbox.tables import create_tables, delete_tables
 
 pytestmark = pytest.mark.integration
@@ -391,7 +391,7 @@ def test_serve_prints_curl_examples_answers_and_stops_on_ctrl_c(
     found = re.search(r"(http://\S+)\s+queue: (\S+)\s+stream: (\S+)", sources_line)
     assert found, sources_line
     endpoint, queue_url, stream = found.groups()
-    from sandbox.moto_server import aws_client
+    from sandbox.engines.moto_server import aws_client
 
     sent = [
         {"key": "SERVE#Q", "id": f"e{i}", "ts": f"2013-01-01T00:0{i}:00Z", "data": {}}

@@ -1,11 +1,11 @@
 """Shrinking in the sandbox: the minute sweep lowers a key that went cool, not a busy one.
 
 DynamoDB Local, the real ingest function (its ``write load`` log lines feed the stack's
-Contributor Insights rule, evaluated locally by :class:`sandbox.logs.LocalInsightRule`)
+Contributor Insights rule, evaluated locally by :class:`sandbox.local_aws.logs.LocalInsightRule`)
 and the real scaler handler invoked by the sandbox's minute sweep
-(:class:`sandbox.alarms.LocalSchedule` over :func:`sandbox.alarms.scaler_action`), all
-on one accelerated clock (30 emulated seconds per wall second). Rates are per emulated
-second.
+(:class:`sandbox.local_aws.alarms.LocalSchedule` over
+:func:`sandbox.local_aws.alarms.scaler_action`), all on one accelerated clock (30 emulated
+seconds per wall second). Rates are per emulated second.
 
 The scaler plans with a limit of 0.5 WCU/s per partition key value, so a key at N = 8
 has a low-water mark of 8 x 0.5 x 0.4 = 1.6 WCU/s (half of the growth target 0.8). Two
@@ -26,19 +26,19 @@ import pytest
 
 from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.core.load import write_load_rule_body
-from sandbox.alarms import LocalSchedule, scaler_action
-from sandbox.aws_events import LambdaContext, batch_item_failures, sqs_event, sqs_record
 from sandbox.clock import AcceleratedClock
-from sandbox.dynamodb_local import DynamoDBLocal, local_client
-from sandbox.emulator.server import PartitionEmulator
+from sandbox.emulator.core import PartitionEmulator
+from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.env_vars import (
     SERVICE_NAME,
     function_environment,
     patched_environ,
     reset_function_caches,
 )
-from sandbox.lambda_runtime import LocalFunction
-from sandbox.logs import LocalInsightRule, LogTap
+from sandbox.local_aws.alarms import LocalSchedule, scaler_action
+from sandbox.local_aws.aws_events import LambdaContext, batch_item_failures, sqs_event, sqs_record
+from sandbox.local_aws.lambda_runtime import LocalFunction
+from sandbox.local_aws.logs import LocalInsightRule, LogTap
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 pytestmark = pytest.mark.integration

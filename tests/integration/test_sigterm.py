@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 # exit_on_sigterm. It prints DynamoDB Local's java pid, then waits to be stopped.
 SCRIPT = """
 import time
-from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.engines.dynamodb_local import DynamoDBLocal
 from sandbox.lifecycle import exit_on_sigterm
 
 with exit_on_sigterm(), DynamoDBLocal() as ddb:

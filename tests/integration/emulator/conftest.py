@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.dynamodb_local import DynamoDBLocal
+from sandbox.engines.dynamodb_local import DynamoDBLocal
 from sandbox.tables import create_tables, data_and_metadata, delete_tables
 
 REGION = "eu-west-1"

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sandbox.dynamodb_local import DynamoDBLocal, RetryMode, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer, Provisioned
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.metrics import (
@@ -26,6 +25,7 @@ from sandbox.emulator.metrics import (
     READ_THROTTLE_EVENTS,
     THROTTLED_REQUESTS,
 )
+from sandbox.engines.dynamodb_local import DynamoDBLocal, RetryMode, local_client
 from tests.integration.emulator.conftest import REGION, SCALE, T0, ManualClock
 
 pytestmark = pytest.mark.integration
@@ -364,6 +364,6 @@ def test_a_request_the_emulator_cannot_parse_is_counted_reported_and_logged(
         assert json.load(answer)["unparsed"] == {"PutItem": 1}
     assert any("could not parse" in r.getMessage() for r in caplog.records)
     # (the guard in tests/conftest.py fails any test that leaves one: this one takes it)
-    from sandbox.emulator.server import take_unparsed
+    from sandbox.emulator.core import take_unparsed
 
     assert take_unparsed() == {"PutItem": 1}

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sandbox.dynamodb_local import DynamoDBLocal, local_client
 from sandbox.emulator import EmulatorConfig, EmulatorServer, InProcessEmulator, PartitionEmulator
 from sandbox.emulator.limits import Operation, Resource
+from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
 from tests.integration.emulator.conftest import REGION, SCALE, T0, ManualClock
 
 pytestmark = pytest.mark.integration

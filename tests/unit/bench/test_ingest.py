@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 from bench.ingest import ArticlePutItemWriter, Cell, add_cpu, evaluate_targets, process_cpu_s
-from sandbox.aws_events import sqs_event, sqs_record
+from sandbox.local_aws.aws_events import sqs_event, sqs_record
 
 
 class RecordingTable:

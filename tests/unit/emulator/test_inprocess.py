@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
-from sandbox.dynamodb_local import local_client
 from sandbox.emulator import EmulatorConfig, InProcessEmulator
 from sandbox.emulator import inprocess as module
 from sandbox.emulator.inprocess import run_to_completion
+from sandbox.engines.dynamodb_local import local_client
 
 UPSTREAM = "http://127.0.0.1:8000"
 TABLE = "events"

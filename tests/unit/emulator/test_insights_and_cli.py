@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from dynashard.planning.scaling import HotKey
 from sandbox.emulator.__main__ import config_from_args, parse_args
 from sandbox.emulator.config import OnDemand, Provisioned
+from sandbox.emulator.core import PartitionEmulator
 from sandbox.emulator.insights import EmulatorHotKeySource
 from sandbox.emulator.limits import Operation, Resource
-from sandbox.emulator.server import PartitionEmulator
 
 START = datetime(2027, 1, 1, 12, 0, tzinfo=UTC)
 END = datetime(2027, 1, 1, 12, 5, tzinfo=UTC)

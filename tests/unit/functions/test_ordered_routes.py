@@ -21,7 +21,7 @@ from functions import openapi
 from functions.ingest import app as ingest
 from functions.query import app as query
 from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
-from sandbox.aws_events import api_gateway_event
+from sandbox.local_aws.aws_events import api_gateway_event
 
 from .support import LambdaContext
 

@@ -86,12 +86,12 @@ def test_twenty_kilobyte_item_costs_five_rcu_per_sc_read() -> None:
 def test_the_emulator_charges_by_the_library_rules() -> None:
     # One implementation: the emulator's modules use dynashard.core.capacity's functions.
     import dynashard.core.capacity as capacity
-    from sandbox.emulator import operations, server
+    from sandbox.emulator import core, operations
 
     assert operations.write_units is capacity.write_units
     assert operations.item_size is capacity.wire_item_size
-    assert server.query_read_units is capacity.query_read_units
-    assert server.read_units is capacity.read_units
+    assert core.query_read_units is capacity.query_read_units
+    assert core.read_units is capacity.read_units
 
 
 def test_python_and_wire_spellings_of_an_item_have_the_same_size() -> None:

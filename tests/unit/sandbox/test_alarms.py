@@ -19,7 +19,11 @@ from dynashard.core.load import write_load_rule_body
 from dynashard.core.shard_info import GrowthResult, ShardInfo
 from functions.scaler import app as scaler
 from infra.alarm_specs import SCALER_ALARMS, AlarmSpec, Comparison
-from sandbox.alarms import (
+from sandbox.emulator import EmulatorConfig
+from sandbox.emulator.core import PartitionEmulator
+from sandbox.emulator.limits import Operation, Resource
+from sandbox.env_vars import reset_function_caches
+from sandbox.local_aws.alarms import (
     AlarmState,
     LocalAlarm,
     LocalAlarmStates,
@@ -27,11 +31,7 @@ from sandbox.alarms import (
     iso_time,
     scaler_action,
 )
-from sandbox.emulator import EmulatorConfig
-from sandbox.emulator.limits import Operation, Resource
-from sandbox.emulator.server import PartitionEmulator
-from sandbox.env_vars import reset_function_caches
-from sandbox.logs import LocalInsightRule
+from sandbox.local_aws.logs import LocalInsightRule
 
 EVENTS_DIR = Path(__file__).resolve().parents[3] / "events"
 TABLE = "dynashard-data"

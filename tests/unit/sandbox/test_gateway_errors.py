@@ -7,7 +7,7 @@ import json
 
 from aiohttp.test_utils import make_mocked_request
 
-from sandbox.gateway import Gateway
+from sandbox.local_aws.gateway import Gateway
 
 
 def _answer(method: str, path: str) -> tuple[int, dict[str, str], dict[str, object]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynashard import names
-from sandbox.demo.growth import GrowthSettings
+from sandbox.scenarios.demo.growth import GrowthSettings
 
 
 def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
@@ -22,7 +22,7 @@ def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
 
 def test_the_act_is_shorter_than_the_cool_period_so_its_sweep_never_shrinks() -> None:
     # The sweep shrinks only once the act's write-load rule has watched a whole cool
-    # period (sandbox.alarms.scaler_action); the second act lasts about 7 wall minutes,
+    # period (sandbox.local_aws.alarms.scaler_action); the second act lasts about 7 wall minutes,
     # at x1 time (x2 with --sample): at most 840 emulated seconds, with room to spare.
     settings = GrowthSettings()
     longest_act_emulated_s = 10 * 60 * 2.0

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.lambda_runtime import LocalFunction, load_module_copy
+from sandbox.local_aws.lambda_runtime import LocalFunction, load_module_copy
 
 # A handler that keeps the current event in a module global, as Powertools' resolver
 # keeps it on the module-level app: it stores the event, waits until every concurrent
@@ -57,7 +57,7 @@ def test_one_shared_module_mixes_up_concurrent_events(
     # share one imported module (as calling one imported handler from threads does)
     module = importlib.import_module(stateful_module)
     module.barrier = threading.Barrier(4)
-    monkeypatch.setattr("sandbox.lambda_runtime.load_module_copy", lambda name: module)
+    monkeypatch.setattr("sandbox.local_aws.lambda_runtime.load_module_copy", lambda name: module)
     fn = LocalFunction(f"{stateful_module}:handler")
     answers = _invoke_concurrently(fn, 4)
     # every invocation answers with the event stored last, not its own
@@ -76,7 +76,7 @@ def test_each_concurrent_invocation_runs_in_its_own_environment(
         module.barrier = barrier
         return module
 
-    monkeypatch.setattr("sandbox.lambda_runtime.load_module_copy", copy_with_barrier)
+    monkeypatch.setattr("sandbox.local_aws.lambda_runtime.load_module_copy", copy_with_barrier)
     fn = LocalFunction(f"{stateful_module}:handler")
     # When 4 invocations run concurrently
     answers = _invoke_concurrently(fn, 4)
@@ -127,7 +127,7 @@ def test_powertools_resolvers_share_the_current_event_across_instances() -> None
     # one current event, so no module copy can isolate concurrent API invocations.
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
-    from sandbox.aws_events import LambdaContext, api_gateway_event
+    from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
 
     first, second = APIGatewayRestResolver(), APIGatewayRestResolver()
     seen: list[str] = []

@@ -11,7 +11,7 @@ import pytest
 from aws_lambda_powertools import Logger
 
 from dynashard.core.load import write_load_rule, write_load_rule_body
-from sandbox.logs import LocalInsightRule, LogTap
+from sandbox.local_aws.logs import LocalInsightRule, LogTap
 
 
 def line(key: Any = "K", wcu: Any = 1, message: str = "write load", **more: Any) -> str:

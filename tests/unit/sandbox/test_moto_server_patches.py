@@ -1,4 +1,4 @@
-"""The patches sandbox.moto_server applies to moto's server keep moto's answers."""
+"""The patches sandbox.engines.moto_server applies to moto's server keep moto's answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import boto3
 from moto import mock_aws
 from moto.sqs.models import sqs_backends
 
-from sandbox.moto_server import patch_sqs_clock_and_retention
+from sandbox.engines.moto_server import patch_sqs_clock_and_retention
 
 
 def test_sqs_patch_keeps_send_receive_delete_and_the_retention_rule() -> None:

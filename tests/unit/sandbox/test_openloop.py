@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.demo.delivery import IngestStats
-from sandbox.demo.openloop import (
+from sandbox.harness.delivery import IngestStats
+from sandbox.scenarios.demo.openloop import (
     Delivery,
     OfferSchedule,
     OpenLoopReplay,

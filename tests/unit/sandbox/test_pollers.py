@@ -10,15 +10,17 @@ from typing import Any
 
 import pytest
 
-from sandbox import chaos
-from sandbox.aws_events import sqs_message_record
-from sandbox.pollers import (
+from sandbox.local_aws.aws_events import sqs_message_record
+from sandbox.local_aws.pollers import (
     InvalidPartialResponseError,
     SqsPoller,
     kinesis_on_failure_record,
     partial_failures,
     wait_settled,
 )
+from sandbox.scenarios.chaos import cli as chaos_cli
+from sandbox.scenarios.chaos.ledger import Ledger, tracked
+from sandbox.scenarios.chaos.poison import make_poison, refusal_reason
 
 
 @pytest.mark.parametrize("response", [None, {}, {"batchItemFailures": []}, {"other": 1}])
@@ -85,18 +87,18 @@ def test_on_failure_record_names_the_batch_not_its_data() -> None:
 
 @pytest.mark.parametrize("n", range(4))
 def test_every_kind_of_poison_is_refused_with_a_reason(n: int) -> None:
-    poison = chaos.make_poison(n, "DEPARTURES#EWR")
+    poison = make_poison(n, "DEPARTURES#EWR")
     assert poison.tag in poison.payload
-    assert chaos.refusal_reason(poison.payload)
+    assert refusal_reason(poison.payload)
 
 
 def test_a_good_event_has_no_refusal_reason() -> None:
     event = {"key": "K", "id": "e1", "ts": "2013-01-01T00:00:00Z", "data": {}}
-    assert chaos.refusal_reason(json.dumps(event)) is None
+    assert refusal_reason(json.dumps(event)) is None
 
 
 def test_tracked_acknowledges_only_what_the_handler_did_not_report() -> None:
-    ledger = chaos.Ledger()
+    ledger = Ledger()
     records = [
         {"messageId": "m1", "body": json.dumps({"id": "e1"})},
         {"messageId": "m2", "body": json.dumps({"id": "e2"})},
@@ -108,19 +110,19 @@ def test_tracked_acknowledges_only_what_the_handler_did_not_report() -> None:
             }
         },
     ]
-    call = chaos.tracked(lambda event: {"batchItemFailures": [{"itemIdentifier": "m2"}]}, ledger)
+    call = tracked(lambda event: {"batchItemFailures": [{"itemIdentifier": "m2"}]}, ledger)
     call({"Records": records})
     assert sorted(ledger.snapshot()) == ["e1", "e3"]
 
 
 def test_tracked_acknowledges_nothing_when_the_handler_raises() -> None:
-    ledger = chaos.Ledger()
+    ledger = Ledger()
 
     def boom(event: dict[str, Any]) -> Any:
         raise RuntimeError("down")
 
     with pytest.raises(RuntimeError):
-        chaos.tracked(boom, ledger)({"Records": [{"messageId": "m", "body": '{"id": "e"}'}]})
+        tracked(boom, ledger)({"Records": [{"messageId": "m", "body": '{"id": "e"}'}]})
     assert ledger.count() == 0
 
 
@@ -128,12 +130,12 @@ def test_main_exits_1_and_writes_the_report_when_a_check_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     failing = {"ok": False, "checks": {"no_event_lost": False}, "events_lost": 1}
-    monkeypatch.setattr(chaos, "run", lambda events, seed: failing)
+    monkeypatch.setattr(chaos_cli, "run", lambda events, seed: failing)
     path = tmp_path / "r.json"
-    assert chaos.main(["--events", "10", "--report", str(path)]) == 1
+    assert chaos_cli.main(["--events", "10", "--report", str(path)]) == 1
     assert json.loads(path.read_text())["events_lost"] == 1
-    monkeypatch.setattr(chaos, "run", lambda events, seed: {"ok": True, "checks": {"a": True}})
-    assert chaos.main(["--report", str(path)]) == 0
+    monkeypatch.setattr(chaos_cli, "run", lambda events, seed: {"ok": True, "checks": {"a": True}})
+    assert chaos_cli.main(["--report", str(path)]) == 0
 
 
 class DeleteAnswers:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.demo.timeline import (
+from sandbox.scenarios.demo.timeline import (
     Sample,
     Timeline,
     rate_row,

@@ -677,7 +677,7 @@ app.command(
     "demo",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     help=(
-        "Run the main job, python -m sandbox.demo (needs a checkout of the repository); "
+        "Run the main job, python -m sandbox.scenarios.demo (needs a checkout of the repository); "
         "extra arguments go to it (see dynashard demo --help-demo)."
     ),
     epilog="Example: dynashard demo --sample 5000",

@@ -37,7 +37,7 @@ BENCHMARKS = {
 
 def is_checkout(path: Path) -> bool:
     """Tell whether ``path`` is the root of a dynashard checkout."""
-    return (path / "sandbox" / "demo" / "__main__.py").is_file() and (
+    return (path / "sandbox" / "scenarios" / "demo" / "__main__.py").is_file() and (
         path / "bench" / "__init__.py"
     ).is_file()
 
@@ -134,9 +134,9 @@ def sandbox_up(
 
 
 def demo(ctx: typer.Context) -> None:
-    """Run ``python -m sandbox.demo`` with the extra arguments; exit with its code."""
+    """Run ``python -m sandbox.scenarios.demo`` with the extra arguments; exit with its code."""
     require_checkout("demo")
-    from sandbox.demo.cli import main as demo_main
+    from sandbox.scenarios.demo.cli import main as demo_main
 
     argv = ["--help" if a == "--help-demo" else a for a in ctx.args]
     raise typer.Exit(demo_main(argv))

@@ -23,7 +23,7 @@ The ingest functions log one line per logical key and invocation with the write 
 they were offered (:mod:`dynashard.core.load`); the stack's Contributor Insights rule
 (:func:`dynashard.core.load.write_load_rule_body`) ranks logical keys by their sum. The
 adapter reads that rule's report for a window with ``GetInsightRuleReport``; the sandbox
-evaluates the same rule on the same log lines (``sandbox.logs.LocalInsightRule``).
+evaluates the same rule on the same log lines (``sandbox.local_aws.logs.LocalInsightRule``).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ LOCAL_SECRET_ACCESS_KEY = "local"  # DynamoDB Local ignores credentials
 #: botocore's retry modes (``botocore.config.Config(retries={"mode": ...})``).
 RetryMode = Literal["standard", "legacy", "adaptive"]
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class SandboxError(Exception):

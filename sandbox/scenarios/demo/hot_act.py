@@ -3,7 +3,7 @@
 Each origin key is offered a stated multiple of its partition's (scaled) write limit,
 so the shard count it needs, ``N*``, is known in advance (:func:`key_targets`, with the
 limit's scale from :func:`act_scale`). :func:`plan_open_loop` and :func:`run_open_loop`
-offer the departures on that schedule (:mod:`sandbox.demo.openloop`) with a live line;
+offer the departures on that schedule (:mod:`sandbox.scenarios.demo.openloop`) with a live line;
 :func:`growth_checks` judges each key's growth against its ``N*``.
 """
 
@@ -15,10 +15,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sandbox.demo.dataset import Departure
-from sandbox.demo.delivery import BATCH_SIZE, COUNTER_CHUNK, MAX_RECEIVES, IngestStats, send_counter
-from sandbox.demo.handlers import Handlers
-from sandbox.demo.report import live_status, status_progress
+from sandbox.harness.dataset import Departure
+from sandbox.harness.delivery import (
+    BATCH_SIZE,
+    COUNTER_CHUNK,
+    MAX_RECEIVES,
+    IngestStats,
+    send_counter,
+)
+from sandbox.harness.handlers import Handlers
+from sandbox.scenarios.demo.report import live_status, status_progress
 
 #: Emulated seconds before SQS delivers a failed record again: the stack's visibility
 #: timeout, six times the function timeout (``infra/constructs/ingest.py``).
@@ -108,7 +114,7 @@ def key_targets(
         "offered_wcu_per_s", "load_x_limit", "target_shards"}`` (rates per emulated
         second; ``target_shards`` is ``N*``).
     """
-    from sandbox.demo.openloop import target_shards
+    from sandbox.scenarios.demo.openloop import target_shards
 
     counts = Counter(d.key for d in departures)
     offered_wcu = args.load * settings.partition_wcu
@@ -152,14 +158,14 @@ def plan_open_loop(
     Returns
     -------
     tuple of (list of Delivery, list of (float, callable))
-        The deliveries (:func:`sandbox.demo.openloop.plan_deliveries`) and the counter
+        The deliveries (:func:`sandbox.scenarios.demo.openloop.plan_deliveries`) and the counter
         increments (one per carrier per chunk of :data:`COUNTER_CHUNK` departures, due
         with the chunk's last departure), due in wall seconds after the act's start.
     """
-    from sandbox.demo.openloop import plan_deliveries
+    from sandbox.scenarios.demo.openloop import plan_deliveries
 
     # Events through SQS only: the sandbox runs API invocations one at a time (see
-    # sandbox/lambda_runtime.py), so a throttled POST /events, which retries for seconds,
+    # sandbox/local_aws/lambda_runtime.py), so a throttled POST /events, which retries for seconds,
     # would hold every other API call. Act 1 sends its share through the API.
     deliveries = plan_deliveries(departures, schedule, 0.0, speed, BATCH_SIZE, api_every=0)
     dues = schedule.dues(departures)
@@ -213,8 +219,8 @@ def run_open_loop(
         Per-key counts and the schedule's lateness; the once-a-second timeline of
         offered (first deliveries) and written events, throttles and shard counts.
     """
-    from sandbox.demo.openloop import OpenLoopReplay
-    from sandbox.demo.timeline import Timeline
+    from sandbox.scenarios.demo.openloop import OpenLoopReplay
+    from sandbox.scenarios.demo.timeline import Timeline
 
     speed = loop.settings.speed
     deliveries, increments = plan_open_loop(handlers, departures, schedule, speed, stats)
@@ -264,9 +270,9 @@ def growth_checks(
     targets : dict
         :func:`key_targets` output.
     history : dict
-        :func:`sandbox.demo.growth.shard_history` output (``since_s`` wall seconds).
+        :func:`sandbox.scenarios.demo.growth.shard_history` output (``since_s`` wall seconds).
     alarms : sequence of dict
-        :meth:`sandbox.demo.growth.GrowthLoop.alarm_history` (``at_s`` wall seconds).
+        :meth:`sandbox.scenarios.demo.growth.GrowthLoop.alarm_history` (``at_s`` wall seconds).
     speed : float
         Emulated seconds per wall second.
 

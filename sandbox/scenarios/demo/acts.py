@@ -7,9 +7,9 @@ and checked.
 
 Second act (:func:`second_act`): through the partition emulator, every key from one
 shard; each origin key offered a known multiple of its partition's write limit on an
-open-loop schedule (:mod:`sandbox.demo.hot_act`), throttled, alarmed and grown by the
-real scaler (:mod:`sandbox.demo.growth`), then read back and checked; its timeline and
-chart are :mod:`sandbox.demo.timeline`.
+open-loop schedule (:mod:`sandbox.scenarios.demo.hot_act`), throttled, alarmed and grown by the
+real scaler (:mod:`sandbox.scenarios.demo.growth`), then read back and checked; its timeline and
+chart are :mod:`sandbox.scenarios.demo.timeline`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sandbox.demo.dataset import CARRIER_COUNTER, Departure
-from sandbox.demo.delivery import IngestStats
-from sandbox.demo.handlers import Handlers
-from sandbox.demo.hot_act import (
+from sandbox.harness.dataset import CARRIER_COUNTER, Departure
+from sandbox.harness.delivery import IngestStats
+from sandbox.harness.handlers import Handlers
+from sandbox.scenarios.demo.hot_act import (
     MAX_LAG_WALL_S,
     act_scale,
     growth_checks,
@@ -31,8 +31,8 @@ from sandbox.demo.hot_act import (
     run_open_loop,
     write_units_per_event,
 )
-from sandbox.demo.report import build_report, replay_live, status_progress
-from sandbox.demo.verify import (
+from sandbox.scenarios.demo.report import build_report, replay_live, status_progress
+from sandbox.scenarios.demo.verify import (
     ReadResult,
     check_counters,
     plan_reads,
@@ -77,7 +77,7 @@ def fix_shard_counts(
         Logical key -> shard count.
     """
     from dynashard import Dynashard, DynashardConfig
-    from sandbox.dynamodb_local import local_client
+    from sandbox.engines.dynamodb_local import local_client
 
     ds = Dynashard(
         DynashardConfig(
@@ -182,7 +182,7 @@ def first_act(
     Parameters
     ----------
     args : argparse.Namespace
-        :func:`sandbox.demo.cli.parse_args` output.
+        :func:`sandbox.scenarios.demo.cli.parse_args` output.
     console : rich.console.Console
         Where progress goes.
     endpoint : str
@@ -195,7 +195,7 @@ def first_act(
     dict
         The act's report (:func:`build_report`).
     """
-    from sandbox.dynamodb_local import local_client
+    from sandbox.engines.dynamodb_local import local_client
     from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
     from sandbox.tables import create_tables, data_and_metadata
 
@@ -249,7 +249,7 @@ def second_act(
     Parameters
     ----------
     args : argparse.Namespace
-        :func:`sandbox.demo.cli.parse_args` output (``speed``, ``scale``, ``load``,
+        :func:`sandbox.scenarios.demo.cli.parse_args` output (``speed``, ``scale``, ``load``,
         ``target_utilization``, ``in_band_growth``).
     console : rich.console.Console
         Where progress goes.
@@ -268,11 +268,11 @@ def second_act(
         ``chart`` and ``machine`` (how late the schedule ran), with the act's checks.
     """
     from dynashard import Dynashard, DynashardConfig
-    from sandbox.demo.growth import GrowthLoop, GrowthSettings, shard_history
-    from sandbox.demo.openloop import OfferSchedule
-    from sandbox.demo.timeline import timeline_report, write_chart
-    from sandbox.dynamodb_local import local_client
+    from sandbox.engines.dynamodb_local import local_client
     from sandbox.env_vars import patched_environ, reset_function_caches
+    from sandbox.scenarios.demo.growth import GrowthLoop, GrowthSettings, shard_history
+    from sandbox.scenarios.demo.openloop import OfferSchedule
+    from sandbox.scenarios.demo.timeline import timeline_report, write_chart
     from sandbox.tables import create_tables, data_and_metadata
 
     units = write_units_per_event(departures)

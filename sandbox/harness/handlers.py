@@ -2,7 +2,7 @@
 
 :class:`Handlers` loads ``functions.ingest.app`` (SQS and API handlers) and
 ``functions.query.app``, each as a function with execution environments of its own
-(:mod:`sandbox.lambda_runtime`), and counts invocations; :func:`api_call` invokes an API
+(:mod:`sandbox.local_aws.lambda_runtime`), and counts invocations; :func:`api_call` invokes an API
 handler with an API Gateway REST proxy event and decodes its JSON answer.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from sandbox.aws_events import LambdaContext, api_gateway_event
+from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
 
 Handler = Callable[..., Any]
 
@@ -30,7 +30,7 @@ class Handlers:
     sqs, api, query, kinesis : callable
         ``functions.ingest.app.sqs_handler``, ``...api_handler``,
         ``functions.query.app.handler``, ``functions.ingest.app.kinesis_handler``, each a
-        :class:`~sandbox.lambda_runtime.LocalFunction`.
+        :class:`~sandbox.local_aws.lambda_runtime.LocalFunction`.
     """
 
     sqs: Handler
@@ -48,11 +48,11 @@ class Handlers:
         -------
         Handlers
             Bound to ``functions.ingest.app`` and ``functions.query.app`` through
-            :class:`sandbox.lambda_runtime.LocalFunction`: concurrent invocations never share
-            a module's globals, and API invocations never overlap, as on Lambda.
+            :class:`sandbox.local_aws.lambda_runtime.LocalFunction`: concurrent invocations
+            never share a module's globals, and API invocations never overlap, as on Lambda.
         """
-        from sandbox.gateway import INGEST_API_HANDLER, QUERY_HANDLER
-        from sandbox.lambda_runtime import LocalFunction, api_function
+        from sandbox.local_aws.gateway import INGEST_API_HANDLER, QUERY_HANDLER
+        from sandbox.local_aws.lambda_runtime import LocalFunction, api_function
 
         return cls(
             sqs=LocalFunction("functions.ingest.app:sqs_handler"),

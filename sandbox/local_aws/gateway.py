@@ -1,7 +1,7 @@
 """A local HTTP gateway in front of the API handlers, like API Gateway's REST proxy.
 
 Each HTTP request becomes an API Gateway REST API proxy event (payload format 1.0,
-see :func:`sandbox.aws_events.api_gateway_event`), the handler that owns the route is
+see :func:`sandbox.local_aws.aws_events.api_gateway_event`), the handler that owns the route is
 invoked in a worker thread exactly as Lambda would invoke it, and the proxy response
 (``statusCode``, ``headers``, ``multiValueHeaders``, ``body``, ``isBase64Encoded``)
 becomes the HTTP response. So ``curl``, load tools and fuzzers work locally.
@@ -28,7 +28,6 @@ import asyncio
 import base64
 import json
 import re
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,9 +36,9 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from sandbox.aws_events import LambdaContext, api_gateway_event
-from sandbox.lambda_runtime import api_function
-from sandbox.lifecycle import StartStop
+from sandbox.lifecycle import BackgroundServer
+from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
+from sandbox.local_aws.lambda_runtime import api_function
 
 #: A Lambda handler: ``(event, context) -> response``.
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -213,7 +212,7 @@ class Gateway:
         """Return the handler for a reference, made on first use by :func:`api_function`.
 
         Every route is a Powertools REST resolver, so invocations run one at a time in
-        execution environments of their own (:mod:`sandbox.lambda_runtime`).
+        execution environments of their own (:mod:`sandbox.local_aws.lambda_runtime`).
 
         Parameters
         ----------
@@ -328,8 +327,8 @@ def make_app(handlers: Mapping[str, Handler] | None = None, **kwargs: Any) -> we
     return Gateway(handlers, **kwargs).app()
 
 
-class GatewayServer(StartStop):
-    """Run the gateway on its own event loop in a background thread.
+class GatewayServer(BackgroundServer):
+    """Serve the gateway over HTTP from a background thread.
 
     For synchronous callers (tests, fuzzers): HTTP clients talk to :attr:`base_url`.
 
@@ -357,63 +356,20 @@ class GatewayServer(StartStop):
         port: int = 0,
         **kwargs: Any,
     ) -> None:
+        super().__init__(host, port, name="gateway")
         self.gateway = Gateway(handlers, **kwargs)
-        self.host, self.port = host, port
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self._url: str | None = None
 
     @property
     def base_url(self) -> str:
         """str: ``http://host:port`` (after :meth:`start`)."""
-        if self._url is None:
-            raise RuntimeError("the gateway is not started")
-        return self._url
+        return self.url
 
-    async def _start(self) -> str:
-        self._runner = web.AppRunner(self.gateway.app())
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return f"http://{self.host}:{port}"
-
-    def start(self, timeout_s: float = 10.0) -> str:
-        """Start the loop thread and the server.
-
-        Parameters
-        ----------
-        timeout_s : float
-            Seconds to wait for the server to listen.
+    def make_app(self) -> web.Application:
+        """Build the gateway's application (see :meth:`Gateway.app`).
 
         Returns
         -------
-        str
-            The base URL.
+        aiohttp.web.Application
+            One catch-all route; its cleanup shuts the worker threads down.
         """
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="gateway", daemon=True)
-        self._thread.start()
-        self._url = asyncio.run_coroutine_threadsafe(self._start(), loop).result(timeout_s)
-        return self._url
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the server and the loop thread.
-
-        Parameters
-        ----------
-        timeout_s : float
-            Seconds to wait for each step.
-        """
-        loop, thread, runner = self._loop, self._thread, self._runner
-        if loop is None or thread is None:
-            return
-        if runner is not None:
-            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout_s)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout_s)
-        loop.close()
-        self._loop = self._thread = self._runner = None
-        self._url = None
+        return self.gateway.app()

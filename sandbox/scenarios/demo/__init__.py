@@ -11,7 +11,7 @@ Steps:
 1. Start DynamoDB Local, create the tables from ``infra/``, point the functions'
    environment at them and fix the shard counts (8 per origin key, 4 per counter).
 2. Ingest through real event sources on moto's server and Lambda's pollers
-   (:mod:`sandbox.pollers`): batches of 100 departures, most put on a Kinesis stream
+   (:mod:`sandbox.local_aws.pollers`): batches of 100 departures, most put on a Kinesis stream
    (``kinesis_handler``), one in 50 (2 %) sent to an SQS queue with a DLQ
    (``sqs_handler``), one in 20 (5 %) as ``POST /events`` ``{"events": [...]}`` to
    ``api_handler`` (a 503's failed events are sent again). Retries, redelivery, the DLQ
@@ -30,20 +30,20 @@ emulator from one shard per key, and the alarm-driven scaler grows them.
 
 Modules, one concern each:
 
-- :mod:`~sandbox.demo.dataset`: the departures as events, New York time to UTC;
-- :mod:`~sandbox.demo.handlers`: the real handlers, invoked as Lambda would;
-- :mod:`~sandbox.demo.delivery`: the first act's replay through Kinesis, SQS (moto's server and
-  the pollers of :mod:`sandbox.pollers`) and the API; counter increments;
-- :mod:`~sandbox.demo.verify`: the read-back and its comparison with the source;
-- :mod:`~sandbox.demo.report`: the report, the summary table, the progress lines;
-- :mod:`~sandbox.demo.acts`: the first and second acts;
-- :mod:`~sandbox.demo.hot_act`: the second act's offered load, open-loop run and verdict;
-- :mod:`~sandbox.demo.openloop`: the open-loop schedule and replay;
-- :mod:`~sandbox.demo.growth`: the second act's growth loop and shard history;
-- :mod:`~sandbox.demo.timeline`: the second act's timeline, its report and chart;
-- :mod:`~sandbox.demo.cli`: the command line (``__main__`` runs it).
+- :mod:`~sandbox.harness.dataset`: the departures as events, New York time to UTC;
+- :mod:`~sandbox.harness.handlers`: the real handlers, invoked as Lambda would;
+- :mod:`~sandbox.harness.delivery`: the first act's replay through Kinesis, SQS (moto's server and
+  the pollers of :mod:`sandbox.local_aws.pollers`) and the API; counter increments;
+- :mod:`~sandbox.scenarios.demo.verify`: the read-back and its comparison with the source;
+- :mod:`~sandbox.scenarios.demo.report`: the report, the summary table, the progress lines;
+- :mod:`~sandbox.scenarios.demo.acts`: the first and second acts;
+- :mod:`~sandbox.scenarios.demo.hot_act`: the second act's offered load, open-loop run and verdict;
+- :mod:`~sandbox.scenarios.demo.openloop`: the open-loop schedule and replay;
+- :mod:`~sandbox.scenarios.demo.growth`: the second act's growth loop and shard history;
+- :mod:`~sandbox.scenarios.demo.timeline`: the second act's timeline, its report and chart;
+- :mod:`~sandbox.scenarios.demo.cli`: the command line (``__main__`` runs it).
 
 Usage::
 
-    python -m sandbox.demo [--sample N] [--report PATH] [--workers W]
+    python -m sandbox.scenarios.demo [--sample N] [--report PATH] [--workers W]
 """

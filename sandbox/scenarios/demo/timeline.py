@@ -1,7 +1,7 @@
 """The second act's timeline: what the act offered, wrote, was throttled on and grew to.
 
 The act's figures are sampled once a wall second while the replay runs through the
-partition emulator (:mod:`sandbox.demo.growth`):
+partition emulator (:mod:`sandbox.scenarios.demo.growth`):
 
 - :class:`Sample`: cumulative figures at one instant (offered and written events,
   throttle events by ``ThrottlingReason.reason``, shard counts, per-key counts);
@@ -321,7 +321,7 @@ def write_chart(
     title : str
         Figure title.
     growths : sequence of dict
-        :meth:`sandbox.demo.growth.GrowthLoop.alarm_history` entries (``at_s``) to mark.
+        :meth:`sandbox.scenarios.demo.growth.GrowthLoop.alarm_history` entries (``at_s``) to mark.
     targets : mapping of str to int, optional
         ``N*`` per key, drawn as dotted lines on the shard panel.
 

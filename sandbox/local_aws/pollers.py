@@ -3,7 +3,7 @@
 Lambda's event source mappings poll a queue or a stream and invoke a function with
 batches (AWS Lambda Developer Guide, "Using Lambda with Amazon SQS" and "Using Lambda
 with Kinesis Data Streams"). These pollers do the same against any endpoint that speaks
-the APIs (in the sandbox, moto's server: :mod:`sandbox.moto_server`), so the real ingest
+the APIs (in the sandbox, moto's server: :mod:`sandbox.engines.moto_server`), so the real ingest
 handlers see the events, the redeliveries and the dead letters AWS would give them.
 
 :class:`SqsPoller` -- ``ReceiveMessage`` until ``batch_size`` messages or
@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sandbox.aws_events import (
+from sandbox.lifecycle import StartStop
+from sandbox.local_aws.aws_events import (
     ACCOUNT_ID,
     REGION,
     kinesis_event,
@@ -47,7 +48,6 @@ from sandbox.aws_events import (
     sqs_event,
     sqs_message_record,
 )
-from sandbox.lifecycle import StartStop
 from sandbox.tally import Tally
 
 #: A function invocation: the event in, what the handler returned out (raises on error).
@@ -297,7 +297,7 @@ class SqsPoller(_Threads):
     Parameters
     ----------
     sqs : botocore client
-        An SQS client (e.g. :meth:`sandbox.moto_server.MotoServer.client`).
+        An SQS client (e.g. :meth:`sandbox.engines.moto_server.MotoServer.client`).
     queue_url : str
         The queue. Its ``VisibilityTimeout`` and ``RedrivePolicy`` apply as on AWS.
     invoke : callable

@@ -32,12 +32,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sandbox.aws_events import batch_item_failures, sqs_event, sqs_record
-from sandbox.demo.handlers import Handlers, api_call
+from sandbox.harness.handlers import Handlers, api_call
+from sandbox.local_aws.aws_events import batch_item_failures, sqs_event, sqs_record
 
 if TYPE_CHECKING:
-    from sandbox.demo.dataset import Departure
-    from sandbox.demo.delivery import IngestStats
+    from sandbox.harness.dataset import Departure
+    from sandbox.harness.delivery import IngestStats
 
 
 @dataclass(frozen=True)

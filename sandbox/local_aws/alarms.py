@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 
     from dynashard.planning.scaling import OfferedLoadSource, ScalerPort
     from dynashard.planning.shrinking import ShrinkPort
-    from sandbox.emulator.server import PartitionEmulator
-    from sandbox.logs import LocalInsightRule
+    from sandbox.emulator.core import PartitionEmulator
+    from sandbox.local_aws.logs import LocalInsightRule
 
 _log = logging.getLogger(__name__)
 
@@ -557,7 +557,8 @@ class LocalSchedule:
     Parameters
     ----------
     action : callable
-        ``action(event)``: the target, called with :func:`sandbox.aws_events.scheduled_event`.
+        ``action(event)``: the target, called with
+        :func:`sandbox.local_aws.aws_events.scheduled_event`.
     rate_s : float
         Emulated seconds between runs (``rate(1 minute)``: 60).
     clock : callable
@@ -605,7 +606,7 @@ class LocalSchedule:
             The run, or None when none was due. A target that raises is recorded, as
             EventBridge records a failed invocation, and the schedule goes on.
         """
-        from sandbox.aws_events import scheduled_event
+        from sandbox.local_aws.aws_events import scheduled_event
 
         with self._tick_lock:
             at = self.clock() if now is None else now
@@ -699,11 +700,11 @@ def scaler_action(
         What a scheduled sweep sees of the alarms; default none in ``ALARM``.
     offered_load : OfferedLoadSource, optional
         The offered write units per logical key (the stack's Contributor Insights rule
-        evaluated locally, :class:`sandbox.logs.LocalInsightRule`); default none, so
+        evaluated locally, :class:`sandbox.local_aws.logs.LocalInsightRule`); default none, so
         the scaler estimates writes from the hot keys alone.
     load_history : LocalInsightRule, optional
         The same rule, read per period for the shrink sweep
-        (:meth:`sandbox.logs.LocalInsightRule.peak_offered_wcu`); default none: the
+        (:meth:`sandbox.local_aws.logs.LocalInsightRule.peak_offered_wcu`); default none: the
         sweep never shrinks (the sandbox's environment names no AWS rule).
     shrinker : ShrinkPort, optional
         What lists and shrinks the sharded keys (a ``Dynashard``, on the emulated clock
@@ -722,8 +723,8 @@ def scaler_action(
     """
     from dynashard.planning.scaling import parse_time
     from functions.scaler.app import get_settings, handler, is_scheduled_event
-    from sandbox.aws_events import LambdaContext
     from sandbox.emulator.insights import EmulatorHotKeySource
+    from sandbox.local_aws.aws_events import LambdaContext
 
     if mode not in ("ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"):
         raise ValueError(f"unknown Contributor Insights mode {mode!r}")

@@ -1,10 +1,10 @@
 """A real local SQS and Kinesis API: moto in server mode, run as its own process.
 
-The event-source pollers (:mod:`sandbox.pollers`) need queues and streams that behave
+The event-source pollers (:mod:`sandbox.local_aws.pollers`) need queues and streams that behave
 as AWS's do over the wire: visibility timeouts, receive counts, redrive to a dead-letter
 queue after ``maxReceiveCount``, FIFO message groups, shards with sequence numbers and
 iterators. moto's server (``python -m moto.server``, the ``moto[server]`` extra) serves
-them. :class:`MotoServer` starts it on a free port, as :class:`~sandbox.dynamodb_local.
+them. :class:`MotoServer` starts it on a free port, as :class:`~sandbox.engines.dynamodb_local.
 DynamoDBLocal` starts DynamoDB Local, waits until ``ListQueues`` answers and always
 stops it on exit. A separate process keeps moto's CPU off the process that runs the
 handlers (the machine has few cores; one Python process has one GIL).
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.dynamodb_local import (
+from sandbox.engines.dynamodb_local import (
     LOCAL_ACCESS_KEY_ID,
     LOCAL_REGION,
     LOCAL_SECRET_ACCESS_KEY,
@@ -37,7 +37,7 @@ from sandbox.dynamodb_local import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class MotoServerStartError(SandboxError):
@@ -257,7 +257,7 @@ class MotoServer(LocalServerProcess):
         return aws_client(service, self.endpoint_url, **kwargs)
 
     def command(self) -> tuple[list[str], Path, dict[str, str] | None]:
-        """Return ``python -m sandbox.moto_server`` (this module's patches), run from the repo.
+        """Return ``python -m sandbox.engines.moto_server`` (this module's patches), from the repo.
 
         Returns
         -------
@@ -275,7 +275,15 @@ class MotoServer(LocalServerProcess):
                 "moto's server needs the moto[server] extra (flask, flask-cors): run `make install`"
             )
         assert self.port is not None
-        argv = [sys.executable, "-m", "sandbox.moto_server", "-H", self.host, "-p", str(self.port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "sandbox.engines.moto_server",
+            "-H",
+            self.host,
+            "-p",
+            str(self.port),
+        ]
         path = [str(_REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
         return argv, _REPO_ROOT, {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 

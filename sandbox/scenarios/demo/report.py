@@ -3,7 +3,7 @@
 :func:`build_report` assembles an act's figures and checks; :func:`print_summary`
 prints an act's table; :func:`replay_live`, :func:`status_progress` and
 :func:`live_status` are the progress lines shown while an act runs (each fits 80
-columns). The second act's chart is :func:`sandbox.demo.timeline.write_chart`.
+columns). The second act's chart is :func:`sandbox.scenarios.demo.timeline.write_chart`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sandbox.demo.dataset import Departure, iso_seconds
-from sandbox.demo.delivery import IngestStats, replay
-from sandbox.demo.handlers import Handlers
-from sandbox.demo.verify import ReadResult
+from sandbox.harness.dataset import Departure, iso_seconds
+from sandbox.harness.delivery import IngestStats, replay
+from sandbox.harness.handlers import Handlers
+from sandbox.scenarios.demo.verify import ReadResult
 
 
 def build_report(
@@ -40,7 +40,7 @@ def build_report(
     reads : sequence of ReadResult
         The read-back.
     counters : dict
-        :func:`sandbox.demo.verify.check_counters` output.
+        :func:`sandbox.scenarios.demo.verify.check_counters` output.
     shards : dict of str to int
         Shard count per logical key.
     handlers : Handlers
@@ -318,7 +318,7 @@ def live_status(row: dict[str, Any]) -> str:
     Parameters
     ----------
     row : dict
-        A timeline row (:func:`sandbox.demo.timeline.rate_row`).
+        A timeline row (:func:`sandbox.scenarios.demo.timeline.rate_row`).
 
     Returns
     -------

@@ -1,10 +1,10 @@
 """Delivery: events and counter increments sent to the ingest handlers, as AWS would.
 
-The replay goes through real event sources on moto's server (:mod:`sandbox.moto_server`)
-and Lambda's pollers (:mod:`sandbox.pollers`): batches of 100 departures, most put on a
-Kinesis stream (``PutRecords``, 500 per call) that :class:`~sandbox.pollers.KinesisPoller`
+The replay goes through real event sources on moto's server (:mod:`sandbox.engines.moto_server`)
+and Lambda's pollers (:mod:`sandbox.local_aws.pollers`): batches of 100 departures, most put on a
+Kinesis stream (``PutRecords``, 500 per call) that :class:`~sandbox.local_aws.pollers.KinesisPoller`
 hands to ``kinesis_handler``, one in :data:`SQS_EVERY` sent to an SQS queue (with a
-dead-letter queue) that :class:`~sandbox.pollers.SqsPoller` hands to ``sqs_handler``, and
+dead-letter queue) that :class:`~sandbox.local_aws.pollers.SqsPoller` hands to ``sqs_handler``, and
 one in :data:`API_EVERY` posted as ``POST /events`` ``{"events": [...]}`` to
 ``api_handler`` (a 503's failed events are sent again, as a client would). Redelivery,
 retries, the DLQ and the on-failure destination are the pollers' and the queue's, not
@@ -16,7 +16,7 @@ Kinesis carries the bulk because moto's SQS costs about 7 ms of its CPU per mess
 sandbox machine), and a Kinesis batch of 500 is one invocation.
 
 :func:`replay` sends as fast as the handlers acknowledge (the first act); the second
-act's open-loop schedule is :mod:`sandbox.demo.openloop`. :class:`IngestStats` counts
+act's open-loop schedule is :mod:`sandbox.scenarios.demo.openloop`. :class:`IngestStats` counts
 both.
 """
 
@@ -32,8 +32,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.demo.dataset import CARRIER_COUNTER, Departure
-from sandbox.demo.handlers import Handlers, api_call
+from sandbox.harness.dataset import CARRIER_COUNTER, Departure
+from sandbox.harness.handlers import Handlers, api_call
 from sandbox.tally import Tally
 
 #: Events per batch of the replay and per ``POST /events`` (the API's maximum).
@@ -252,8 +252,8 @@ def replay(
         What was offered, written, failed (in the DLQ or the on-failure destination)
         and redelivered; ``pollers`` holds each poller's own counts.
     """
-    from sandbox.moto_server import MotoServer, aws_client
-    from sandbox.pollers import (
+    from sandbox.engines.moto_server import MotoServer, aws_client
+    from sandbox.local_aws.pollers import (
         KinesisEventSourceMapping,
         KinesisPoller,
         SqsEventSourceMapping,

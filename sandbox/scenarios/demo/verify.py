@@ -21,15 +21,15 @@ from datetime import date, datetime
 from typing import Any
 
 from dynashard.core.keys import format_ts
-from sandbox.demo.dataset import (
+from sandbox.harness.dataset import (
     CARRIER_COUNTER,
     DST_DAYS,
     Departure,
     iso_seconds,
     local_day_window,
 )
-from sandbox.demo.delivery import MAX_RECEIVES
-from sandbox.demo.handlers import Handlers, api_call
+from sandbox.harness.delivery import MAX_RECEIVES
+from sandbox.harness.handlers import Handlers, api_call
 
 #: Page size of the year reads (the API's maximum), and the largest of the single-day reads.
 PAGE_LIMIT = 1000
@@ -272,7 +272,7 @@ def read_back(
     processes : int
         0: read in threads of this process. Else read in that many processes, each
         with the query function's own execution environments (:func:`read_in_processes`):
-        this process serializes API invocations (``sandbox.lambda_runtime``) and holds
+        this process serializes API invocations (``sandbox.local_aws.lambda_runtime``) and holds
         one GIL, whereas Lambda runs concurrent invocations in environments of their
         own. The processes inherit the environment (the functions' settings), so they
         read the same tables through the same endpoint; their invocations are added to
