@@ -28,7 +28,8 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[s
         [
             sys.executable,
             "-m",
-            "sandbox.demo",
+            "sandbox",
+            "demo",
             "--sample",
             str(SAMPLE),
             "--report",
