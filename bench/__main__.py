@@ -3,9 +3,9 @@
 Each name is a module of ``bench/`` with ``main(argv) -> int``; this command imports it
 only when it is asked for (so ``python -m bench --help`` loads no benchmark), hands it
 every argument after the name and exits with its code. ``python -m bench NAME --help``
-lists the benchmark's own options. A benchmark writes ``bench/results/NAME.json`` (and,
-for hot-key and reads, the PNG beside it); ``report`` writes ``bench/REPORT.md`` from the
-JSON already there and ``charts`` redraws the PNGs, neither running anything.
+lists the benchmark's own options. A benchmark writes its JSON in ``bench/results/``
+(hot-key and reads also the PNG beside it); ``report`` writes ``bench/REPORT.md`` from
+the JSON already there and ``charts`` redraws the PNGs, neither running anything.
 
 Examples
 --------
@@ -44,15 +44,18 @@ def parser() -> argparse.ArgumentParser:
     """Return the command's parser: a name, then that job's own arguments."""
     result = argparse.ArgumentParser(
         prog="python -m bench",
-        description=(
-            "Run a benchmark ("
+        description="Run a benchmark, write the report, or redraw the charts.",
+        epilog=(
+            "benchmarks (each writes its JSON, and some a PNG, in bench/results/):\n  "
             + ", ".join(BENCHMARKS)
-            + "), 'report' to write bench/REPORT.md from the JSON already in bench/results/, "
-            "or 'charts' to redraw their PNGs."
+            + "\n\nfrom the JSON already in bench/results/, running nothing:\n"
+            "  report  write bench/REPORT.md\n"
+            "  charts  redraw the PNGs\n\n"
+            "Example: python -m bench reads --quick"
         ),
-        epilog="Example: python -m bench reads --quick",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    result.add_argument("name", choices=list(COMMANDS), help="what to run")
+    result.add_argument("name", metavar="NAME", choices=list(COMMANDS), help="what to run")
     result.add_argument(
         "args",
         nargs=argparse.REMAINDER,

@@ -206,5 +206,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     for path in render_all(args.results):
-        print(f"wrote {path}")
+        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        print(f"wrote {shown}")
     return 0

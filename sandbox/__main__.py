@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
         epilog=f"jobs:\n{jobs}\n\nExample: python -m sandbox demo --sample 5000",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    result.add_argument("job", choices=list(JOBS), help="the job to run")
+    result.add_argument("job", metavar="JOB", choices=list(JOBS), help="the job to run")
     result.add_argument(
         "args",
         nargs=argparse.REMAINDER,
