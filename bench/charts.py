@@ -1,13 +1,14 @@
 """PNG charts drawn from the benchmarks' JSON (matplotlib, Agg backend).
 
 Each benchmark writes its JSON and then calls :func:`render` on it, which writes the
-PNG beside it (``bench/results/hot_key.png``, ``bench/results/reads.png``); ``dynashard
-bench charts`` redraws them from the JSON already in ``bench/results/`` without running
-anything. Only what the JSON holds is drawn.
+PNG beside it (``bench/results/hot_key.png``, ``bench/results/reads.png``); ``python -m
+bench charts`` (:func:`main`) redraws them from the JSON already in ``bench/results/``
+without running anything. Only what the JSON holds is drawn.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -177,3 +178,34 @@ def render_all(results: Path) -> list[Path]:
     """Write the PNG of every benchmark JSON in ``results`` that has a chart."""
     written = [render(p) for p in sorted(results.glob("*.json"))]
     return [p for p in written if p is not None]
+
+
+#: Where the benchmarks write their JSON.
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Redraw the PNG of every benchmark JSON that has a chart; print each path written.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``[--results DIR]``; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    int
+        0.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m bench charts",
+        description="Redraw the benchmarks' PNG charts from their JSON (runs nothing).",
+    )
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS, help="the benchmarks' JSON (bench/results)"
+    )
+    args = parser.parse_args(argv)
+    for path in render_all(args.results):
+        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        print(f"wrote {shown}")
+    return 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -132,12 +133,12 @@ def run(repeat: int, per_day: int) -> dict[str, Any]:
     return {"per_day": per_day, "repeat": repeat, "rows": rows}
 
 
-def main() -> None:
-    """Run the benchmark and print and save its table."""
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print and save its table; return the exit code (0)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--per-day", type=int, default=2400)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with exit_on_sigterm():
         result = run(args.repeat, args.per_day)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +151,8 @@ def main() -> None:
             f"{r['window']:<12} {r['mode']:<5} {r['path']:<5} {r['items']:>6} "
             f"{r['queries']:>8} {r['rcu']:>7} {r['median_ms']:>7}"
         )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

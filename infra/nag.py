@@ -7,14 +7,18 @@ synth. The infrastructure tests check that no finding is left unsuppressed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 
 from dynashard import names
 
 if TYPE_CHECKING:
-    from infra.stack import DynashardStack
+    from aws_cdk import aws_apigateway as apigw
+    from aws_cdk import aws_sqs as sqs
+
+    from infra.constructs.functions import DynashardFunction
 
 XRAY_WILDCARD = NagPackSuppression(
     id="AwsSolutions-IAM5",
@@ -114,38 +118,45 @@ API_KEY_NOT_COGNITO = NagPackSuppression(
 )
 
 
-def add_suppressions(stack: DynashardStack) -> None:
+def add_suppressions(
+    *,
+    functions: Sequence[DynashardFunction],
+    scaler: DynashardFunction,
+    stream_failure_queue: sqs.IQueue,
+    api: apigw.RestApi,
+    api_auth: Literal["iam", "api_key"],
+) -> None:
     """Attach the suppressions to the constructs they concern.
+
+    The stack passes what it built; this module knows the findings and their reasons,
+    not the stack's shape (so it does not import it).
 
     Parameters
     ----------
-    stack : DynashardStack
-        The dynashard stack, fully composed.
+    functions : sequence of DynashardFunction
+        Every function of the stack: X-Ray's wildcard on its role, the pinned runtime.
+    scaler : DynashardFunction
+        The scaler, whose role reads the Contributor Insights rules by name pattern.
+    stream_failure_queue : aws_cdk.aws_sqs.IQueue
+        The Kinesis event source's on-failure destination (a DLQ without redrive).
+    api : aws_cdk.aws_apigateway.RestApi
+        The REST API: its stage (no WAF, no execution logs) and its methods.
+    api_auth : {"iam", "api_key"}
+        The API's authorization (``StackParameters.api_auth``), which decides the
+        methods' suppressions.
     """
-    functions = [
-        stack.ingest.api_function,
-        stack.ingest.queue_function,
-        stack.ingest.stream_function,
-        stack.query.function,
-        stack.scaler.function,
-    ]
     for fn in functions:
         NagSuppressions.add_resource_suppressions(fn.role, [XRAY_WILDCARD], apply_to_children=True)
         NagSuppressions.add_resource_suppressions(fn.function, [PINNED_RUNTIME])
     NagSuppressions.add_resource_suppressions(
-        stack.scaler.function.role, [INSIGHT_RULE_WILDCARD], apply_to_children=True
+        scaler.role, [INSIGHT_RULE_WILDCARD], apply_to_children=True
     )
-    NagSuppressions.add_resource_suppressions(
-        stack.ingest.stream_failure_queue, [STREAM_FAILURE_QUEUE_IS_A_DLQ]
-    )
-    api = stack.api.api
+    NagSuppressions.add_resource_suppressions(stream_failure_queue, [STREAM_FAILURE_QUEUE_IS_A_DLQ])
     NagSuppressions.add_resource_suppressions(
         api.deployment_stage, [NO_WAF, NO_EXECUTION_LOGS], apply_to_children=True
     )
     method_suppressions = (
-        [API_KEY_OPT_IN, API_KEY_NOT_COGNITO]
-        if stack.config.api_auth == "api_key"
-        else [IAM_NOT_COGNITO]
+        [API_KEY_OPT_IN, API_KEY_NOT_COGNITO] if api_auth == "api_key" else [IAM_NOT_COGNITO]
     )
     NagSuppressions.add_resource_suppressions(
         api.methods, method_suppressions, apply_to_children=True

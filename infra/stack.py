@@ -74,7 +74,19 @@ class DynashardStack(Stack):
         self._build_outputs()
         Tags.of(self).add("project", "dynashard")
         Tags.of(self).add("stage", config.stage)
-        add_suppressions(self)
+        add_suppressions(
+            functions=[
+                self.ingest.api_function,
+                self.ingest.queue_function,
+                self.ingest.stream_function,
+                self.query.function,
+                self.scaler.function,
+            ],
+            scaler=self.scaler.function,
+            stream_failure_queue=self.ingest.stream_failure_queue,
+            api=self.api.api,
+            api_auth=config.api_auth,
+        )
         Aspects.of(self).add(AwsSolutionsChecks(verbose=True))
 
     def _build_outputs(self) -> None:

@@ -5,7 +5,7 @@ Usage::
     python -m sandbox.serve [--port 8080] [--host 127.0.0.1] [--db-path DIR]
                             [--emulator [--emulator-port 8001] [--scale 1.0]]
 
-(``dynashard sandbox up`` runs it.) With ``--emulator`` the partition emulator sits in
+(``python -m sandbox up`` runs it.) With ``--emulator`` the partition emulator sits in
 front of DynamoDB Local and the functions talk to it, so hot partitions throttle as on
 AWS. Prints the endpoints, the environment to export (for ``dynashard`` and a user's
 own application) and curl examples once everything answers (the gateway is listening

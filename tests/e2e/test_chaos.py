@@ -22,7 +22,8 @@ def test_short_chaos_run_loses_nothing_and_reads_nothing_stale(tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "sandbox.scenarios.chaos",
+            "sandbox",
+            "chaos",
             "--events",
             str(EVENTS),
             "--report",

@@ -29,7 +29,8 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[s
         [
             sys.executable,
             "-m",
-            "sandbox.scenarios.demo",
+            "sandbox",
+            "demo",
             "--sample",
             str(SAMPLE),
             "--report",

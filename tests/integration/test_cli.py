@@ -1,4 +1,5 @@
-"""The ``dynashard`` command against DynamoDB Local, the partition emulator and the sandbox."""
+"""The ``dynashard`` command against DynamoDB Local, the partition emulator and the sandbox
+(``python -m sandbox up``)."""
 
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ def test_hot_against_dynamodb_local_says_it_is_not_the_emulator(
     assert "did not answer as the partition emulator" in result.output
 
 
-# --- dynashard sandbox up ---------------------------------------------------------------------
+# --- python -m sandbox up, then dynashard against it --------------------------------------
 def free_port() -> int:
     import socket
 
@@ -130,7 +131,6 @@ def test_sandbox_up_prints_endpoints_and_env_and_the_commands_work_against_it() 
         [
             sys.executable,
             "-m",
-            "dynashard.cli.app",
             "sandbox",
             "up",
             "--emulator",

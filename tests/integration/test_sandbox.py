@@ -342,13 +342,13 @@ def test_gateway_maps_a_handler_crash_to_502() -> None:
     assert asyncio.run(run()) == [502, 502]
 
 
-# --- python -m sandbox.serve ----------------------------------------------------------------
+# --- python -m sandbox up -------------------------------------------------------------------
 @pytest.fixture
 def serve_process() -> Iterator[tuple[subprocess.Popen[str], int]]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNASHARD_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sandbox.serve", "--port", str(port)],
+        [sys.executable, "-m", "sandbox", "up", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -13,7 +13,6 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from dynashard import Dynashard, DynashardConfig, names
-from dynashard.cli import checkout
 from dynashard.cli.app import app
 from dynashard.cli.context import ExitCode
 from dynashard.core.ordered import OrderedLayout
@@ -57,9 +56,6 @@ def run(*args: str) -> Any:
         ["resize"],
         ["adopt"],
         ["boundaries"],
-        ["sandbox", "up"],
-        ["demo"],
-        ["bench"],
     ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
@@ -412,80 +408,25 @@ def test_hot_source_emulator_needs_an_endpoint(aws: Any) -> None:
     assert "needs --endpoint-url" in result.output
 
 
-# --- commands that need a checkout ------------------------------------------------------------
+# --- only operator commands ------------------------------------------------------------------
 @pytest.mark.parametrize("command", [["demo"], ["bench", "reads"], ["sandbox", "up"]])
-def test_checkout_commands_say_what_is_missing_outside_a_checkout(
-    command: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(checkout, "is_checkout", lambda _path: False)
+def test_the_repository_jobs_are_not_dynashard_commands(command: list[str]) -> None:
+    # The sandbox, the demo and the benchmarks are python -m sandbox / python -m bench in
+    # the repository (tests/unit/sandbox/test_main.py, tests/unit/bench/test_main.py).
     result = run(*command)
-    assert result.exit_code == ExitCode.ERROR
-    assert "needs a checkout of the dynashard repository" in result.output
-    assert checkout.ENV_CHECKOUT in result.output
-
-
-def test_find_checkout_finds_the_repository_from_a_subdirectory() -> None:
-    root = Path(__file__).resolve().parents[3]
-    assert checkout.find_checkout(root / "tests" / "unit") == root
-
-
-def test_bench_charts_draws_pngs_beside_the_json(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = Path(__file__).resolve().parents[3]
-    results = tmp_path / "bench" / "results"
-    results.mkdir(parents=True)
-    for name in ("hot_key.json", "reads.json"):
-        (results / name).write_text((root / "bench" / "results" / name).read_text())
-    monkeypatch.setattr(checkout, "require_checkout", lambda _command: tmp_path)
-    result = run("bench", "charts")
-    assert result.exit_code == 0, result.output
-    for name in ("hot_key.png", "reads.png"):
-        assert (results / name).read_bytes()[:4] == b"\x89PNG"
-
-
-def test_bench_unknown_name_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run("bench", "nope")
     assert result.exit_code == ExitCode.USAGE
-    assert "unknown benchmark 'nope'" in result.output
+    assert "No such command" in result.output
 
 
-@pytest.mark.parametrize("name", sorted(checkout.BENCHMARKS))
-def test_every_bench_name_is_a_module_with_main(name: str) -> None:
-    import importlib
-    import inspect
+def test_the_command_holds_only_operator_commands() -> None:
+    import typer.main
 
-    module = importlib.import_module(checkout.BENCHMARKS[name])
-    assert callable(module.main)
-    if name not in ("gsi-reads", "bucketed-reads"):  # the older two read sys.argv
-        assert "argv" in inspect.signature(module.main).parameters
-
-
-def test_bench_help_lists_every_benchmark_and_the_report() -> None:
-    result = run("bench", "--help")
-    assert result.exit_code == 0, result.output
-    output = " ".join(result.output.split())
-    for name in ("hot-key", "reads", "ingest", "cold-start", "memory", "emulator-overhead"):
-        assert name in output
-    assert "'report' to write bench/REPORT.md" in output
-
-
-def test_bench_report_writes_the_report_from_the_results(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = Path(__file__).resolve().parents[3]
-    results = tmp_path / "results"
-    results.mkdir()
-    for name in ("ingest.json", "emulator_overhead.json"):
-        (results / name).write_text((root / "bench" / "results" / name).read_text())
-    out = tmp_path / "REPORT.md"
-    monkeypatch.setattr(checkout, "require_checkout", lambda _command: root)
-    result = run("bench", "report", "--results", str(results), "--output", str(out))
-    assert result.exit_code == 0, result.output
-    text = out.read_text()
-    assert "## Ingest" in text and "records/s vs put_item loop" in text
-    assert "Not run: no current `bench/results/hot_key.json`" in text
-    result = run(
-        "bench", "report", "--results", str(results), "--output", str(out), "--require-all"
-    )
-    assert result.exit_code == 1
+    group = typer.main.get_command(app)
+    assert set(group.commands) == {  # type: ignore[attr-defined]
+        "status",
+        "resize",
+        "adopt",
+        "plan",
+        "boundaries",
+        "hot",
+    }

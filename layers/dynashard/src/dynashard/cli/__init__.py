@@ -14,5 +14,7 @@ Exit codes (also in ``dynashard --help``):
 - 4: not found (``status`` of a key with no metadata item, ``hot`` on a table without
   Contributor Insights).
 
-``demo`` and ``bench`` exit with the code of the job they run.
+The repository's development jobs (the local sandbox, the demo, the chaos run, the
+benchmarks) are not commands of this package: they ship with the repository, not with
+the library, and its README says how to run them.
 """

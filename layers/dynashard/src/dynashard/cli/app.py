@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dynashard import names
-from dynashard.cli import checkout
 from dynashard.cli.context import (
     ExitCode,
     Options,
@@ -39,13 +38,13 @@ EXIT_CODES_HELP = (
     "Exit codes: 0 done; 1 error (AWS, the sandbox or a file failed); 2 usage (a bad "
     "option or value); 3 refused (resize inside the cooldown without --force, or of an "
     "ordered key); 4 not found (status of a key without metadata, hot without "
-    "Contributor Insights). demo and bench exit with their job's code."
+    "Contributor Insights)."
 )
 
 app = typer.Typer(
     name="dynashard",
     help=(
-        "Operate dynashard: shard counts, hot keys, capacity plans and the local sandbox, "
+        "Operate dynashard: shard counts, hot keys and capacity plans, "
         "against AWS (--profile/--region) or the sandbox (--endpoint-url).\n\n" + EXIT_CODES_HELP
     ),
     epilog="Example: dynashard --endpoint-url http://127.0.0.1:8001 status 'DEPARTURES#JFK'",
@@ -670,30 +669,6 @@ def hot(
     out.print(keys)
     if report["unmapped"]:
         out.print(f"not dynashard keys: {', '.join(report['unmapped'])}")
-
-
-app.add_typer(checkout.sandbox_app, name="sandbox")
-app.command(
-    "demo",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    help=(
-        "Run the main job, python -m sandbox.scenarios.demo (needs a checkout of the repository); "
-        "extra arguments go to it (see dynashard demo --help-demo)."
-    ),
-    epilog="Example: dynashard demo --sample 5000",
-)(checkout.demo)
-app.command(
-    "bench",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    help=(
-        "Run a benchmark of bench/ ("
-        + ", ".join(name for name in checkout.BENCHMARKS if name != "report")
-        + ") and chart its JSON, 'report' to write bench/REPORT.md from the JSON already "
-        "in bench/results/, or 'charts' to draw their PNGs. Extra arguments go to the "
-        "benchmark."
-    ),
-    epilog="Example: dynashard bench reads --quick",
-)(checkout.bench)
 
 
 def main() -> None:

@@ -98,7 +98,7 @@ def emulator_hot_keys(
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise EmulatorUnavailableError(
             f"{url} did not answer as the partition emulator ({exc}); is --endpoint-url the "
-            "emulator (dynashard sandbox up --emulator), not DynamoDB Local?"
+            "emulator (the sandbox started with --emulator), not DynamoDB Local?"
         ) from exc
     throttled = {r["key"]: float(r["throttled_events"]) for r in body.get("most_throttled", [])}
     consumed = {r["key"]: float(r["consumed_units"]) for r in body.get("most_accessed", [])}
