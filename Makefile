@@ -9,6 +9,11 @@ NODE_STAMP := node_modules/.installed
 LOCK := requirements/dev.txt
 LAYER_LOCK := layers/dynashard/requirements.lock
 UV_VERSION := 0.13.8
+# pytest-xdist workers for the test targets (auto: one per CPU). --dist loadgroup keeps
+# the tests that share an expensive fixture (the CDK synth, a module's tables, the demo's
+# sample run) on one worker; tests/conftest.py assigns the groups.
+PYTEST_WORKERS ?= auto
+PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
 .PHONY: help install lock demo demo-sample chaos test test-unit test-integration test-infra test-e2e lint format typecheck docs openapi sandbox synth clean
 
@@ -49,25 +54,24 @@ chaos: install ## replay 50,000 events through the pollers while DynamoDB Local 
 sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (python -m sandbox up --emulator adds the partition emulator)
 	$(PY) -m sandbox up
 
-test: install ## lint, type-check, the docs site (strict), every test (unit, integration, infrastructure, e2e) and the library's docstring examples
+test: install ## lint, type-check, the docs site (strict), every test (unit, integration, infrastructure, e2e) and the library's docstring examples, on PYTEST_WORKERS xdist workers (default auto)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy layers/dynashard/src functions sandbox infra
 	$(MAKE) --no-print-directory docs
-	$(VENV)/bin/pytest
-	$(VENV)/bin/pytest --doctest-modules layers/dynashard/src/dynashard
+	$(VENV)/bin/pytest $(PYTEST_XDIST)
 
 test-unit: install ## unit tests only (no network)
-	$(VENV)/bin/pytest tests/unit
+	$(VENV)/bin/pytest $(PYTEST_XDIST) tests/unit
 
 test-integration: install ## integration tests against DynamoDB Local
-	$(VENV)/bin/pytest tests/integration
+	$(VENV)/bin/pytest $(PYTEST_XDIST) tests/integration
 
 test-infra: install ## CDK template tests
 	$(VENV)/bin/pytest tests/infrastructure
 
 test-e2e: install ## the demo on a small sample, end to end
-	$(VENV)/bin/pytest tests/e2e
+	$(VENV)/bin/pytest $(PYTEST_XDIST) tests/e2e
 
 lint: install ## ruff lint
 	$(VENV)/bin/ruff check .

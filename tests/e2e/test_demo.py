@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,14 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = 2000
+#: The sample run's first act reads back in this many processes (the demo's default is
+#: acts.READ_PROCESSES, 6): two prove the reading processes (their reads are counted and
+#: checked as the threads' are) without six interpreters starting on a 2-core machine.
+READ_PROCESSES = 2
+
+#: The tests that read the sample run's report share one worker under pytest-xdist (the
+#: run takes minutes; it is made once).
+sample_run = pytest.mark.xdist_group("demo-sample")
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +43,8 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[s
             "demo",
             "--sample",
             str(SAMPLE),
+            "--read-processes",
+            str(READ_PROCESSES),
             "--report",
             str(report_path),
         ],
@@ -46,6 +58,32 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[s
     return proc.returncode, report, proc.stdout + proc.stderr
 
 
+@pytest.fixture(scope="module")
+def full_source() -> list[dataset.Departure]:
+    """The 336,776 departures, parsed once for the tests that only read them."""
+    return dataset.load_departures()
+
+
+@pytest.fixture(scope="module")
+def load_once() -> Callable[..., list[dataset.Departure]]:
+    """``dataset.load_departures``, each sample parsed once per module (callers get a copy).
+
+    The flights file is parsed in full for any sample (its ids are checked unique over
+    every row), which is most of a 300-event demo's time on 2 cores.
+    """
+    loaded: dict[tuple[Any, ...], list[dataset.Departure]] = {}
+
+    def load(
+        path: Path | None = None, sample: int | None = None, seed: int = 13
+    ) -> list[dataset.Departure]:
+        if (path, sample, seed) not in loaded:
+            loaded[path, sample, seed] = dataset.load_departures(path, sample, seed)
+        return copy.deepcopy(loaded[path, sample, seed])
+
+    return load
+
+
+@sample_run
 def test_demo_sample_passes_every_check(sample_report: tuple[int, dict[str, Any], str]) -> None:
     code, whole, output = sample_report
     assert code == 0, output[-3000:]
@@ -69,6 +107,7 @@ def test_demo_sample_passes_every_check(sample_report: tuple[int, dict[str, Any]
     assert all(c["value"] == c["expected"] for c in report["counters"].values())
 
 
+@sample_run
 def test_demo_sample_used_all_paths_and_fixed_shard_counts(
     sample_report: tuple[int, dict[str, Any], str],
 ) -> None:
@@ -106,8 +145,11 @@ def test_demo_sample_used_all_paths_and_fixed_shard_counts(
 
 
 def test_demo_fails_when_the_query_handler_loses_an_item(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    load_once: Callable[..., list[dataset.Departure]],
 ) -> None:
+    monkeypatch.setattr(cli, "load_departures", load_once)
     real_load = Handlers.load
 
     def sabotaged() -> Handlers:
@@ -143,8 +185,11 @@ def test_demo_fails_when_the_query_handler_loses_an_item(
 
 
 def test_a_read_in_a_reading_process_that_misses_an_event_fails_the_demo(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    load_once: Callable[..., list[dataset.Departure]],
 ) -> None:
+    monkeypatch.setattr(cli, "load_departures", load_once)
     # Given a source that holds one event more than was written, for each year read (the
     # expected events are worked out here and sent to the reading processes)
     real_expected = verify.expected_for
@@ -169,6 +214,7 @@ def test_a_read_in_a_reading_process_that_misses_an_event_fails_the_demo(
     assert report["requests_by_handler"]["query"] >= report["pages"]
 
 
+@sample_run
 def test_second_act_throttles_grows_and_reads_back_everything(
     sample_report: tuple[int, dict[str, Any], str],
 ) -> None:
@@ -222,8 +268,10 @@ def test_scheduled_times_convert_from_new_york_to_utc() -> None:
     assert (end - start).total_seconds() == 25 * 3600
 
 
-def test_full_source_has_unique_ids_and_three_hot_keys() -> None:
-    departures = dataset.load_departures()
+def test_full_source_has_unique_ids_and_three_hot_keys(
+    full_source: list[dataset.Departure],
+) -> None:
+    departures = full_source
     assert len(departures) == dataset.FULL_ROW_COUNT
     assert len({d.event["id"] for d in departures}) == dataset.FULL_ROW_COUNT
     keys = Counter(d.key for d in departures)
@@ -234,9 +282,11 @@ def test_full_source_has_unique_ids_and_three_hot_keys() -> None:
     assert first["data"]["tailnum"] == "N14228" and first["data"]["dep_delay"] == 2
 
 
-def test_second_act_offers_the_first_departures_of_each_origin_in_time_order() -> None:
+def test_second_act_offers_the_first_departures_of_each_origin_in_time_order(
+    full_source: list[dataset.Departure],
+) -> None:
     # Given the full source
-    departures = dataset.load_departures()
+    departures = full_source
     # When the second act's slice is cut
     hot = dataset.hot_departures(departures, acts.HOT_EVENTS_PER_KEY)
     # Then each origin gives its first departures in time order (the file lists months

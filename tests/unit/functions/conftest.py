@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -46,10 +47,13 @@ def context() -> LambdaContext:
 
 
 @pytest.fixture
-def facade() -> Iterator[Dynashard]:
-    """A real Dynashard over moto tables created from the infra specs (no cooldown)."""
+def facade(atomic_calls: Callable[[Any], Any]) -> Iterator[Dynashard]:
+    """A real Dynashard over moto tables created from the infra specs (no cooldown).
+
+    Each moto call is atomic (``atomic_calls``): the facade calls from its threads.
+    """
     with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
+        client = atomic_calls(boto3.client("dynamodb", region_name="us-east-1"))
         for spec in ALL_TABLES:
             client.create_table(**create_table_request(spec))
         ds = Dynashard(

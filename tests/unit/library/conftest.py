@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -11,10 +12,13 @@ from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_tab
 
 
 @pytest.fixture
-def ddb_client() -> Iterator[object]:
-    """A moto-backed DynamoDB client with the project's tables created from infra/."""
+def ddb_client(atomic_calls: Callable[[Any], Any]) -> Iterator[object]:
+    """A moto-backed DynamoDB client with the project's tables created from infra/.
+
+    Each call is atomic (``atomic_calls``): the library calls it from its threads.
+    """
     with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
+        client = atomic_calls(boto3.client("dynamodb", region_name="us-east-1"))
         for spec in ALL_TABLES:
             client.create_table(**create_table_request(spec))
         yield client
