@@ -29,6 +29,7 @@ import dynashard
 
 PACKAGE = Path(dynashard.__file__).parent
 RANKS = {
+    "dynashard._lazy": 0,
     "dynashard.names": 0,
     "dynashard.errors": 0,
     "dynashard.core": 1,

@@ -23,8 +23,9 @@ pydantic: a function that never writes keeps its cold start short.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dynashard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dynashard.core.buckets import TimeBucket
@@ -117,32 +118,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name's module on first use (PEP 562).
-
-    Parameters
-    ----------
-    name : str
-        A name of :data:`__all__`.
-
-    Returns
-    -------
-    Any
-        The object, cached in this module afterwards.
-
-    Raises
-    ------
-    AttributeError
-        If ``name`` is not a public name of the package.
-    """
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dynashard' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """Return the public names and the module's own (for ``dir()`` and completion)."""
-    return sorted({*globals(), *__all__})
+#: Loads a public name's module on first use (PEP 562).
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
