@@ -98,3 +98,50 @@ def test_growth_and_shrink_leave_an_ordered_key_at_its_layout_count(facade: Dyna
     # Then neither changes N, and both say why
     assert (grown.changed, grown.reason, resized.changed) == (False, "ordered", False)
     assert facade.shard_info("TAILS").number_of_shards == 2
+
+
+# --- bounds and values that normalise to "" (issue 26, defect 7) ---------------------------
+#: Non-empty text that normalisation erases: a lone combining mark, control characters.
+ERASED = ["\u0301", "\x07", "\x00\x1f", "\u0301\u0308"]
+
+
+@pytest.mark.parametrize("erased", ERASED)
+@pytest.mark.parametrize(
+    ("bounds", "field"),
+    [
+        ({"start": "{}"}, "from"),
+        ({"end": "{}"}, "to"),
+        ({"start": "a", "end": "{}"}, "to"),
+        ({"prefix": "{}"}, "prefix"),
+    ],
+)
+def test_a_bound_that_normalises_to_nothing_is_an_input_error_naming_it(
+    facade: Dynashard, erased: str, bounds: dict[str, str], field: str
+) -> None:
+    # Given an index with entries
+    from dynashard.errors import InvalidInputError
+
+    index = facade.ordered_index("TAILS")
+    index.configure(OrderedLayout.uniform(["m"]))
+    index.put([OrderedItem("a", "N1"), OrderedItem("b", "zz")])
+    # When a bound holds only characters the index ignores
+    options = {name: value.format(erased) for name, value in bounds.items()}
+    # Then the read is refused naming that bound (not a 503 shard failure, not [])
+    with pytest.raises(InvalidInputError) as info:
+        index.query(**options)
+    assert info.value.field == field
+    assert "normalises to" in info.value.message
+
+
+@pytest.mark.parametrize("erased", ["", *ERASED])
+def test_a_value_that_normalises_to_nothing_is_refused_at_put(
+    facade: Dynashard, erased: str
+) -> None:
+    from dynashard.errors import InvalidInputError
+
+    index = facade.ordered_index("TAILS")
+    index.configure(OrderedLayout.uniform(["m"]))
+    with pytest.raises(InvalidInputError) as info:
+        index.put([OrderedItem("a", "N1"), OrderedItem("b", erased)])
+    assert info.value.field == "value"
+    assert index.query().items == []  # nothing of the call was written

@@ -320,22 +320,44 @@ def value_bounds(
     Raises
     ------
     InvalidInputError
-        If ``prefix`` is given with ``start`` or ``end``.
+        If ``prefix`` is given with ``start`` or ``end`` (field ``prefix``); or a bound
+        is given but normalises to ``""`` (a lone combining mark, control characters),
+        naming it: ``from`` for ``start``, ``to`` for ``end`` (the HTTP API's names),
+        ``prefix``. Such a bound names no value of the index (every stored value
+        normalises to at least one character), and DynamoDB refuses an empty key
+        value; taking it as an open bound would answer another question than the one
+        asked. Only ``prefix=""`` (empty as given) keeps meaning "every value".
 
     Examples
     --------
     >>> value_bounds(prefix="N1"), value_bounds(start="A", end="Ç")
     (('n1', 'n2'), ('a', 'c'))
+    >>> value_bounds(start="\u0301")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.InvalidInputError: from: '\u0301' normalises to "" (...), which orders no value
     """
     if prefix is not None:
         if start is not None or end is not None:
             raise InvalidInputError("prefix", "cannot be combined with from/to")
-        lo = normalise(prefix)
+        lo = _normalised_bound(prefix, "prefix") if prefix else ""
         return (lo or None), prefix_successor(lo)
     return (
-        None if start is None else normalise(start),
-        None if end is None else normalise(end),
+        None if start is None else _normalised_bound(start, "from"),
+        None if end is None else _normalised_bound(end, "to"),
     )
+
+
+def _normalised_bound(raw: str, field: str) -> str:
+    """Return ``normalise(raw)``; refuse one that normalises to ``""`` (:func:`value_bounds`)."""
+    bound = normalise(raw)
+    if not bound:
+        raise InvalidInputError(field, f"{_erased(raw)}, which orders no value")
+    return bound
+
+
+def _erased(raw: str) -> str:
+    return f'{raw!r} normalises to "" (only combining marks or control characters)'
 
 
 def sub_shards_from_sample(
@@ -451,6 +473,9 @@ def ordered_sort_key(value: str, item_id: str) -> str:
 
     Raises
     ------
+    InvalidInputError
+        Naming ``value``, if it normalises to ``""`` (empty, or only combining marks or
+        control characters): it has no place in the order (see :func:`value_bounds`).
     KeyLimitExceededError
         If ``item_id`` is empty, or the sort key is over 1,024 bytes (DynamoDB quota)
         or not encodable as UTF-8.
@@ -462,7 +487,10 @@ def ordered_sort_key(value: str, item_id: str) -> str:
     """
     if not item_id:
         raise KeyLimitExceededError("id", "must not be empty")
-    sk = f"{normalise(value)}{SK_SEPARATOR}{item_id}"
+    normalised = normalise(value)
+    if not normalised:
+        raise InvalidInputError("value", f"{_erased(value)}, so it has no place in the order")
+    sk = f"{normalised}{SK_SEPARATOR}{item_id}"
     try:
         size = utf8_len(sk)
     except UnicodeEncodeError as exc:

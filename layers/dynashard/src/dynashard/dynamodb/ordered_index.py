@@ -391,8 +391,9 @@ class OrderedIndex:
         Raises
         ------
         InvalidInputError
-            If ``limit`` is out of range, ``prefix`` is combined with start/end, or the
-            key is not ordered.
+            If ``limit`` is out of range, ``prefix`` is combined with start/end, a bound
+            normalises to ``""`` (field ``from``, ``to`` or ``prefix``:
+            :func:`~dynashard.core.ordered.value_bounds`), or the key is not ordered.
         CursorError
             If the cursor is malformed or belongs to another query or layout.
         ShardQueryError
