@@ -232,8 +232,9 @@ def get_index(
 ) -> OrderedPageBody:
     """Read one page of ``key``'s ordered index (values compared normalised).
 
-    ``prefix`` excludes ``from``/``to`` (400, field ``prefix``); only the range shards
-    intersecting the query are read, as ``shards_in_range`` shows.
+    ``prefix`` excludes ``from``/``to`` (400, field ``prefix``); a bound that normalises
+    to nothing (a lone combining mark, a control character) is a 400 naming it; only
+    the range shards intersecting the query are read, as ``shards_in_range`` shows.
 
     Returns
     -------

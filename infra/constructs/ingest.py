@@ -37,13 +37,19 @@ from infra.constructs.tables import Tables
 
 #: Actions the ingest functions need on the data table: BatchWriteItem for events,
 #: UpdateItem (``ADD``) for counters, PutItem and ConditionCheckItem for the
-#: idempotent counter variant. No reads, no deletes.
+#: idempotent counter variant, GetItem for its marker (when a cancelled transaction
+#: does not say which condition failed). No Query, no Scan, no deletes.
 DATA_WRITE_ACTIONS = (
     "dynamodb:BatchWriteItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
+    "dynamodb:GetItem",
 )
+#: What the API function needs more, for ``POST /index/{key}``: an ordered index's
+#: replacing write reads the per-id pointers (BatchGetItem) and deletes an entry that
+#: moved (DeleteItem, inside TransactWriteItems, which IAM checks per action).
+ORDERED_INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:DeleteItem")
 #: Longest Contributor Insights rule name CloudWatch accepts (``PutInsightRule``).
 MAX_INSIGHT_RULE_NAME_LENGTH = 128
 
@@ -89,12 +95,18 @@ def _build_write_load_rule(
     )
 
 
-def _build_write_statements(tables: Tables) -> list[iam.PolicyStatement]:
-    """Return the ingest functions' statements: exact actions on exact table ARNs."""
+def _build_write_statements(
+    tables: Tables, ordered_index: bool = False
+) -> list[iam.PolicyStatement]:
+    """Return the ingest functions' statements: exact actions on exact table ARNs.
+
+    ``ordered_index`` adds :data:`ORDERED_INDEX_ACTIONS` (the API function only).
+    """
+    extra = ORDERED_INDEX_ACTIONS if ordered_index else ()
     return [
         iam.PolicyStatement(
             sid="WriteDataTable",
-            actions=list(DATA_WRITE_ACTIONS),
+            actions=[*DATA_WRITE_ACTIONS, *extra],
             resources=[tables.data_table.table_arn],
         ),
         build_metadata_statement(tables, update=True),
@@ -199,7 +211,11 @@ class Ingest(Construct):
         self.stream, self.stream_failure_queue = _build_stream(self)
 
         def _function(
-            construct_id: str, handler: str, memory: FunctionName, description: str
+            construct_id: str,
+            handler: str,
+            memory: FunctionName,
+            description: str,
+            ordered_index: bool = False,
         ) -> DynashardFunction:
             return build_function(
                 self,
@@ -211,7 +227,7 @@ class Ingest(Construct):
                 handler=handler,
                 memory=memory,
                 description=description,
-                statements=_build_write_statements(tables),
+                statements=_build_write_statements(tables, ordered_index),
             )
 
         self.api_function = _function(
@@ -219,6 +235,7 @@ class Ingest(Construct):
             "app.api_handler",
             "ingest_api",
             "dynashard ingest: POST /events, /counters, PUT/POST /index",
+            ordered_index=True,
         )
         self.queue_function = _function(
             "QueueFunction", "app.sqs_handler", "ingest_queue", "dynashard ingest: SQS batches"

@@ -213,8 +213,12 @@ def test_increment_whose_sum_would_pass_38_digits_is_a_4xx_and_the_counter_still
     largest = 10**38 - 1
     first = ingest.api_handler(_post_counter(largest), context, facade=facade)
     assert first["statusCode"] == 200, first["body"]
-    # When one more is added
-    response = ingest.api_handler(_post_counter(1, idempotency_key), context, facade=facade)
+    # When one more is added (a fresh increment: without the template's Idempotency-Key,
+    # the first request's, whose redelivery is "already applied", not an overflow)
+    more = _post_counter(1, idempotency_key)
+    if idempotency_key is None:
+        del more["headers"]["Idempotency-Key"], more["multiValueHeaders"]["Idempotency-Key"]
+    response = ingest.api_handler(more, context, facade=facade)
     # Then it is refused naming by (not a 500: a 409, what is stored makes the sum
     # unrepresentable), and the counter still takes a decrement
     assert response["statusCode"] == 409, response["body"]
@@ -247,3 +251,16 @@ def test_an_unknown_route_inside_the_function_is_a_json_404(context: LambdaConte
     response = ingest.api_handler(event, context)
     assert response["statusCode"] == 404
     assert json.loads(response["body"])["field"] == "path"
+
+
+def test_a_redelivered_increment_to_a_counter_at_38_digits_is_already_applied(
+    facade: Dynashard, context: LambdaContext
+) -> None:
+    # Given a counter taken to the largest 38-digit number by one keyed request
+    first = ingest.api_handler(_post_counter(10**38 - 1, "msg-1"), context, facade=facade)
+    assert first["statusCode"] == 200, first["body"]
+    # When the same request is delivered again
+    again = ingest.api_handler(_post_counter(10**38 - 1, "msg-1"), context, facade=facade)
+    # Then it answers "already applied" (200), not a 409 overflow
+    assert again["statusCode"] == 200, again["body"]
+    assert json.loads(again["body"])["applied"] is False

@@ -201,6 +201,11 @@ def test_prefix_reads_only_the_intersecting_shards(
         ({"cursor": "garbage"}, 400, "cursor"),
         ({"limit": "0"}, 422, "limit"),
         ({"limit": "1001"}, 422, "limit"),
+        # bounds that normalise to "" (a lone combining mark, a control character)
+        ({"from": "\u0301"}, 400, "from"),
+        ({"to": "\x07"}, 400, "to"),
+        ({"from": "n1", "to": "\u0301\u0308"}, 400, "to"),
+        ({"prefix": "\x00"}, 400, "prefix"),
     ],
 )
 def test_bad_queries(
@@ -237,6 +242,8 @@ def test_a_cursor_of_another_query_is_400(facade: Dynashard, context: LambdaCont
             "items[2].id",
         ),
         ([{"id": "a", "value": "N1"}, {"id": "b", "value": "N" * 1100}], "items[1].value"),
+        ([{"id": "a", "value": "N1"}, {"id": "b", "value": "\u0301"}], "items[1].value"),
+        ([{"id": "a", "value": "\x07\x1f"}], "items[0].value"),
     ],
 )
 def test_bad_items_are_400_naming_the_field_and_write_nothing(

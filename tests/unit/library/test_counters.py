@@ -110,3 +110,36 @@ def test_reading_events_of_an_ordered_index_key_is_a_conflict_not_a_key_error(
     # When its events are read, it is refused naming the key
     with pytest.raises(StateConflictError, match=r"^key: .*ordered index"):
         facade.query_events("0")
+
+
+def test_idempotent_increment_redelivered_at_the_38_digit_bound_is_already_applied(
+    facade: Dynashard,
+) -> None:
+    # Given a one-shard counter whose shard an idempotent increment took to the 38-digit bound
+    from dynashard.dynamodb.counters import MAX_COUNTER_VALUE
+
+    assert facade.increment_counter("UA", MAX_COUNTER_VALUE, idempotency_key="msg-1") is True
+    # When the same message is redelivered (the shard cannot take it again)
+    applied = facade.increment_counter("UA", MAX_COUNTER_VALUE, idempotency_key="msg-1")
+    # Then it is reported as already applied, not as an overflow, and nothing changed
+    assert applied is False
+    assert facade.get_counter("UA").value == MAX_COUNTER_VALUE
+
+
+@pytest.mark.parametrize("idempotency_key", [None, "msg-2"])
+def test_fresh_increment_past_the_38_digit_bound_names_the_dynamodb_limit(
+    facade: Dynashard, idempotency_key: str | None
+) -> None:
+    # Given a one-shard counter at the 38-digit bound
+    from dynashard.dynamodb.counters import MAX_COUNTER_VALUE
+    from dynashard.errors import CounterOverflowError
+
+    facade.increment_counter("UA", MAX_COUNTER_VALUE, idempotency_key="msg-1")
+    # When a fresh increment would take it past the bound
+    # Then it is refused with the DynamoDB limit named, and the shard is unchanged
+    with pytest.raises(CounterOverflowError, match=r"^by: .*38 digits.*DynamoDB number"):
+        facade.increment_counter("UA", 1, idempotency_key=idempotency_key)
+    assert facade.get_counter("UA").value == MAX_COUNTER_VALUE
+    if idempotency_key is not None:  # the refused increment left no marker: a retry is fresh
+        with pytest.raises(CounterOverflowError):
+            facade.increment_counter("UA", 1, idempotency_key=idempotency_key)

@@ -169,6 +169,8 @@ def test_range_query_touches_exactly_the_intersecting_shards(
 ) -> None:
     values, shards = case
     boundaries = boundaries_from_sample(values, shards)
+    # a bound that normalises to "" is refused (test_ordered_index.py pins that)
+    assume(all(raw is None or normalise(raw) for raw in (lo_raw, hi_raw)))
     lo, hi = value_bounds(start=lo_raw, end=hi_raw)
     touched = shards_for_range(boundaries, lo, hi)
     v = normalise(probe)
@@ -191,6 +193,7 @@ def test_prefix_query_finds_every_value_with_the_prefix(
 ) -> None:
     values, shards = case
     boundaries = boundaries_from_sample(values, shards)
+    assume(normalise(prefix) or not prefix)  # an erased prefix is refused; "" means all
     lo, hi = value_bounds(prefix=prefix)
     value = normalise(prefix) + normalise(rest)
     assume(normalise(value) == value)
@@ -214,7 +217,7 @@ def test_prefix_successor_and_bounds() -> None:
 @settings(deadline=None)
 @given(texts, texts, st.text(min_size=1, max_size=8), st.text(min_size=1, max_size=8))
 def test_sort_key_byte_order_is_value_order(a: str, b: str, id_a: str, id_b: str) -> None:
-    assume(normalise(a) != normalise(b))
+    assume(normalise(a) != normalise(b) and normalise(a) and normalise(b))
     ska = ordered_sort_key(a, id_a).encode("utf-8", "surrogatepass")
     skb = ordered_sort_key(b, id_b).encode("utf-8", "surrogatepass")
     assert (ska < skb) == (normalise(a) < normalise(b))

@@ -12,7 +12,7 @@ from dynashard.core.ordered import OrderedLayout, normalise
 from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
 from dynashard.dynamodb.ordered_index import OrderedItem
 from dynashard.errors import LayoutConflictError, ShardQueryError
-from infra.table_specs import METADATA_TABLE
+from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 
 def test_layout_write_is_conditional(ddb_client: object) -> None:
@@ -98,3 +98,137 @@ def test_growth_and_shrink_leave_an_ordered_key_at_its_layout_count(facade: Dyna
     # Then neither changes N, and both say why
     assert (grown.changed, grown.reason, resized.changed) == (False, "ordered", False)
     assert facade.shard_info("TAILS").number_of_shards == 2
+
+
+# --- bounds and values that normalise to "" (issue 26, defect 7) ---------------------------
+#: Non-empty text that normalisation erases: a lone combining mark, control characters.
+ERASED = ["\u0301", "\x07", "\x00\x1f", "\u0301\u0308"]
+
+
+@pytest.mark.parametrize("erased", ERASED)
+@pytest.mark.parametrize(
+    ("bounds", "field"),
+    [
+        ({"start": "{}"}, "from"),
+        ({"end": "{}"}, "to"),
+        ({"start": "a", "end": "{}"}, "to"),
+        ({"prefix": "{}"}, "prefix"),
+    ],
+)
+def test_a_bound_that_normalises_to_nothing_is_an_input_error_naming_it(
+    facade: Dynashard, erased: str, bounds: dict[str, str], field: str
+) -> None:
+    # Given an index with entries
+    from dynashard.errors import InvalidInputError
+
+    index = facade.ordered_index("TAILS")
+    index.configure(OrderedLayout.uniform(["m"]))
+    index.put([OrderedItem("a", "N1"), OrderedItem("b", "zz")])
+    # When a bound holds only characters the index ignores
+    options = {name: value.format(erased) for name, value in bounds.items()}
+    # Then the read is refused naming that bound (not a 503 shard failure, not [])
+    with pytest.raises(InvalidInputError) as info:
+        index.query(**options)
+    assert info.value.field == field
+    assert "normalises to" in info.value.message
+
+
+@pytest.mark.parametrize("erased", ["", *ERASED])
+def test_a_value_that_normalises_to_nothing_is_refused_at_put(
+    facade: Dynashard, erased: str
+) -> None:
+    from dynashard.errors import InvalidInputError
+
+    index = facade.ordered_index("TAILS")
+    index.configure(OrderedLayout.uniform(["m"]))
+    with pytest.raises(InvalidInputError) as info:
+        index.put([OrderedItem("a", "N1"), OrderedItem("b", erased)])
+    assert info.value.field == "value"
+    assert index.query().items == []  # nothing of the call was written
+
+
+# --- re-putting an id replaces its entry (issue 26, defect 4) -------------------------------
+def _entries(ddb_client: Any, key: str) -> list[tuple[str, str]]:
+    """Every stored entry of an index (a Scan: reads cannot hide a duplicate)."""
+    items = ddb_client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    return sorted(
+        (i["id"]["S"], i["value"]["S"])
+        for i in items
+        if i.get("key", {}).get("S") == key and "value" in i
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        pytest.param("Apple", "Banana", id="same-range-shard"),
+        pytest.param("Apple", "Zebra", id="other-range-shard"),
+        pytest.param("Greatest Hits", "Zebra", id="from-a-sub-shard"),
+        pytest.param("Apple", "APPLE", id="same-normalised-value"),
+        pytest.param("Apple", "Apple", id="same-value"),
+    ],
+)
+def test_a_re_put_replaces_the_entry(
+    facade: Dynashard, ddb_client: Any, first: str, second: str
+) -> None:
+    # Given an index holding id x at one value, beside other ids
+    index = facade.ordered_index("NAMES")
+    index.configure(OrderedLayout(("m",), (3, 1)))
+    index.put(
+        [OrderedItem("x", first, {"v": 1}), OrderedItem("a", "Mango"), OrderedItem("b", "abc")]
+    )
+    # When x is put again with another value
+    index.put([OrderedItem("x", second, {"v": 2})])
+    # Then the index lists x once, at its new value's position, with its new data
+    listed = [(i["id"], i["value"], i["data"]) for i in index.query().items]
+    assert [i for i in listed if i[0] == "x"] == [("x", second, {"v": 2})]
+    expected = sorted(
+        [("x", second), ("a", "Mango"), ("b", "abc")], key=lambda r: (normalise(r[1]), r[0])
+    )
+    assert [(i, v) for i, v, _ in listed] == expected
+    # and the table holds one entry per id (a Scan, not a read that collapses duplicates)
+    assert _entries(ddb_client, "NAMES") == sorted([("a", "Mango"), ("b", "abc"), ("x", second)])
+    # and a delete removes it entirely
+    assert index.delete(["x", "never"]) == 1
+    assert [i["id"] for i in index.query().items] == [r[0] for r in expected if r[0] != "x"]
+    assert _entries(ddb_client, "NAMES") == [("a", "Mango"), ("b", "abc")]
+    assert index.delete(["x"]) == 0
+
+
+def test_re_puts_within_many_transactions_keep_one_entry_per_id(
+    facade: Dynashard, ddb_client: Any
+) -> None:
+    index = facade.ordered_index("MANY")
+    index.configure(OrderedLayout.uniform(["g", "p"]))
+    index.put([OrderedItem(f"i{n:02d}", f"a{n:02d}") for n in range(30)])
+    index.put([OrderedItem(f"i{n:02d}", f"z{n:02d}") for n in range(0, 30, 2)])
+    values = {i["id"]: i["value"] for i in index.query(limit=1000).items}
+    assert len(index.query(limit=1000).items) == 30
+    assert values == {f"i{n:02d}": (f"z{n:02d}" if n % 2 == 0 else f"a{n:02d}") for n in range(30)}
+    assert len(_entries(ddb_client, "MANY")) == 30
+
+
+def test_a_re_put_racing_another_re_put_of_the_id_leaves_one_entry(
+    facade: Dynashard, ddb_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given id x at "Apple", and two writers re-putting it at once
+    index = facade.ordered_index("RACE")
+    index.configure(OrderedLayout.uniform(["m"]))
+    index.put([OrderedItem("x", "Apple")])
+    rival = facade.ordered_index("RACE")
+    read_pointers = type(index)._read_pointers
+    raced = []
+
+    def read_then_lose_the_race(self: Any, ids: Any) -> Any:
+        current = read_pointers(self, ids)
+        if not raced:  # the rival commits between this writer's read and its write
+            raced.append(True)
+            rival.put([OrderedItem("x", "Zebra")])
+        return current
+
+    monkeypatch.setattr(type(index), "_read_pointers", read_then_lose_the_race)
+    # When this writer's transaction runs on its stale read of the pointer
+    index.put([OrderedItem("x", "Kiwi")])
+    # Then its condition failed, it read again, and x is listed once, at the last value
+    assert [(i["id"], i["value"]) for i in index.query().items] == [("x", "Kiwi")]
+    assert _entries(ddb_client, "RACE") == [("x", "Kiwi")]

@@ -33,6 +33,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from dynashard.core.load import MAX_CONTRIBUTORS
+from dynashard.core.times import as_utc
 from dynashard.planning.scaling import HotKey
 from dynashard.planning.shrinking import LoadHistory
 
@@ -78,6 +79,7 @@ def insight_rule_totals(
     botocore.exceptions.ClientError
         If CloudWatch refuses (e.g. missing ``cloudwatch:GetInsightRuleReport``).
     """
+    start, end = as_utc(start, "start"), as_utc(end, "end")  # naive means UTC
     window_s = max(60.0, (end - start).total_seconds())
     response = client.get_insight_rule_report(
         RuleName=rule_name,
@@ -195,6 +197,7 @@ class ContributorInsightsHotKeySource:
         botocore.exceptions.ClientError
             If DynamoDB or CloudWatch refuse (e.g. missing ``cloudwatch:GetInsightRuleReport``).
         """
+        start, end = as_utc(start, "start"), as_utc(end, "end")  # naive means UTC
         rules = self.rule_names(table_name, index_name)
         window_s = max(1.0, (end - start).total_seconds())
         throttled = self._report(rules["PKT"], start, end) if "PKT" in rules else {}
@@ -315,6 +318,7 @@ class InsightRuleOfferedLoad:
         botocore.exceptions.ClientError
             If CloudWatch refuses (e.g. missing ``cloudwatch:GetInsightRuleReport``).
         """
+        start, end = as_utc(start, "start"), as_utc(end, "end")  # naive means UTC
         period = max(60, int(math.ceil(period_s / 60.0) * 60))
         response = self.client.get_insight_rule_report(
             RuleName=self.rule_name,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from dynashard.core.times import as_utc
 from dynashard.errors import InvalidInputError
 
 
@@ -243,6 +244,7 @@ def window_buckets(
     >>> window_buckets(t, t + timedelta(days=3), TimeBucket.HOUR, limit=10) is None
     True
     """
+    start, end = as_utc(start, "from"), as_utc(end, "to")  # naive means UTC
     if start >= end:
         raise InvalidInputError("from", "must be earlier than to")
     labels: list[str] = []

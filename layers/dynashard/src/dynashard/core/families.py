@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Final
 
 from dynashard.core.buckets import TimeBucket, parse_time_buckets, time_bucket, window_buckets
 from dynashard.core.keys import SEPARATOR, format_ts
+from dynashard.core.times import as_utc
 from dynashard.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ def window_bucket_keys(
         raise InvalidInputError("from", f"required: {key!r} is time-bucketed by {unit}")
     if end is None:
         raise InvalidInputError("to", f"required: {key!r} is time-bucketed by {unit}")
+    start, end = as_utc(start, "from"), as_utc(end, "to")  # naive means UTC
     if start >= end:
         raise InvalidInputError("from", f"must be earlier than to ({format_ts(start)})")
     labels = window_buckets(start, end, unit, limit=limit)

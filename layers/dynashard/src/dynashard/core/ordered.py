@@ -26,6 +26,13 @@ Item shape (data table)
 ``shard`` range shard, ``sub`` sub-shard, ``data`` the payload map
 ========  ==================================================================
 
+An entry's key depends on its value, so a re-put of an id with another value cannot
+overwrite the old entry in place; each id has a pointer item instead
+(:func:`id_pointer_key`: partition key ``#ORDERED#{32 hex of SHA-256 over logical key
+and id}``, sort key :data:`POINTER_SORT_KEY`) that holds its entry's ``PK``/``SK``.
+A write replaces through it (the I/O, a conditional transaction, is in
+:mod:`dynashard.dynamodb.ordered_index`), so an id is listed once, at its latest value.
+
 Why the separator is U+001F and not ``#``: DynamoDB orders string sort keys by their
 UTF-8 bytes, which is code-point order, so ``{value}{sep}{id}`` sorts by value first
 only if ``sep`` is below every character a value can hold. ``#`` (U+0023) is not:
@@ -52,6 +59,7 @@ counts are fixed when a key is configured: changing them would move stored items
 from __future__ import annotations
 
 import bisect
+import hashlib
 import math
 import unicodedata
 from collections import Counter
@@ -73,6 +81,10 @@ SUB_SHARD_SEPARATOR: Final = "."
 MAX_SUB_SHARDS: Final = 64
 #: Name of the strategy in the metadata table (``strategy`` attribute).
 ORDERED_STRATEGY: Final = Strategy.ORDERED.value
+#: Partition-key prefix of the per-id pointer items (:func:`id_pointer_key`).
+POINTER_PREFIX: Final = "#ORDERED#"
+#: Sort key of a pointer item.
+POINTER_SORT_KEY: Final = "#ORDERED"
 _CURSOR_VERSION: Final = 1
 _MAX_CODE_POINT: Final = 0x10FFFF
 
@@ -320,22 +332,44 @@ def value_bounds(
     Raises
     ------
     InvalidInputError
-        If ``prefix`` is given with ``start`` or ``end``.
+        If ``prefix`` is given with ``start`` or ``end`` (field ``prefix``); or a bound
+        is given but normalises to ``""`` (a lone combining mark, control characters),
+        naming it: ``from`` for ``start``, ``to`` for ``end`` (the HTTP API's names),
+        ``prefix``. Such a bound names no value of the index (every stored value
+        normalises to at least one character), and DynamoDB refuses an empty key
+        value; taking it as an open bound would answer another question than the one
+        asked. Only ``prefix=""`` (empty as given) keeps meaning "every value".
 
     Examples
     --------
     >>> value_bounds(prefix="N1"), value_bounds(start="A", end="Ç")
     (('n1', 'n2'), ('a', 'c'))
+    >>> value_bounds(start="\u0301")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.InvalidInputError: from: '\u0301' normalises to "" (...), which orders no value
     """
     if prefix is not None:
         if start is not None or end is not None:
             raise InvalidInputError("prefix", "cannot be combined with from/to")
-        lo = normalise(prefix)
+        lo = _normalised_bound(prefix, "prefix") if prefix else ""
         return (lo or None), prefix_successor(lo)
     return (
-        None if start is None else normalise(start),
-        None if end is None else normalise(end),
+        None if start is None else _normalised_bound(start, "from"),
+        None if end is None else _normalised_bound(end, "to"),
     )
+
+
+def _normalised_bound(raw: str, field: str) -> str:
+    """Return ``normalise(raw)``; refuse one that normalises to ``""`` (:func:`value_bounds`)."""
+    bound = normalise(raw)
+    if not bound:
+        raise InvalidInputError(field, f"{_erased(raw)}, which orders no value")
+    return bound
+
+
+def _erased(raw: str) -> str:
+    return f'{raw!r} normalises to "" (only combining marks or control characters)'
 
 
 def sub_shards_from_sample(
@@ -451,6 +485,9 @@ def ordered_sort_key(value: str, item_id: str) -> str:
 
     Raises
     ------
+    InvalidInputError
+        Naming ``value``, if it normalises to ``""`` (empty, or only combining marks or
+        control characters): it has no place in the order (see :func:`value_bounds`).
     KeyLimitExceededError
         If ``item_id`` is empty, or the sort key is over 1,024 bytes (DynamoDB quota)
         or not encodable as UTF-8.
@@ -462,7 +499,10 @@ def ordered_sort_key(value: str, item_id: str) -> str:
     """
     if not item_id:
         raise KeyLimitExceededError("id", "must not be empty")
-    sk = f"{normalise(value)}{SK_SEPARATOR}{item_id}"
+    normalised = normalise(value)
+    if not normalised:
+        raise InvalidInputError("value", f"{_erased(value)}, so it has no place in the order")
+    sk = f"{normalised}{SK_SEPARATOR}{item_id}"
     try:
         size = utf8_len(sk)
     except UnicodeEncodeError as exc:
@@ -472,6 +512,37 @@ def ordered_sort_key(value: str, item_id: str) -> str:
             "value", f"makes a sort key of {size} bytes, over DynamoDB's {MAX_SORT_KEY_BYTES}"
         )
     return sk
+
+
+def id_pointer_key(logical: str, item_id: str) -> str:
+    """Return the partition key of an id's pointer item (where its entry is stored).
+
+    Parameters
+    ----------
+    logical : str
+        The index's logical key.
+    item_id : str
+        The entry's id.
+
+    Returns
+    -------
+    str
+        ``#ORDERED#`` and 32 hex digits of SHA-256 over both: 41 bytes whatever their
+        length (within the 2,048-byte partition key limit), one partition key per id, so
+        pointers spread over partitions as evenly as ids do, and never share a key with
+        an entry (range-shard keys end in ``#{digits}``).
+
+    Examples
+    --------
+    >>> id_pointer_key("TAILNUM", "f1") == id_pointer_key("TAILNUM", "f1")
+    True
+    >>> id_pointer_key("TAILNUM", "f1") != id_pointer_key("CARRIER", "f1")
+    True
+    >>> len(id_pointer_key("TAILNUM", "f1"))
+    41
+    """
+    digest = hashlib.sha256(f"{logical}\n{item_id}".encode()).hexdigest()[:32]
+    return f"{POINTER_PREFIX}{digest}"
 
 
 @dataclass(frozen=True)
@@ -659,10 +730,13 @@ class OrderedCursor:
 __all__ = [
     "MAX_SUB_SHARDS",
     "ORDERED_STRATEGY",
+    "POINTER_PREFIX",
+    "POINTER_SORT_KEY",
     "SK_SEPARATOR",
     "OrderedCursor",
     "OrderedLayout",
     "boundaries_from_sample",
+    "id_pointer_key",
     "normalise",
     "ordered_sort_key",
     "prefix_successor",

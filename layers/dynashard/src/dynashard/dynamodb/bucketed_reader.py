@@ -30,6 +30,7 @@ from dynashard.core.families import (
 )
 from dynashard.core.keys import format_ts
 from dynashard.core.merge import decode_token, encode_token, query_fingerprint
+from dynashard.core.times import as_utc
 from dynashard.dynamodb.reader import Page
 from dynashard.errors import CursorError, InvalidInputError
 from dynashard.planning.reads import DEFAULT_ITEM_BYTES, MAX_PAGE_LIMIT, ReadPath, plan_read
@@ -265,6 +266,7 @@ class BucketedReader:
         """
         if not 1 <= limit <= MAX_PAGE_LIMIT:
             raise InvalidInputError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
+        start, end = as_utc(start, "from"), as_utc(end, "to")  # naive means UTC
         buckets = window_bucket_keys(key, unit, start, end)
         assert start is not None and end is not None  # window_bucket_keys checked them
         plan_read(

@@ -189,7 +189,9 @@ class ShardedCounter:
         Returns
         -------
         bool
-            True when applied; False when ``idempotency_key`` was already applied.
+            True when applied; False when ``idempotency_key`` was already applied,
+            whatever the value of the shard it lands on (a redelivery to a shard at the
+            38-digit bound is "already applied", not an overflow).
 
         Raises
         ------
@@ -197,8 +199,9 @@ class ShardedCounter:
             Naming ``by`` if it is 0, not an int, or more than 38 digits
             (:data:`MAX_COUNTER_VALUE`); naming ``name`` if the name is invalid.
         CounterOverflowError
-            Naming ``by``, if adding it would take the shard it lands on past 38 digits
-            (the shard is left as it was).
+            Naming ``by``, if a fresh increment (not a redelivery) would take the shard
+            it lands on past 38 digits, the precision of a DynamoDB number (the shard is
+            left as it was, and no marker is written).
         CounterError
             If DynamoDB fails the update.
         """
@@ -266,25 +269,51 @@ class ShardedCounter:
         except ClientError as exc:
             error = exc.response["Error"]
             reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-            overflow = error["Code"] == "ConditionalCheckFailedException" or (
+            failed = error["Code"] == "ConditionalCheckFailedException" or (
                 error["Code"] == "TransactionCanceledException"
-                and reasons[-1:] == ["ConditionalCheckFailed"]
+                and "ConditionalCheckFailed" in reasons
             )
-            if overflow:
-                raise CounterOverflowError(
-                    "by",
-                    f"would take shard {shard} of counter {name!r} past 38 digits, the "
-                    "precision of a DynamoDB number",
+            if not failed:
+                raise CounterError(
+                    f"incrementing counter {name!r} failed: {error['Code']}: "
+                    f"{error.get('Message', '')}"
                 ) from exc
-            if error["Code"] == "TransactionCanceledException" and reasons[:1] == [
-                "ConditionalCheckFailed"
-            ]:
+            # The marker's condition is asked first: a redelivery is "already applied"
+            # whatever the shard's value, even when the shard's bound failed too (both
+            # conditions fail on a redelivery to a shard at the bound). Where the
+            # cancellation reasons do not say (an engine that stops at the first failed
+            # condition), a strongly consistent read of the marker does (0.5 RCU, only
+            # on this path).
+            if idempotency_key is not None and (
+                reasons[:1] == ["ConditionalCheckFailed"]
+                or self._marker_exists(logical, idempotency_key)
+            ):
                 return False
-            raise CounterError(
-                f"incrementing counter {name!r} failed: {error['Code']}: {error.get('Message', '')}"
+            raise CounterOverflowError(
+                "by",
+                f"would take shard {shard} of counter {name!r} past 38 digits "
+                f"(|value| <= {MAX_COUNTER_VALUE}), the precision of a DynamoDB number "
+                "(Developer Guide, 'Supported data types': Number); the shard is unchanged",
             ) from exc
         except BotoCoreError as exc:
             raise CounterError(f"incrementing counter {name!r} failed: {exc}") from exc
+
+    def _marker_exists(self, logical: str, idempotency_key: str) -> bool:
+        """Return whether an idempotent increment's marker is stored (consistent read)."""
+        try:
+            response = self.client.get_item(
+                TableName=self.table_name,
+                Key={
+                    names.ATTR_PK: {"S": marker_key(logical, idempotency_key)},
+                    names.ATTR_SK: {"S": APPLIED_SORT_KEY},
+                },
+                ConsistentRead=True,
+                ProjectionExpression="#pk",
+                ExpressionAttributeNames={"#pk": names.ATTR_PK},
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise CounterError(f"reading the marker of {idempotency_key!r} failed: {exc}") from exc
+        return "Item" in response
 
     def get(self, name: str) -> CounterValue:
         """Read a counter: BatchGetItem over every shard it ever had, summed.

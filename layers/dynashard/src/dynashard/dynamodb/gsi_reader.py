@@ -34,6 +34,7 @@ from dynashard import names
 from dynashard.core.buckets import TimeBucket
 from dynashard.core.keys import MAX_SHARD_COUNT, SEPARATOR, format_ts
 from dynashard.core.merge import Cursor, merge_page, query_fingerprint
+from dynashard.core.times import as_utc
 from dynashard.dynamodb.reader import (
     Page,
     item_to_event,
@@ -248,6 +249,7 @@ class GsiBucketReader:
         """
         if not 1 <= limit <= MAX_PAGE_LIMIT:
             raise InvalidInputError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
+        start, end = as_utc(start, "from"), as_utc(end, "to")  # naive means UTC
         lo, hi = format_ts(start), format_ts(end)
         if lo >= hi:
             raise InvalidInputError("from", f"must be earlier than to ({lo} >= {hi})")

@@ -29,8 +29,10 @@ from dynashard import names
 from dynashard.core.keys import validate_item_size, validate_logical_key
 from dynashard.core.merge import query_fingerprint
 from dynashard.core.ordered import (
+    POINTER_SORT_KEY,
     OrderedCursor,
     OrderedLayout,
+    id_pointer_key,
     ordered_sort_key,
     shards_for_range,
     value_bounds,
@@ -52,8 +54,13 @@ if TYPE_CHECKING:
 
 #: Largest page of an ordered read, items.
 MAX_ORDERED_PAGE: Final = 1000
-#: Items per BatchWriteItem call (DynamoDB quota).
-BATCH_WRITE_MAX_ITEMS: Final = 25
+#: Ids per TransactWriteItems call: three actions each (pointer, entry, old entry's
+#: Delete) within the 100 actions a transaction takes (DynamoDB quota); 10 entries of
+#: the 400 KB maximum stay within its 4 MB aggregate too.
+TRANSACT_MAX_IDS: Final = 10
+#: Pointer attributes: the ``PK`` and ``SK`` of the id's entry.
+ATTR_ENTRY_PK: Final = "entry_pk"
+ATTR_ENTRY_SK: Final = "entry_sk"
 #: Item attribute holding the value as given, before normalisation.
 ATTR_VALUE: Final = "value"
 #: Item attribute holding the sub-shard.
@@ -70,7 +77,8 @@ class OrderedItem:
     Attributes
     ----------
     id : str
-        Unique within the logical key; writing the same id and value again overwrites.
+        Unique within the logical key; writing the same id again replaces its entry
+        (with its new value, at the new value's position).
     value : str
         The value the index orders by (raw; normalised for the sort key).
     data : dict
@@ -307,7 +315,23 @@ class OrderedIndex:
         return {name: _serializer.serialize(value) for name, value in plain.items()}
 
     def put(self, items: Sequence[OrderedItem]) -> int:
-        """Write entries to their range shards (BatchWriteItem, 25 per call).
+        """Write entries to their range shards; a re-put of an id replaces its entry.
+
+        An entry's key holds its value, so an id re-put with another value would leave
+        its old entry behind (listed twice). Each id has a pointer item
+        (:func:`~dynashard.core.ordered.id_pointer_key`) naming its entry's ``PK``/``SK``;
+        a write reads the pointers (BatchGetItem, strongly consistent), then writes,
+        per id in one TransactWriteItems call: the new entry, the pointer (condition:
+        it still names the entry read, or is absent if none was), and a Delete of the
+        old entry when the key moved. A concurrent re-put of the same id fails the
+        condition; the call then reads the pointers again and retries, so the id ends
+        listed once, at the value of the write that committed last.
+
+        Cost (Developer Guide, "Managing complex workflows with DynamoDB transactions":
+        a transactional write costs two WCU per 1 KB): a first put of an entry of up
+        to 1 KB costs 4 WCU (entry and pointer) and 1 RCU (the pointer read), against
+        1 WCU for a plain BatchWriteItem; a re-put that moves the entry costs 2 WCU
+        more (the Delete). Up to :data:`TRANSACT_MAX_IDS` ids share one call.
 
         Parameters
         ----------
@@ -322,40 +346,159 @@ class OrderedIndex:
         Raises
         ------
         InvalidInputError
-            If an entry breaks a key limit, ids repeat, or the key is not ordered.
+            If an entry breaks a key limit, ids repeat, a value normalises to ``""``
+            (field ``value``), or the key is not ordered.
         WriteFailedError
-            If a batch is still unprocessed or failing after the retries allowed.
+            If a transaction still fails after the retries allowed (throttled, or lost
+            to concurrent writers of the same ids every time); the ids of earlier
+            transactions are written, sending the call again is safe.
         """
         built = [self.build_item(item) for item in items]
         if len({item.id for item in items}) != len(items):
             raise InvalidInputError("items", "ids must be unique within one write")
-        for start in range(0, len(built), BATCH_WRITE_MAX_ITEMS):
-            self._write_batch(built[start : start + BATCH_WRITE_MAX_ITEMS])
+        for start in range(0, len(built), TRANSACT_MAX_IDS):
+            self._replace(built[start : start + TRANSACT_MAX_IDS])
         return len(built)
 
-    def _write_batch(self, batch: list[dict[str, Any]]) -> None:
-        pending: list[Any] = [{"PutRequest": {"Item": item}} for item in batch]
-        reason = "UnprocessedItems after every retry"
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove entries by id (the entry and its pointer, in one transaction per call).
+
+        Parameters
+        ----------
+        ids : sequence of str
+            Ids to remove; unknown ids are skipped; at most 100 distinct ids a call
+            are read at a time (the transaction takes :data:`TRANSACT_MAX_IDS` ids).
+
+        Returns
+        -------
+        int
+            Entries removed (ids that had one).
+
+        Raises
+        ------
+        WriteFailedError
+            If a transaction still fails after the retries allowed.
+        """
+        unique = list(dict.fromkeys(ids))
+        removed = 0
+        for start in range(0, len(unique), TRANSACT_MAX_IDS):
+            removed += self._replace([], deleted=unique[start : start + TRANSACT_MAX_IDS])
+        return removed
+
+    def _pointer_key(self, item_id: str) -> dict[str, Any]:
+        return {
+            names.ATTR_PK: {"S": id_pointer_key(self.key, item_id)},
+            names.ATTR_SK: {"S": POINTER_SORT_KEY},
+        }
+
+    def _read_pointers(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Return id -> (PK, SK) of its stored entry, for the ids that have one."""
+        keys: list[Any] = [self._pointer_key(i) for i in ids]
+        found: dict[str, tuple[str, str]] = {}
         for attempt in range(self.backoff.max_attempts):
             if attempt:
                 self.sleep(self.backoff.delay(attempt - 1))
             try:
-                response = self.client.batch_write_item(RequestItems={self.table_name: pending})
+                response = self.client.batch_get_item(
+                    RequestItems={self.table_name: {"Keys": keys, "ConsistentRead": True}}
+                )
             except ClientError as exc:
-                code = exc.response["Error"]["Code"]
-                reason = f"{code}: {exc.response['Error'].get('Message', '')}"
-                if code in RETRYABLE_ERROR_CODES:
+                if exc.response["Error"]["Code"] in RETRYABLE_ERROR_CODES:
+                    continue
+                raise WriteFailedError(f"ordered index {self.key!r}: {exc}") from exc
+            except BotoCoreError:
+                continue
+            for pointer in response.get("Responses", {}).get(self.table_name, []):
+                entry = (pointer[ATTR_ENTRY_PK]["S"], pointer[ATTR_ENTRY_SK]["S"])
+                found[pointer[names.ATTR_ID]["S"]] = entry
+            unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys", {}))
+            keys = list(unprocessed.get(self.table_name, {}).get("Keys", []))
+            if not keys:
+                return found
+        raise WriteFailedError(f"ordered index {self.key!r}: pointers stayed unread")
+
+    def _replace(self, batch: list[dict[str, Any]], deleted: Sequence[str] = ()) -> int:
+        """Write ``batch`` and remove ``deleted`` ids through their pointers (see put)."""
+        ids = [item[names.ATTR_ID]["S"] for item in batch] + list(deleted)
+        reason = "every attempt lost to a concurrent write of the same ids"
+        for attempt in range(self.backoff.max_attempts):
+            if attempt:
+                self.sleep(self.backoff.delay(attempt - 1))
+            current = self._read_pointers(ids)
+            actions: list[Any] = []
+            for item in batch:
+                item_id = item[names.ATTR_ID]["S"]
+                new = (item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"])
+                old = current.get(item_id)
+                pointer = {
+                    **self._pointer_key(item_id),
+                    names.ATTR_KEY: {"S": self.key},
+                    names.ATTR_ID: {"S": item_id},
+                    ATTR_ENTRY_PK: {"S": new[0]},
+                    ATTR_ENTRY_SK: {"S": new[1]},
+                }
+                actions.append(
+                    {"Put": {"TableName": self.table_name, "Item": pointer, **self._unchanged(old)}}
+                )
+                if old is not None and old != new:
+                    actions.append({"Delete": {"TableName": self.table_name, "Key": _key(*old)}})
+                actions.append({"Put": {"TableName": self.table_name, "Item": item}})
+            removed = 0
+            for item_id in deleted:
+                old = current.get(item_id)
+                if old is None:
+                    continue
+                removed += 1
+                actions.append(
+                    {
+                        "Delete": {
+                            "TableName": self.table_name,
+                            "Key": self._pointer_key(item_id),
+                            **self._unchanged(old),
+                        }
+                    }
+                )
+                actions.append({"Delete": {"TableName": self.table_name, "Key": _key(*old)}})
+            if not actions:
+                return 0
+            try:
+                self.client.transact_write_items(TransactItems=actions)
+                return removed
+            except ClientError as exc:
+                error = exc.response["Error"]
+                reason = f"{error['Code']}: {error.get('Message', '')}"
+                codes = {r.get("Code") for r in exc.response.get("CancellationReasons", [])}
+                retry = codes & {
+                    "ConditionalCheckFailed",
+                    "TransactionConflict",
+                    "ThrottlingError",
+                    "ProvisionedThroughputExceeded",
+                }
+                if error["Code"] in RETRYABLE_ERROR_CODES or (
+                    error["Code"] == "TransactionCanceledException" and retry
+                ):
                     continue
                 raise WriteFailedError(f"ordered index {self.key!r}: {reason}") from exc
             except BotoCoreError as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 continue
-            pending = list(response.get("UnprocessedItems", {}).get(self.table_name, []))
-            if not pending:
-                return
         raise WriteFailedError(
-            f"ordered index {self.key!r}: {len(pending)} item(s) not written: {reason}"
+            f"ordered index {self.key!r}: {len(ids)} id(s) not written: {reason}"
         )
+
+    @staticmethod
+    def _unchanged(old: tuple[str, str] | None) -> dict[str, Any]:
+        """Return the condition that a pointer still names ``old`` (absent, for None)."""
+        if old is None:
+            return {
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": names.ATTR_PK},
+            }
+        return {
+            "ConditionExpression": "#epk = :epk AND #esk = :esk",
+            "ExpressionAttributeNames": {"#epk": ATTR_ENTRY_PK, "#esk": ATTR_ENTRY_SK},
+            "ExpressionAttributeValues": {":epk": {"S": old[0]}, ":esk": {"S": old[1]}},
+        }
 
     # --- reads --------------------------------------------------------------------------
 
@@ -391,8 +534,9 @@ class OrderedIndex:
         Raises
         ------
         InvalidInputError
-            If ``limit`` is out of range, ``prefix`` is combined with start/end, or the
-            key is not ordered.
+            If ``limit`` is out of range, ``prefix`` is combined with start/end, a bound
+            normalises to ``""`` (field ``from``, ``to`` or ``prefix``:
+            :func:`~dynashard.core.ordered.value_bounds`), or the key is not ordered.
         CursorError
             If the cursor is malformed or belongs to another query or layout.
         ShardQueryError
@@ -477,6 +621,10 @@ class OrderedIndex:
             if last is None:
                 return
             request["ExclusiveStartKey"] = last
+
+
+def _key(pk: str, sk: str) -> dict[str, Any]:
+    return {names.ATTR_PK: {"S": pk}, names.ATTR_SK: {"S": sk}}
 
 
 def _to_entry(item: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dynashard.core.buckets import TimeBucket, window_buckets
+from dynashard.core.times import as_utc
 from dynashard.dynamodb.gsi_reader import GsiBucketReader, is_gsi1_cursor
 from dynashard.dynamodb.reader import (
     Page,
@@ -119,7 +120,10 @@ class PlannedReader:
         CursorError, ShardQueryError, MetadataError
             As the reader of the chosen path raises them.
         """
-        start, end = options.get("start"), options.get("end")
+        # Naive means UTC (dynashard.core.times): normalised once, for the plan and the
+        # reader of the chosen path alike.
+        start, end = as_utc(options.get("start"), "from"), as_utc(options.get("end"), "to")
+        options = {**options, "start": start, "end": end}
         limit = options.get("limit", 100)
         expected = limit * DEFAULT_ITEM_BYTES
         unit = self.bucket_of(key)

@@ -45,6 +45,7 @@ from dynashard.core.keys import format_ts, physical_key
 from dynashard.core.merge import Cursor, merge_page, query_fingerprint
 from dynashard.core.shard_info import ShardInfo
 from dynashard.core.strategies import Strategy, calculated_shards
+from dynashard.core.times import as_utc
 from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import InvalidInputError, ShardQueryError, StateConflictError
 from dynashard.model import plain_value
@@ -375,6 +376,7 @@ class ShardedReader:
         """
         if not 1 <= limit <= MAX_PAGE_LIMIT:
             raise InvalidInputError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
+        start, end = as_utc(start, "from"), as_utc(end, "to")  # naive means UTC
         lo = format_ts(start) if start is not None else _SK_FLOOR
         hi = format_ts(end) if end is not None else _SK_CEILING
         if start is not None and end is not None and lo >= hi:
