@@ -1,0 +1,142 @@
+"""Issue 26, "Exact on every path": GSI1 and bucketed reads never miss an item.
+
+Edge years (bucket labels and windows at years 1, 999, 1000 and the last bucket of
+9999), GSI1 bucket records after pruning, adopted keys and GSI1, and the time-bucket
+unit stored with the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from dynashard import Dynashard, DynashardConfig, Event
+from dynashard.core.buckets import (
+    TimeBucket,
+    bucket_start,
+    next_bucket,
+    time_bucket,
+    window_buckets,
+)
+from dynashard.core.families import parse_bucketed_keys, window_bucket_keys
+from dynashard.core.keys import format_ts
+from infra.table_specs import DATA_TABLE, METADATA_TABLE
+
+LAST = datetime.max.replace(tzinfo=UTC)  # 9999-12-31T23:59:59.999999Z
+LAST_LABELS = {
+    TimeBucket.HOUR: "9999-12-31T23",
+    TimeBucket.DAY: "9999-12-31",
+    TimeBucket.MONTH: "9999-12",
+}
+
+
+def _config(**extra: Any) -> DynashardConfig:
+    return DynashardConfig(
+        DATA_TABLE.default_name, METADATA_TABLE.default_name, max_workers=4, **extra
+    )
+
+
+def _all_pages(ds: Dynashard, key: str, **options: Any) -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page = ds.query_events(key, cursor=cursor, **options)
+        ids.extend(i["id"] for i in page.items)
+        cursor = page.cursor
+        if cursor is None:
+            return ids
+
+
+# --- defect 6: edge years -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("year", [1, 999, 1000])
+@pytest.mark.parametrize("unit", list(TimeBucket))
+def test_labels_are_zero_padded_like_sort_keys(year: int, unit: TimeBucket) -> None:
+    # Given a time in an edge year
+    ts = datetime(year, 3, 4, 5, 6, tzinfo=UTC)
+    # Then its label is the sort key's own prefix (fixed width, byte order = time order)
+    label = time_bucket(ts, unit)
+    assert format_ts(ts).startswith(label)
+    assert label[:4] == f"{year:04d}"
+    assert time_bucket(ts + timedelta(days=400), unit) > label  # sorts before the next year
+    if year > 1:
+        assert time_bucket(ts - timedelta(days=400), unit) < label
+
+
+@pytest.mark.parametrize("unit", list(TimeBucket))
+def test_the_last_bucket_of_9999_ends_a_window_without_overflow(unit: TimeBucket) -> None:
+    # Given a window that reaches the last instant datetime can hold
+    start = LAST - timedelta(hours=1)
+    # When its buckets are listed
+    labels = window_buckets(start, LAST, unit, limit=10)
+    keys = window_bucket_keys("F", unit, start, LAST)
+    # Then the last bucket is listed, and there is no bucket after it
+    assert labels is not None and labels[-1] == LAST_LABELS[unit]
+    assert keys[-1] == f"F#{LAST_LABELS[unit]}"
+    last_start = bucket_start(LAST, unit)
+    assert time_bucket(last_start, unit) == LAST_LABELS[unit]
+    assert next_bucket(last_start, unit) is None
+
+
+@pytest.mark.parametrize("unit", list(TimeBucket))
+def test_the_first_bucket_of_year_1_walks(unit: TimeBucket) -> None:
+    first = datetime(1, 1, 1, tzinfo=UTC)
+    assert bucket_start(first, unit) == first
+    assert time_bucket(first, unit) == {"hour": "0001-01-01T00", "day": "0001-01-01"}.get(
+        unit.value, "0001-01"
+    )
+    following = next_bucket(first, unit)
+    assert following is not None and time_bucket(following, unit) > time_bucket(first, unit)
+
+
+@pytest.fixture
+def ds(ddb_client: Any) -> Iterator[Dynashard]:
+    facade = Dynashard(_config(), client=ddb_client)
+    yield facade
+    facade.close()
+
+
+@pytest.mark.parametrize("year", [1, 999, 1000])
+@pytest.mark.parametrize("descending", [False, True])
+def test_gsi1_pages_at_edge_years_equal_base_pages(
+    ds: Dynashard, year: int, descending: bool
+) -> None:
+    # Given a key on 2 shards written over three days of an edge year
+    key = f"EDGE#{year}"
+    ds.set_shard_count(key, 2)
+    t0 = datetime(year, 2, 1, 20, tzinfo=UTC)
+    events = [Event(key=key, id=f"e{i:03d}", ts=t0 + timedelta(hours=3 * i)) for i in range(20)]
+    assert all(o.ok for o in ds.put_events(events))
+    window = {"start": t0, "end": t0 + timedelta(days=3), "limit": 3, "descending": descending}
+    # When it is read page by page from GSI1 and from the base table
+    base = _all_pages(ds, key, path="base", **window)
+    gsi = _all_pages(ds, key, path="gsi1", consistent=False, **window)
+    # Then GSI1 has every item, in the same order
+    expected = sorted((e.id for e in events if e.ts < t0 + timedelta(days=3)), reverse=descending)
+    assert base == expected
+    assert gsi == base
+
+
+@pytest.mark.parametrize("unit", list(TimeBucket))
+def test_reads_reaching_the_last_bucket_of_9999_do_not_overflow(
+    ddb_client: Any, unit: TimeBucket
+) -> None:
+    # Given a plain key and a bucketed family, each with an event in the last bucket
+    config = _config(time_bucket=unit, bucketed_keys=parse_bucketed_keys(f"LOG={unit.value}"))
+    ds = Dynashard(config, client=ddb_client)
+    ts = LAST - timedelta(minutes=5)
+    assert all(o.ok for o in ds.put_events([Event(key="K", id="k", ts=ts)]))
+    assert all(o.ok for o in ds.put_events([Event(key="LOG", id="l", ts=ts)]))
+    start = LAST - timedelta(hours=2)
+    # When windows reaching the end of year 9999 are read on every path
+    for path in ("auto", "gsi1"):
+        page = ds.query_events("K", start=start, end=LAST, consistent=False, path=path)
+        assert [i["id"] for i in page.items] == ["k"]
+    page = ds.query_events("LOG", start=start, end=LAST)
+    # Then each finds its event (no OverflowError)
+    assert [i["id"] for i in page.items] == ["l"]
+    ds.close()
