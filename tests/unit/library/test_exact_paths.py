@@ -140,3 +140,38 @@ def test_reads_reaching_the_last_bucket_of_9999_do_not_overflow(
     # Then each finds its event (no OverflowError)
     assert [i["id"] for i in page.items] == ["l"]
     ds.close()
+
+
+# --- GSI1 and adopted keys ------------------------------------------------------------
+
+
+def test_an_adopted_key_is_never_read_from_gsi1(ds: Dynashard, ddb_client: Any) -> None:
+    from dynashard.dynamodb.writer import build_item
+    from dynashard.errors import InvalidInputError
+
+    # Given legacy items under the bare key (as an application wrote them before
+    # dynashard: no GSI1 attributes), the key adopted and grown, and new events
+    t0 = datetime(2013, 1, 1, 10, tzinfo=UTC)
+    legacy = [Event(key="K", id=f"old{i}", ts=t0 + timedelta(minutes=2 * i)) for i in range(7)]
+    for event in legacy:
+        item, _ = build_item(event, 0, TimeBucket.DAY)
+        item["PK"] = {"S": "K"}
+        del item["GSI1PK"], item["GSI1SK"]
+        ddb_client.put_item(TableName=DATA_TABLE.default_name, Item=item)
+    ds.adopt("K")
+    ds.set_shard_count("K", 4)
+    new = [Event(key="K", id=f"new{i}", ts=t0 + timedelta(minutes=2 * i + 1)) for i in range(9)]
+    assert all(o.ok for o in ds.put_events(new))
+    window = {"start": t0, "end": t0 + timedelta(hours=1), "limit": 5}
+    expected = sorted(e.id for e in legacy + new)
+    # When it is read eventually consistent, every item is there: the planner keeps
+    # the base table, which reads the bare key too
+    assert sorted(_all_pages(ds, "K", consistent=False, **window)) == expected
+    page = ds.query_events("K", consistent=False, **window)
+    assert page.plan is not None and page.plan.path == "base"
+    assert "adopted" in page.plan.reason
+    # And GSI1 asked for explicitly is refused, saying why
+    with pytest.raises(InvalidInputError) as info:
+        ds.query_events("K", consistent=False, path="gsi1", **window)
+    assert info.value.field == "path"
+    assert "adopted" in str(info.value)
