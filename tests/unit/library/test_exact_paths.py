@@ -175,3 +175,78 @@ def test_an_adopted_key_is_never_read_from_gsi1(ds: Dynashard, ddb_client: Any) 
         ds.query_events("K", consistent=False, path="gsi1", **window)
     assert info.value.field == "path"
     assert "adopted" in str(info.value)
+
+
+# --- GSI1 bucket records past the bound -----------------------------------------------
+
+
+def _few_records(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    from dynashard.dynamodb.gsi_buckets import records_to_prune
+
+    monkeypatch.setattr("dynashard.dynamodb.gsi_buckets.MAX_RECORDS", limit)
+    monkeypatch.setattr(
+        "dynashard.dynamodb.writer.records_to_prune",
+        lambda recorded, keep: records_to_prune(recorded, keep, limit=limit),
+    )
+
+
+def test_a_late_event_of_a_pruned_bucket_never_shrinks_its_gsi1_fan_out(
+    ddb_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dynashard.planning.reads import gsi1_shard_count
+
+    # Given a key that keeps 3 bucket records, written at N = 9 on day 0
+    _few_records(monkeypatch, 3)
+    key = "DEPARTURES#JFK"
+    t0 = datetime(2013, 1, 1, 10, tzinfo=UTC)
+    writer, other = Dynashard(_config(), client=ddb_client), Dynashard(_config(), client=ddb_client)
+    writer.set_shard_count(key, 9)
+    day0 = [Event(key=key, id=f"a{i}", ts=t0 + timedelta(minutes=i)) for i in range(9)]
+    assert all(o.ok for o in writer.put_events(day0))
+    assert len({o.physical_key for o in writer.put_events(day0)}) > 1
+    # And written on days 1..4 by another container, which prunes day 0's record
+    for day in range(1, 5):
+        other.metadata.invalidate(key)
+        event = Event(key=key, id=f"d{day}", ts=t0 + timedelta(days=day))
+        assert all(o.ok for o in other.put_events([event]))
+    assert "2013-01-01" not in dict(other.shard_info(key).gsi1_shards)
+    # When the key shrinks to 1 and a late (redelivered) event of day 0 arrives, in both
+    # containers (the first one's recorder cache knows day 0 at 9)
+    other.set_shard_count(key, 1)
+    for ds in (other, writer):
+        ds.metadata.invalidate(key)
+        assert all(o.ok for o in ds.put_events([day0[0]]))
+    # Then day 0 is read over every shard it can hold, and an eventually consistent read
+    # of it finds all 9 events whichever path the planner picks
+    info = other.shard_info(key)
+    assert gsi1_shard_count(info, "2013-01-01") == 9
+    window = {"start": t0, "end": t0 + timedelta(hours=1), "consistent": False, "limit": 4}
+    expected = sorted(e.id for e in day0)
+    for path in ("auto", "gsi1", "base"):
+        assert sorted(_all_pages(other, key, path=path, **window)) == expected
+    writer.close()
+    other.close()
+
+
+def test_the_pruned_watermark_only_rises_and_refuses_old_buckets(ds: Dynashard) -> None:
+    from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
+
+    key = "W"
+    ds.metadata.for_writer(key)  # the key's metadata item
+    recorder = Gsi1BucketRecorder(ds.client, METADATA_TABLE.default_name)
+    for day in (1, 2, 3):
+        recorder.ensure(key, f"2013-01-0{day}", 8)
+    # When day 4 is recorded pruning days 1 and 2, then a stale writer prunes day 1 only
+    recorder.ensure(key, "2013-01-04", 8, prune=["2013-01-01", "2013-01-02"])
+    Gsi1BucketRecorder(ds.client, METADATA_TABLE.default_name).ensure(
+        key, "2013-01-05", 8, prune=["2013-01-01"]
+    )
+    # And fresh recorders try to record day 2 anew at 1, and an old day 0 (pruned at once)
+    Gsi1BucketRecorder(ds.client, METADATA_TABLE.default_name).ensure(key, "2013-01-02", 1)
+    Gsi1BucketRecorder(ds.client, METADATA_TABLE.default_name).ensure(
+        key, "2012-12-31", 1, prune=["2012-12-31"]
+    )
+    # Then the watermark stayed at day 2, day 2 was not recorded again, day 5 was recorded
+    info = ds.shard_info(key)
+    assert info.gsi1_pruned == "2013-01-02"
+    assert dict(info.gsi1_shards) == {"2013-01-03": 8, "2013-01-04": 8, "2013-01-05": 8}

@@ -349,11 +349,13 @@ class ShardedWriter:
         units: dict[tuple[str, str], int] = {}
         buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]] = {}
         recorded: dict[str, list[str]] = {}
+        pruned: dict[str, str | None] = {}
         for index, event in enumerate(events):
             try:
                 info = self.metadata.for_writer(event.key)
                 if event.key not in recorded:
                     recorded[event.key] = [label for label, _ in info.gsi1_shards]
+                    pruned[event.key] = info.gsi1_pruned
                 shard = choose_shard(
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
@@ -379,7 +381,7 @@ class ShardedWriter:
             count, bucket_items = buckets.setdefault(bucket, (0, []))
             bucket_items.append(item_key)  # one list per bucket, not a copy per event
             buckets[bucket] = (max(count, info.number_of_shards), bucket_items)
-        for item_key, why in self._record_gsi1_buckets(buckets, recorded).items():
+        for item_key, why in self._record_gsi1_buckets(buckets, recorded, pruned).items():
             del items[item_key]
             for index in slots[item_key]:
                 outcomes[index] = WriteOutcome(events[index].id, events[index].key, False, why)
@@ -414,8 +416,13 @@ class ShardedWriter:
         self,
         buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]],
         recorded: dict[str, list[str]],
+        pruned: dict[str, str | None],
     ) -> dict[tuple[str, str], str]:
         """Record each bucket's shard count (pruning the oldest records past the bound).
+
+        A bucket at or before its key's ``gsi1_pruned`` watermark is not recorded: its
+        record was pruned once, so readers query every shard the key ever had for it
+        whatever it holds, and the record's own condition would refuse it anyway.
 
         A batch that spans several buckets (a backfill, a day boundary) records them in
         parallel on the executor: each new bucket is one conditional ``UpdateItem``, a
@@ -432,7 +439,10 @@ class ShardedWriter:
         work = [
             (key, bucket, count, item_keys, records_to_prune(recorded.get(key, ()), bucket))
             for (key, bucket), (count, item_keys) in buckets.items()
+            if (watermark := pruned.get(key)) is None or bucket > watermark
         ]
+        if not work:
+            return failed
         if len(work) == 1:
             key, bucket, count, item_keys, prune = work[0]
             futures = [_done(recorder.ensure, key, bucket, count, prune)]

@@ -203,7 +203,10 @@ def gsi1_shard_counts(info: ShardInfo, buckets: Sequence[str]) -> list[int]:
     Returns
     -------
     list of int
-        One count per bucket: its record, else ``info.max_count``.
+        One count per bucket: its record, else ``info.max_count``. A record of a label
+        at or before ``info.gsi1_pruned`` (the newest label ever pruned) is not trusted:
+        the bucket's record was removed once, so a writer may have used a count larger
+        than what is recorded now; its count is ``info.max_count`` too.
 
     Examples
     --------
@@ -211,8 +214,18 @@ def gsi1_shard_counts(info: ShardInfo, buckets: Sequence[str]) -> list[int]:
     >>> info = ShardInfo("K", 32, 10, ((0, 1), (10, 32)), gsi1_shards=(("2013-01-01", 1),))
     >>> gsi1_shard_counts(info, ["2013-01-01", "2013-01-02"])
     [1, 32]
+    >>> pruned = ShardInfo("K", 1, 10, ((0, 32), (10, 1)),
+    ...                    gsi1_shards=(("2013-01-01", 1), ("2013-01-09", 1)),
+    ...                    gsi1_pruned="2013-01-05")
+    >>> gsi1_shard_counts(pruned, ["2013-01-01", "2013-01-09"])
+    [32, 1]
     """
-    recorded = dict(info.gsi1_shards)
+    pruned = info.gsi1_pruned
+    recorded = {
+        label: count
+        for label, count in info.gsi1_shards
+        if pruned is None or label > pruned  # labels sort in time order
+    }
     return [recorded.get(bucket, info.max_count) for bucket in buckets]
 
 
