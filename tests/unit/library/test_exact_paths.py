@@ -250,3 +250,60 @@ def test_the_pruned_watermark_only_rises_and_refuses_old_buckets(ds: Dynashard) 
     info = ds.shard_info(key)
     assert info.gsi1_pruned == "2013-01-02"
     assert dict(info.gsi1_shards) == {"2013-01-03": 8, "2013-01-04": 8, "2013-01-05": 8}
+
+
+# --- the time-bucket unit is stored with the key --------------------------------------
+
+
+def test_gsi1_reads_use_the_unit_the_key_was_written_with(ddb_client: Any) -> None:
+    from dynashard.errors import InvalidInputError
+
+    # Given a key written while the configuration said day
+    key = "DEPARTURES#LGA"
+    t0 = datetime(2013, 1, 1, 10, tzinfo=UTC)
+    day = Dynashard(_config(time_bucket=TimeBucket.DAY), client=ddb_client)
+    old = [Event(key=key, id=f"a{i}", ts=t0 + timedelta(minutes=7 * i)) for i in range(8)]
+    assert all(o.ok for o in day.put_events(old))
+    # When the configuration says hour from now on
+    hour = Dynashard(_config(time_bucket=TimeBucket.HOUR), client=ddb_client)
+    window = {"start": t0, "end": t0 + timedelta(hours=2), "consistent": False, "limit": 3}
+    # Then eventually consistent reads, planned or on GSI1, still find every event
+    for path in ("auto", "gsi1"):
+        assert sorted(_all_pages(hour, key, path=path, **window)) == sorted(e.id for e in old)
+    # And after new events written under the new unit, every read has old and new, on the
+    # base table: GSI1 keys of two units cannot be read as one
+    new = [Event(key=key, id=f"b{i}", ts=t0 + timedelta(minutes=7 * i + 1)) for i in range(8)]
+    assert all(o.ok for o in hour.put_events(new))
+    assert sorted(hour.shard_info(key).gsi1_units) == ["day", "hour"]
+    for ds in (day, hour):
+        ids = _all_pages(ds, key, **window)
+        assert sorted(ids) == sorted(e.id for e in old + new)
+        page = ds.query_events(key, **window)
+        assert page.plan is not None and page.plan.path == "base"
+        with pytest.raises(InvalidInputError) as info:
+            ds.query_events(key, path="gsi1", **window)
+        assert info.value.field == "path" and "day, hour" in str(info.value)
+    day.close()
+    hour.close()
+
+
+def test_a_bucketed_family_keeps_the_unit_of_its_first_write(ddb_client: Any) -> None:
+    # Given a family written while the configuration said day
+    t0 = datetime(2026, 6, 22, 10, tzinfo=UTC)
+    day = Dynashard(_config(bucketed_keys=parse_bucketed_keys("OPS_LOG=day")), client=ddb_client)
+    old = [Event(key="OPS_LOG", id=f"a{i}", ts=t0 + timedelta(hours=5 * i)) for i in range(8)]
+    assert all(o.ok for o in day.put_events(old))
+    # When the configuration says hour from now on
+    hour = Dynashard(_config(bucketed_keys=parse_bucketed_keys("OPS_LOG=hour")), client=ddb_client)
+    window = {"start": t0, "end": t0 + timedelta(days=2), "limit": 3}
+    # Then reads of the family still find every event (the stored unit is read)
+    assert _all_pages(hour, "OPS_LOG", **window) == [e.id for e in old]
+    # And writes under the other unit are refused for good, naming both units
+    outcomes = hour.put_events([Event(key="OPS_LOG", id="b0", ts=t0)])
+    assert [(o.ok, o.permanent) for o in outcomes] == [(False, True)]
+    assert "day" in (outcomes[0].error or "") and "hour" in (outcomes[0].error or "")
+    # While another family, and plain keys, are written as configured
+    assert all(o.ok for o in hour.put_events([Event(key="K", id="k", ts=t0)]))
+    assert _all_pages(hour, "OPS_LOG", **window) == [e.id for e in old]
+    day.close()
+    hour.close()

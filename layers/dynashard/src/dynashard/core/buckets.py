@@ -84,6 +84,30 @@ def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
     return month
 
 
+def unit_of_label(label: str) -> TimeBucket | None:
+    """Return the unit a bucket label was made with, by its fixed width.
+
+    Parameters
+    ----------
+    label : str
+        A label of :func:`time_bucket`.
+
+    Returns
+    -------
+    TimeBucket or None
+        ``hour`` (13 characters), ``day`` (10) or ``month`` (7); None for any other width.
+
+    Examples
+    --------
+    >>> [unit_of_label(x) for x in ("2013-01-01T10", "2013-01-01", "2013-01", "x")]
+    [<TimeBucket.HOUR: 'hour'>, <TimeBucket.DAY: 'day'>, <TimeBucket.MONTH: 'month'>, None]
+    """
+    return _UNIT_BY_WIDTH.get(len(label))
+
+
+_UNIT_BY_WIDTH = {13: TimeBucket.HOUR, 10: TimeBucket.DAY, 7: TimeBucket.MONTH}
+
+
 def parse_time_buckets(text: str) -> tuple[tuple[str, TimeBucket], ...]:
     """Parse a key-prefix -> time-bucket mapping, ``PREFIX=unit,PREFIX=unit``.
 

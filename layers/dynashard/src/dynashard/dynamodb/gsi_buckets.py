@@ -37,6 +37,12 @@ items written under the larger one. So, with the watermark:
 - the watermark only rises (its condition says ``gsi1_pruned < :newest``; a prune that
   would lower it is dropped and the bucket recorded without it).
 
+Before the first record of a key under a time-bucket unit, the recorder also adds the
+unit to the key's ``gsi1_units`` string set (:meth:`Gsi1BucketRecorder.ensure_unit`),
+so readers build GSI1 keys with the unit the data was written with, not the one
+configured now, and refuse GSI1 for a key written under several
+(:func:`dynashard.planning.reads.gsi1_unit`).
+
 A recorder's cache (a count it knows is recorded) may outlive the record: that is safe,
 for a pruned bucket is read over every shard whatever it holds. Keys pruned by a version
 without the watermark have none: records re-created there before the upgrade are trusted.
@@ -113,7 +119,52 @@ class Gsi1BucketRecorder:
         self.client = client
         self.table_name = table_name
         self._known: dict[tuple[str, str], int] = {}
+        self._units: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+
+    def ensure_unit(self, key: str, unit: str) -> None:
+        """Make sure ``unit`` is in the key's ``gsi1_units`` (an ``ADD`` to a string set).
+
+        Call it before writing the key's items under that unit, so a reader that sees an
+        item also sees its unit. Cached per container (a unit is never removed).
+
+        Parameters
+        ----------
+        key : str
+            Logical key (its metadata item exists: writers create it first).
+        unit : str
+            ``hour``, ``day`` or ``month``.
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails the update (the caller fails those items' writes).
+        """
+        with self._lock:
+            if (key, unit) in self._units:
+                return
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression="ADD #u :u",
+                ConditionExpression="attribute_exists(#k)",  # never create an item
+                ExpressionAttributeNames={"#k": names.ATTR_META_KEY, "#u": names.ATTR_GSI1_UNITS},
+                ExpressionAttributeValues={":u": {"SS": [unit]}},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise MetadataError(
+                    f"recording the GSI1 time-bucket unit of {key!r} failed: {exc}"
+                ) from exc
+        except BotoCoreError as exc:
+            raise MetadataError(
+                f"recording the GSI1 time-bucket unit of {key!r} failed: {exc}"
+            ) from exc
+        with self._lock:
+            if len(self._units) >= CACHE_LIMIT:
+                self._units.clear()
+            self._units.add((key, unit))
 
     def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
         """Make sure ``gsi1_shards#{bucket}`` of ``key`` is at least ``count``, or untrusted.
@@ -140,7 +191,7 @@ class Gsi1BucketRecorder:
         Raises
         ------
         MetadataError
-            If DynamoDB fails the update (the caller fails those items' writes).
+            If DynamoDB fails an update (the caller fails those items' writes).
         """
         with self._lock:
             if self._known.get((key, bucket), 0) >= count:

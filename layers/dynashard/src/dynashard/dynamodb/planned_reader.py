@@ -27,6 +27,7 @@ from dynashard.planning.reads import (
     MAX_GSI1_REQUESTS,
     ReadPath,
     gsi1_shard_counts,
+    gsi1_unit,
     plan_read,
 )
 
@@ -72,7 +73,8 @@ class PlannedReader:
     metadata : ShardMetadata
         Shard metadata, read fresh for planning.
     bucket_of : callable
-        Logical key -> the bucket unit of its GSI1 partition keys.
+        Logical key -> the configured bucket unit of its GSI1 partition keys, used only
+        for a key with no unit stored (:func:`~dynashard.planning.reads.gsi1_unit`).
     """
 
     def __init__(
@@ -100,8 +102,11 @@ class PlannedReader:
         The base table serves every read that asks for ``consistent``, that has no
         bounded window (``start`` and ``end``), that targets a ``calculated`` key's
         value (``attribute_value``), that reads an adopted key (its items under the bare
-        partition key are not in GSI1, :data:`ADOPTED_UNAVAILABLE`), or that continues
-        a base-table cursor; GSI1 serves
+        partition key are not in GSI1, :data:`ADOPTED_UNAVAILABLE`), that reads a key
+        whose GSI1 keys were written under more than one time-bucket unit
+        (:func:`~dynashard.planning.reads.gsi1_unit`), or that continues a base-table
+        cursor. GSI1 keys are built with the unit stored with the key (``gsi1_units``),
+        not the one configured now, so a configuration change never hides data. GSI1 serves
         a read whose plan finds it cheaper (or ``path="gsi1"``), and every page after a
         GSI1 page (its cursor says so), so a read never changes path mid-way.
 
@@ -154,11 +159,15 @@ class PlannedReader:
             return self._base(key, None, consistent, unavailable or f"path={path}", options)
         assert start is not None and end is not None  # narrowed by `unavailable`
         info = self.metadata.for_reader(key)
-        unit = self.bucket_of(key)
+        # The unit the key's GSI1 keys were written with, not the one configured now.
+        stored, mixed = gsi1_unit(info, self.bucket_of(key))
+        unit = stored or self.bucket_of(key)
         if info.adopted:
             # Items under the bare partition key carry no GSI1 key of this library:
             # GSI1 would silently leave them out.
             unavailable = ADOPTED_UNAVAILABLE
+        elif mixed:
+            unavailable = mixed
         elif cursor:
             if is_gsi1_cursor(cursor, key, start, end, descending, unit):
                 path = ReadPath.GSI1.value
