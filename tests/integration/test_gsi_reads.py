@@ -248,3 +248,30 @@ def test_bucket_written_while_cool_is_one_gsi1_query_after_the_key_grew(
     hot_page = ds.query_events(key, consistent=False, limit=1000, path="gsi1", **hot_window)
     assert hot_page.shards_queried == 32
     assert [i["id"] for i in hot_page.items] == [e.id for e in hot[:60]]
+
+
+def test_pruned_bucket_records_and_units_on_dynamodb_local(ds: Dynashard) -> None:
+    """The watermark's conditions (string comparisons) and the unit set, on DynamoDB's
+    own engine: a pruned bucket is never recorded again, the watermark never falls."""
+    from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
+    from dynashard.planning.reads import gsi1_shard_count
+
+    key = f"W#{uuid.uuid4().hex[:6]}"
+    ds.metadata.for_writer(key)
+    table = ds.config.metadata_table
+
+    def fresh() -> Gsi1BucketRecorder:
+        return Gsi1BucketRecorder(ds.client, table)
+
+    for day in (1, 2, 3):
+        fresh().ensure(key, f"2013-01-0{day}", 8)
+    fresh().ensure(key, "2013-01-04", 8, prune=["2013-01-01", "2013-01-02"])
+    fresh().ensure(key, "2013-01-05", 8, prune=["2013-01-01"])  # stale: must not lower it
+    fresh().ensure(key, "2013-01-02", 1)  # a late event after a shrink
+    fresh().ensure_unit(key, "day")
+    fresh().ensure_unit(key, "hour")
+    info = ds.shard_info(key)
+    assert info.gsi1_pruned == "2013-01-02"
+    assert dict(info.gsi1_shards) == {"2013-01-03": 8, "2013-01-04": 8, "2013-01-05": 8}
+    assert gsi1_shard_count(info, "2013-01-02") == info.max_count
+    assert info.gsi1_units == frozenset({"day", "hour"})

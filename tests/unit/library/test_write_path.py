@@ -200,6 +200,9 @@ class _Recorder:
         self.calls: list[tuple[str, str, int]] = []
         self.lock = threading.Lock()
 
+    def ensure_unit(self, key: str, unit: str) -> None:
+        pass
+
     def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
         with self.lock:
             self.calls.append((key, bucket, count))
@@ -262,13 +265,17 @@ def test_a_single_bucket_is_recorded_without_the_pool(facade: Dynashard) -> None
     threads: list[str] = []
 
     class Noting:
+        def ensure_unit(self, key: str, unit: str) -> None:
+            threads.append(threading.current_thread().name)
+
         def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
             threads.append(threading.current_thread().name)
 
     # When it is written
     outcomes = _writer(facade, Noting()).write(_days(1))
-    # Then the record ran on the calling thread, once, and the events are durable
-    assert threads == [threading.current_thread().name]
+    # Then the unit and the record ran on the calling thread, once each, and the events
+    # are durable
+    assert threads == [threading.current_thread().name] * 2
     assert all(o.ok for o in outcomes)
 
 

@@ -93,3 +93,12 @@ ATTR_SUB_SHARDS: Final = "sub_shards"
 #: Prefix of the per-bucket GSI1 shard counts, ``gsi1_shards#{bucket}`` -> the largest
 #: shard count any writer used for that time bucket (:mod:`dynashard.dynamodb.gsi_buckets`).
 ATTR_GSI1_SHARDS_PREFIX: Final = "gsi1_shards#"
+#: The newest bucket label whose ``gsi1_shards#`` record was ever pruned: a record of a
+#: label at or before it is not trusted (readers use the key's largest count).
+ATTR_GSI1_PRUNED: Final = "gsi1_pruned"
+#: String set of the time-bucket units (``hour``, ``day``, ``month``) writers ever used in
+#: the key's GSI1 partition keys.
+ATTR_GSI1_UNITS: Final = "gsi1_units"
+#: The unit (``hour``, ``day``, ``month``) of a time-bucketed family key's bucket keys,
+#: stored on the family key's item at its first write (:mod:`dynashard.core.families`).
+ATTR_BUCKET_UNIT: Final = "bucket_unit"

@@ -109,11 +109,13 @@ def read_paths(
         ``ordered`` and ``bucketed``.
     """
     from dynashard.core.strategies import Strategy
+    from dynashard.planning.reads import gsi1_unit
 
     ordered = info.strategy is Strategy.ORDERED
     calculated = info.strategy is Strategy.CALCULATED
     family = config.bucketed_family(info.key)
     counts = sorted(info.counts)
+    _, mixed_units = gsi1_unit(info, config.bucket_of(info.key))
     return [
         {
             "path": "base",
@@ -128,11 +130,13 @@ def read_paths(
         },
         {
             "path": "gsi1",
-            "available": not ordered,
+            "available": not ordered and not info.adopted and not mixed_units,
             "detail": (
-                f"time-bucket view, {len(info.gsi1_shards)} bucket(s) recorded"
-                if not ordered
-                else "ordered index entries are not in GSI1"
+                "ordered index entries are not in GSI1"
+                if ordered
+                else "the bare key's items (adopted) are not in GSI1"
+                if info.adopted
+                else mixed_units or f"time-bucket view, {len(info.gsi1_shards)} bucket(s) recorded"
             ),
         },
         {

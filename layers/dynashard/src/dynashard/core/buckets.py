@@ -44,7 +44,10 @@ def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
     Returns
     -------
     str
-        ``2013-01-01T10`` (hour), ``2013-01-01`` (day) or ``2013-01`` (month).
+        ``2013-01-01T10`` (hour), ``2013-01-01`` (day) or ``2013-01`` (month); the year
+        always 4 digits (``0999-12``), so a label is a prefix of the sort keys
+        (:func:`dynashard.core.keys.format_ts`) of its bucket's items and byte order is
+        time order from year 1 to 9999.
 
     Raises
     ------
@@ -56,6 +59,8 @@ def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
     >>> ts = datetime(2013, 1, 1, 10, 15, tzinfo=UTC)
     >>> time_bucket(ts, "hour"), time_bucket(ts, TimeBucket.DAY), time_bucket(ts, "month")
     ('2013-01-01T10', '2013-01-01', '2013-01')
+    >>> time_bucket(datetime(999, 12, 31, 23, tzinfo=UTC), "hour")
+    '0999-12-31T23'
     >>> time_bucket(ts, "week")
     Traceback (most recent call last):
     ...
@@ -70,11 +75,38 @@ def time_bucket(ts: datetime, bucket: TimeBucket | str) -> str:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     ts = ts.astimezone(UTC)
+    # Formatted by hand: strftime's %Y gives "999", not "0999", below year 1000, and the
+    # label must be the sort key's own prefix (format_ts pads the year to 4 digits).
+    month = f"{ts.year:04d}-{ts.month:02d}"
     if unit is TimeBucket.HOUR:
-        return ts.strftime("%Y-%m-%dT%H")
+        return f"{month}-{ts.day:02d}T{ts.hour:02d}"
     if unit is TimeBucket.DAY:
-        return ts.strftime("%Y-%m-%d")
-    return ts.strftime("%Y-%m")
+        return f"{month}-{ts.day:02d}"
+    return month
+
+
+def unit_of_label(label: str) -> TimeBucket | None:
+    """Return the unit a bucket label was made with, by its fixed width.
+
+    Parameters
+    ----------
+    label : str
+        A label of :func:`time_bucket`.
+
+    Returns
+    -------
+    TimeBucket or None
+        ``hour`` (13 characters), ``day`` (10) or ``month`` (7); None for any other width.
+
+    Examples
+    --------
+    >>> [unit_of_label(x) for x in ("2013-01-01T10", "2013-01-01", "2013-01", "x")]
+    [<TimeBucket.HOUR: 'hour'>, <TimeBucket.DAY: 'day'>, <TimeBucket.MONTH: 'month'>, None]
+    """
+    return _UNIT_BY_WIDTH.get(len(label))
+
+
+_UNIT_BY_WIDTH = {13: TimeBucket.HOUR, 10: TimeBucket.DAY, 7: TimeBucket.MONTH}
 
 
 def parse_time_buckets(text: str) -> tuple[tuple[str, TimeBucket], ...]:
@@ -185,7 +217,7 @@ def bucket_start(ts: datetime, unit: TimeBucket) -> datetime:
     return ts.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def next_bucket(start: datetime, unit: TimeBucket) -> datetime:
+def next_bucket(start: datetime, unit: TimeBucket) -> datetime | None:
     """Return the start of the bucket after the one starting at ``start``.
 
     Parameters
@@ -197,18 +229,26 @@ def next_bucket(start: datetime, unit: TimeBucket) -> datetime:
 
     Returns
     -------
-    datetime
-        The next bucket's start.
+    datetime or None
+        The next bucket's start; None after the last bucket of year 9999 (``datetime``
+        holds no later time, so that bucket is the last one any window can reach).
 
     Examples
     --------
     >>> next_bucket(datetime(2013, 12, 1, tzinfo=UTC), TimeBucket.MONTH).date()
     datetime.date(2014, 1, 1)
+    >>> next_bucket(datetime(9999, 12, 31, 23, tzinfo=UTC), TimeBucket.HOUR) is None
+    True
     """
     if unit is TimeBucket.MONTH:
         year, month = divmod(start.month, 12)
+        if start.year + year > datetime.max.year:
+            return None
         return start.replace(year=start.year + year, month=month + 1)
-    return start + _STEP[unit]
+    try:
+        return start + _STEP[unit]
+    except OverflowError:  # past 9999-12-31T23:59:59.999999
+        return None
 
 
 def window_buckets(
@@ -243,13 +283,16 @@ def window_buckets(
     ['2013-01-01', '2013-01-02']
     >>> window_buckets(t, t + timedelta(days=3), TimeBucket.HOUR, limit=10) is None
     True
+    >>> window_buckets(datetime(9999, 12, 31, 22, tzinfo=UTC), datetime.max.replace(tzinfo=UTC),
+    ...                TimeBucket.DAY, limit=10)
+    ['9999-12-31']
     """
     start, end = as_utc(start, "from"), as_utc(end, "to")  # naive means UTC
     if start >= end:
         raise InvalidInputError("from", "must be earlier than to")
     labels: list[str] = []
-    cursor = bucket_start(start, unit)
-    while cursor < end:
+    cursor: datetime | None = bucket_start(start, unit)
+    while cursor is not None and cursor < end:
         if len(labels) == limit:
             return None
         labels.append(time_bucket(cursor, unit))

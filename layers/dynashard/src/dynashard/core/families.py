@@ -18,6 +18,12 @@ family). The exact name wins over a prefix, then the longest prefix. Keys that m
 no family are not bucketed. A family key must be written and read as the family (not
 as a bucket key): ``THREAT#brand-abc#2026-06`` matches ``THREAT#`` and would be bucketed
 once more.
+
+The unit passed to these functions must be the family's stored unit, not merely the
+configured one: the facade stores the configured unit with the family key at its first
+write (metadata attribute ``bucket_unit``, :mod:`dynashard.dynamodb.family_units`), reads
+with the stored unit, and refuses a write whose configured unit differs (events of one
+family are never split over two bucket layouts).
 """
 
 from __future__ import annotations

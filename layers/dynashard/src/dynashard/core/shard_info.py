@@ -48,6 +48,15 @@ class ShardInfo:
     gsi1_shards : tuple of (str, int)
         ``(bucket, count)``: the largest shard count writers used for each time bucket
         they recorded (attributes ``gsi1_shards#{bucket}``, :mod:`dynashard.dynamodb.gsi_buckets`).
+    gsi1_pruned : str or None
+        The newest bucket label whose record was ever pruned (attribute
+        ``gsi1_pruned``): records of labels at or before it are not trusted.
+    gsi1_units : frozenset of str
+        Every time-bucket unit writers used in the key's GSI1 partition keys (attribute
+        ``gsi1_units``).
+    bucket_unit : str or None
+        The unit of a time-bucketed family key's bucket keys, fixed at its first write
+        (attribute ``bucket_unit``; :mod:`dynashard.core.families`).
 
     Examples
     --------
@@ -68,6 +77,9 @@ class ShardInfo:
     shard_attribute: str | None = None
     adopted: bool = False
     gsi1_shards: tuple[tuple[str, int], ...] = ()
+    gsi1_pruned: str | None = None
+    gsi1_units: frozenset[str] = frozenset()
+    bucket_unit: str | None = None
 
     @property
     def counts(self) -> frozenset[int]:

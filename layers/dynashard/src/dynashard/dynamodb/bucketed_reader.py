@@ -223,7 +223,8 @@ class BucketedReader:
         key : str
             Family key (``OPS_LOG``, ``THREAT#brand-abc``).
         unit : TimeBucket
-            The family's bucket size.
+            The family's bucket size: the unit stored at its first write
+            (:mod:`dynashard.dynamodb.family_units`), which its bucket keys carry.
         start, end : datetime
             Window, both required (UTC), at most :data:`MAX_WINDOW_BUCKETS` buckets.
         limit : int

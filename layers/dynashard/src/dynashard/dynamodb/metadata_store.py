@@ -581,6 +581,9 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         gsi1 = tuple(
             sorted((n[len(prefix) :], int(v["N"])) for n, v in item.items() if n.startswith(prefix))
         )
+        pruned = item.get(names.ATTR_GSI1_PRUNED, {}).get("S")
+        units = frozenset(item.get(names.ATTR_GSI1_UNITS, {}).get("SS", ()))
+        bucket_unit = item.get(names.ATTR_BUCKET_UNIT, {}).get("S")
     except (KeyError, ValueError) as exc:
         raise MetadataError(f"shard metadata item of {key!r} is malformed: {exc}") from exc
     return ShardInfo(
@@ -592,4 +595,7 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         shard_attribute=attribute,
         adopted=adopted,
         gsi1_shards=gsi1,
+        gsi1_pruned=pruned,
+        gsi1_units=units,
+        bucket_unit=bucket_unit,
     )

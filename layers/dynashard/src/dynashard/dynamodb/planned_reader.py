@@ -13,7 +13,7 @@ page.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from dynashard.core.buckets import TimeBucket, window_buckets
 from dynashard.core.times import as_utc
@@ -28,13 +28,22 @@ from dynashard.planning.reads import (
     MAX_GSI1_REQUESTS,
     ReadPath,
     gsi1_shard_counts,
+    gsi1_unit,
     plan_read,
 )
 
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from dynashard.core.shard_info import ShardInfo
     from dynashard.dynamodb.shard_metadata import ShardMetadata
+
+#: Why an adopted key is never read from GSI1 (said in ``page.plan`` and in the refusal
+#: of ``path="gsi1"``).
+ADOPTED_UNAVAILABLE: Final = (
+    "the key is adopted: its items under the bare partition key are not in GSI1, "
+    "so only the base table reads them all"
+)
 
 
 class ReadOptions(QueryOptions, total=False):
@@ -65,7 +74,8 @@ class PlannedReader:
     metadata : ShardMetadata
         Shard metadata, read fresh for planning.
     bucket_of : callable
-        Logical key -> the bucket unit of its GSI1 partition keys.
+        Logical key -> the configured bucket unit of its GSI1 partition keys, used only
+        for a key with no unit stored (:func:`~dynashard.planning.reads.gsi1_unit`).
     """
 
     def __init__(
@@ -92,7 +102,12 @@ class PlannedReader:
 
         The base table serves every read that asks for ``consistent``, that has no
         bounded window (``start`` and ``end``), that targets a ``calculated`` key's
-        value (``attribute_value``), or that continues a base-table cursor; GSI1 serves
+        value (``attribute_value``), that reads an adopted key (its items under the bare
+        partition key are not in GSI1, :data:`ADOPTED_UNAVAILABLE`), that reads a key
+        whose GSI1 keys were written under more than one time-bucket unit
+        (:func:`~dynashard.planning.reads.gsi1_unit`), or that continues a base-table
+        cursor. GSI1 keys are built with the unit stored with the key (``gsi1_units``),
+        not the one configured now, so a configuration change never hides data. GSI1 serves
         a read whose plan finds it cheaper (or ``path="gsi1"``), and every page after a
         GSI1 page (its cursor says so), so a read never changes path mid-way.
 
@@ -115,7 +130,8 @@ class PlannedReader:
         Raises
         ------
         InvalidInputError
-            As :meth:`ShardedReader.query`, and for a ``path`` GSI1 cannot serve or
+            As :meth:`ShardedReader.query`, and for a ``path`` GSI1 cannot serve (field
+            ``path``, saying why: e.g. ``path="gsi1"`` on an adopted key) or
             ``path="gsi1"`` with ``consistent`` (:func:`~dynashard.planning.reads.plan_read`).
         CursorError, ShardQueryError, MetadataError
             As the reader of the chosen path raises them.
@@ -126,7 +142,6 @@ class PlannedReader:
         options = {**options, "start": start, "end": end}
         limit = options.get("limit", 100)
         expected = limit * DEFAULT_ITEM_BYTES
-        unit = self.bucket_of(key)
         cursor = options.get("cursor")
         descending = options.get("descending", False)
         unavailable = ""
@@ -136,11 +151,6 @@ class PlannedReader:
             unavailable = "a targeted read (attr) is served by the base table"
         elif start >= end:
             unavailable = "the window is empty"
-        elif cursor and not consistent and path != ReadPath.BASE:
-            if is_gsi1_cursor(cursor, key, start, end, descending, unit):
-                path = ReadPath.GSI1.value
-            else:
-                unavailable = "the cursor continues a base-table read"
         if unavailable or consistent or path == ReadPath.BASE:
             # Validate before reading; the plan's counts come from the page afterwards.
             plan_read(
@@ -150,25 +160,34 @@ class PlannedReader:
                 path=path,
                 gsi1_unavailable=unavailable,
             )
-            page = self.base.query(key, **options)
-            page.plan = plan_read(
-                base_shards=max(1, page.shards_queried),
-                buckets=None,
-                consistent=consistent,
-                path=ReadPath.BASE,
-                expected_bytes=expected,
-                gsi1_unavailable=unavailable or f"path={path}",
-            )
-            return page
+            return self._base(key, None, consistent, unavailable or f"path={path}", options)
         assert start is not None and end is not None  # narrowed by `unavailable`
         info = self.metadata.for_reader(key)
-        buckets = window_buckets(start, end, unit, limit=MAX_GSI1_REQUESTS)
-        if buckets is None:
-            unavailable = f"the window spans more than {MAX_GSI1_REQUESTS} {unit} buckets"
-        counts = [] if buckets is None else gsi1_shard_counts(info, buckets)
-        if sum(counts) > MAX_GSI1_REQUESTS:
-            buckets, counts = None, []
-            unavailable = f"it would make more than {MAX_GSI1_REQUESTS} GSI1 queries"
+        # The unit the key's GSI1 keys were written with, not the one configured now.
+        stored, mixed = gsi1_unit(info, self.bucket_of(key))
+        unit = stored or self.bucket_of(key)
+        if info.adopted:
+            # Items under the bare partition key carry no GSI1 key of this library:
+            # GSI1 would silently leave them out.
+            unavailable = ADOPTED_UNAVAILABLE
+        elif mixed:
+            unavailable = mixed
+        elif cursor:
+            if is_gsi1_cursor(cursor, key, start, end, descending, unit):
+                path = ReadPath.GSI1.value
+            else:
+                unavailable = "the cursor continues a base-table read"
+        buckets = None
+        counts: list[int] = []
+        if not unavailable:
+            buckets = window_buckets(start, end, unit, limit=MAX_GSI1_REQUESTS)
+            if buckets is None:
+                unavailable = f"the window spans more than {MAX_GSI1_REQUESTS} {unit} buckets"
+            else:
+                counts = gsi1_shard_counts(info, buckets)
+            if sum(counts) > MAX_GSI1_REQUESTS:
+                buckets, counts = None, []
+                unavailable = f"it would make more than {MAX_GSI1_REQUESTS} GSI1 queries"
         plan = plan_read(
             base_shards=info.max_count,
             buckets=buckets,
@@ -180,6 +199,8 @@ class PlannedReader:
             descending=descending,
         )
         if plan.path is ReadPath.BASE:
+            if unavailable:  # planned from the page's own shard count, as above
+                return self._base(key, info, consistent, unavailable, options)
             page = self.base.query(key, info=info, **options)  # one metadata read, not two
         else:
             page = self.gsi.query(
@@ -195,4 +216,28 @@ class PlannedReader:
                 allow_partial=options.get("allow_partial", False),
             )
         page.plan = plan
+        return page
+
+    def _base(
+        self,
+        key: str,
+        info: ShardInfo | None,
+        consistent: bool,
+        why: str,
+        options: QueryOptions,
+    ) -> Page:
+        """Read a page from the base table; its plan counts the shards the page queried."""
+        page = (
+            self.base.query(key, **options)
+            if info is None
+            else self.base.query(key, info=info, **options)
+        )
+        page.plan = plan_read(
+            base_shards=max(1, page.shards_queried),
+            buckets=None,
+            consistent=consistent,
+            path=ReadPath.BASE,
+            expected_bytes=options.get("limit", 100) * DEFAULT_ITEM_BYTES,
+            gsi1_unavailable=why,
+        )
         return page

@@ -288,8 +288,10 @@ class ShardedWriter:
     gsi1_recorder : Gsi1BucketRecorder, optional
         Records each ``(key, bucket)``'s shard count before its items are written, so
         GSI1 readers query only the shards a bucket can hold
-        (:mod:`dynashard.dynamodb.gsi_buckets`); an event whose record fails fails. None records
-        nothing (GSI1 readers then query every shard the key ever had).
+        (:mod:`dynashard.dynamodb.gsi_buckets`), and first the key's time-bucket unit
+        (``gsi1_units``, so readers use the unit the items were written with); an event
+        whose record fails fails. None records nothing (GSI1 readers then query every
+        shard the key ever had, with the configured unit).
 
     Attributes
     ----------
@@ -349,11 +351,15 @@ class ShardedWriter:
         units: dict[tuple[str, str], int] = {}
         buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]] = {}
         recorded: dict[str, list[str]] = {}
+        pruned: dict[str, str | None] = {}
+        stored_units: dict[str, frozenset[str]] = {}
         for index, event in enumerate(events):
             try:
                 info = self.metadata.for_writer(event.key)
                 if event.key not in recorded:
                     recorded[event.key] = [label for label, _ in info.gsi1_shards]
+                    pruned[event.key] = info.gsi1_pruned
+                    stored_units[event.key] = info.gsi1_units
                 shard = choose_shard(
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
@@ -379,7 +385,8 @@ class ShardedWriter:
             count, bucket_items = buckets.setdefault(bucket, (0, []))
             bucket_items.append(item_key)  # one list per bucket, not a copy per event
             buckets[bucket] = (max(count, info.number_of_shards), bucket_items)
-        for item_key, why in self._record_gsi1_buckets(buckets, recorded).items():
+        failed = self._record_gsi1_buckets(buckets, recorded, pruned, stored_units)
+        for item_key, why in failed.items():
             del items[item_key]
             for index in slots[item_key]:
                 outcomes[index] = WriteOutcome(events[index].id, events[index].key, False, why)
@@ -414,8 +421,16 @@ class ShardedWriter:
         self,
         buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]],
         recorded: dict[str, list[str]],
+        pruned: dict[str, str | None],
+        stored_units: dict[str, frozenset[str]],
     ) -> dict[tuple[str, str], str]:
         """Record each bucket's shard count (pruning the oldest records past the bound).
+
+        The unit of a key's buckets is added to its ``gsi1_units`` first when the key's
+        metadata does not hold it yet (:meth:`Gsi1BucketRecorder.ensure_unit`). A bucket
+        at or before its key's ``gsi1_pruned`` watermark is not recorded: its record was
+        pruned once, so readers query every shard the key ever had for it whatever it
+        holds, and the record's own condition would refuse it anyway.
 
         A batch that spans several buckets (a backfill, a day boundary) records them in
         parallel on the executor: each new bucket is one conditional ``UpdateItem``, a
@@ -433,12 +448,22 @@ class ShardedWriter:
             (key, bucket, count, item_keys, records_to_prune(recorded.get(key, ()), bucket))
             for (key, bucket), (count, item_keys) in buckets.items()
         ]
+
+        def ensure(key: str, bucket: str, count: int, prune: list[str]) -> None:
+            assert recorder is not None  # narrowed above
+            unit = self.bucket_of(key).value
+            if unit not in stored_units.get(key, ()):
+                recorder.ensure_unit(key, unit)
+            watermark = pruned.get(key)
+            if watermark is None or bucket > watermark:
+                recorder.ensure(key, bucket, count, prune)
+
         if len(work) == 1:
             key, bucket, count, item_keys, prune = work[0]
-            futures = [_done(recorder.ensure, key, bucket, count, prune)]
+            futures = [_done(ensure, key, bucket, count, prune)]
         else:
             futures = [
-                self.executor.submit(recorder.ensure, key, bucket, count, prune)
+                self.executor.submit(ensure, key, bucket, count, prune)
                 for key, bucket, count, _, prune in work
             ]
         for (_, _, _, item_keys, _), future in zip(work, futures, strict=True):

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
+from dynashard.core.buckets import TimeBucket, unit_of_label
 from dynashard.core.capacity import READ_UNIT_BYTES, query_read_units
 from dynashard.errors import InvalidInputError
 
@@ -203,7 +204,10 @@ def gsi1_shard_counts(info: ShardInfo, buckets: Sequence[str]) -> list[int]:
     Returns
     -------
     list of int
-        One count per bucket: its record, else ``info.max_count``.
+        One count per bucket: its record, else ``info.max_count``. A record of a label
+        at or before ``info.gsi1_pruned`` (the newest label ever pruned) is not trusted:
+        the bucket's record was removed once, so a writer may have used a count larger
+        than what is recorded now; its count is ``info.max_count`` too.
 
     Examples
     --------
@@ -211,9 +215,64 @@ def gsi1_shard_counts(info: ShardInfo, buckets: Sequence[str]) -> list[int]:
     >>> info = ShardInfo("K", 32, 10, ((0, 1), (10, 32)), gsi1_shards=(("2013-01-01", 1),))
     >>> gsi1_shard_counts(info, ["2013-01-01", "2013-01-02"])
     [1, 32]
+    >>> pruned = ShardInfo("K", 1, 10, ((0, 32), (10, 1)),
+    ...                    gsi1_shards=(("2013-01-01", 1), ("2013-01-09", 1)),
+    ...                    gsi1_pruned="2013-01-05")
+    >>> gsi1_shard_counts(pruned, ["2013-01-01", "2013-01-09"])
+    [32, 1]
     """
-    recorded = dict(info.gsi1_shards)
+    pruned = info.gsi1_pruned
+    recorded = {
+        label: count
+        for label, count in info.gsi1_shards
+        if pruned is None or label > pruned  # labels sort in time order
+    }
     return [recorded.get(bucket, info.max_count) for bucket in buckets]
+
+
+def gsi1_unit(info: ShardInfo, configured: TimeBucket) -> tuple[TimeBucket | None, str]:
+    """Return the time-bucket unit of a key's GSI1 partition keys, or why there is none.
+
+    The unit is stored with the key: writers add the unit they use to the key's
+    ``gsi1_units`` before writing items under it (:mod:`dynashard.dynamodb.gsi_buckets`),
+    so a change of ``DynashardConfig.time_bucket`` / ``time_buckets`` applies to new data
+    only and never hides the old. Keys written before units were stored are known by the
+    labels of their bucket records (:func:`~dynashard.core.buckets.unit_of_label`).
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's metadata, read fresh.
+    configured : TimeBucket
+        The unit configured now: the key's unit when it has none stored (no GSI1 item
+        written yet, or none recorded by this version).
+
+    Returns
+    -------
+    tuple of (TimeBucket or None, str)
+        The unit and ``""``; or None and the reason GSI1 cannot serve the key: its GSI1
+        keys were written under more than one unit, and a bucket of one unit overlaps
+        buckets of another, so only the base table (whose keys do not depend on the
+        unit) reads them all, in order.
+
+    Examples
+    --------
+    >>> from dynashard.core.shard_info import ShardInfo
+    >>> info = ShardInfo("K", 1, 0, ((0, 1),), gsi1_units=frozenset({"day"}))
+    >>> gsi1_unit(info, TimeBucket.HOUR)
+    (<TimeBucket.DAY: 'day'>, '')
+    >>> gsi1_unit(ShardInfo("K", 1, 0, ((0, 1),), gsi1_units=frozenset({"day", "hour"})),
+    ...           TimeBucket.DAY)[1]
+    'its GSI1 keys were written under more than one time-bucket unit (day, hour)'
+    """
+    units = {TimeBucket(u) for u in info.gsi1_units if u in {b.value for b in TimeBucket}}
+    units |= {u for label, _ in info.gsi1_shards if (u := unit_of_label(label)) is not None}
+    if not units:
+        return configured, ""
+    if len(units) == 1:
+        return units.pop(), ""
+    listed = ", ".join(sorted(u.value for u in units))
+    return None, f"its GSI1 keys were written under more than one time-bucket unit ({listed})"
 
 
 def plan_read(
