@@ -71,19 +71,21 @@ class FakeOfferedLoad:
 
 
 class FakeShards:
-    """A ScalerPort over a dict of counts; ``grow_raises`` fails chosen keys."""
+    """A ScalerPort over a dict of counts; ``grow_raises`` fails chosen keys; ``caps`` per key."""
 
     def __init__(
         self,
         shards: dict[str, int] | None = None,
         grow_raises: dict[str, Exception] | None = None,
+        caps: dict[str, int] | None = None,
     ) -> None:
         self.shards = dict(shards or {})
         self.grow_raises = dict(grow_raises or {})
+        self.caps = dict(caps or {})
         self.grow_calls: list[tuple[str, int]] = []
 
     def shard_info(self, key: str) -> ShardInfo:
-        return ShardInfo(key, self.shards.get(key, 1), 0, ())
+        return ShardInfo(key, self.shards.get(key, 1), 0, (), max_shards=self.caps.get(key))
 
     def grow(self, key: str, target: int) -> GrowthResult:
         self.grow_calls.append((key, target))
@@ -263,6 +265,24 @@ def test_growth_is_capped_at_max_shards() -> None:
     )
     assert shards.grow_calls == [("HOT", 3)]
     assert outcome.grown[0].current == 3
+
+
+def test_growth_is_capped_at_the_keys_own_max_shards() -> None:
+    # Given JFK on 1 shard with a cap of its own of 2, hot enough for 3
+    shards, hot = FakeShards({"DEPARTURES#JFK": 1}, caps={"DEPARTURES#JFK": 2}), jfk_hot()
+    # When the alarm is handled
+    outcome = handle_alarm(write_alarm(), shards, hot, Limits())
+    # Then the plan stops at the key's cap
+    assert shards.grow_calls == [("DEPARTURES#JFK", 2)]
+    assert [(g.key, g.current) for g in outcome.grown] == [("DEPARTURES#JFK", 2)]
+
+
+def test_a_key_at_its_own_cap_is_skipped_as_capped() -> None:
+    shards = FakeShards({"DEPARTURES#JFK": 2}, caps={"DEPARTURES#JFK": 2})
+    outcome = handle_alarm(write_alarm(), shards, jfk_hot(), Limits())
+    assert shards.grow_calls == []
+    [skip] = [s for s in outcome.skipped if s.key == "DEPARTURES#JFK"]
+    assert skip.reason.startswith("capped") and "cap 2" in skip.reason
 
 
 def test_growth_plans_from_the_offered_load_with_the_writers_retry_budget() -> None:

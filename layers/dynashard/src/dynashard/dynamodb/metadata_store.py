@@ -84,6 +84,12 @@ class MetadataStore(Protocol):
         """Return every key whose N is above ``min_count`` (a full read of the table)."""
         ...
 
+    def put_max_shards(
+        self, key: str, cap: int | None, expected: ShardInfo | None, count: int, now: int
+    ) -> ShardInfo | None:
+        """Set or remove a key's own cap on N, compare-and-set; None on a lost race."""
+        ...
+
 
 class DynamoDBMetadataStore:
     """The metadata table on DynamoDB (adapter of :class:`MetadataStore`).
@@ -328,6 +334,71 @@ class DynamoDBMetadataStore:
         if _conditional(what, lambda: self._put_new(item)) is None:
             return None
         return ShardInfo(key, count, now, ((now, count),), adopted=True)
+
+    def put_max_shards(
+        self, key: str, cap: int | None, expected: ShardInfo | None, count: int, now: int
+    ) -> ShardInfo | None:
+        """Set (or, with ``cap`` None, remove) a key's own cap on N (attribute ``max_shards``).
+
+        With ``expected`` None the key is created (N = ``count``, history started at
+        ``now``) conditional on it not existing. Otherwise an ``UpdateItem``
+        conditional on ``number_of_shards`` still being ``expected``'s, so a cap is
+        never set below a count another grower raised in between. N,
+        ``last_updated`` (the cooldown clock) and ``shard_history`` are not touched.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        cap : int or None
+            The key's cap, or None to remove it.
+        expected : ShardInfo or None
+            The metadata the change was decided on; None to create the key.
+        count : int
+            N of a created key.
+        now : int
+            Epoch seconds; ``last_updated`` of a created key.
+
+        Returns
+        -------
+        ShardInfo or None
+            The stored metadata, or None when the condition failed.
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        what = f"setting max_shards of {key!r}"
+        if expected is None:
+            item = _new_item(key, count, now)
+            if cap is not None:
+                item[names.ATTR_MAX_SHARDS] = {"N": str(cap)}
+            if _conditional(what, lambda: self._put_new(item)) is None:
+                return None
+            return _from_item(key, item)
+        values: dict[str, Any] = {":n": {"N": str(expected.number_of_shards)}}
+        if cap is None:
+            update = "REMOVE #m"
+        else:
+            update = "SET #m = :m"
+            values[":m"] = {"N": str(cap)}
+        response = _conditional(
+            what,
+            lambda: self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression=update,
+                ConditionExpression="#n = :n",
+                ExpressionAttributeNames={
+                    "#m": names.ATTR_MAX_SHARDS,
+                    "#n": names.ATTR_NUMBER_OF_SHARDS,
+                },
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            ),
+        )
+        return None if response is None else _from_item(key, response["Attributes"])
 
     def get_layout(self, key: str) -> tuple[OrderedLayout | None, int | None]:
         """Read an ordered key's range boundaries, strongly consistent.
@@ -577,6 +648,7 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         strategy = Strategy(item.get(names.ATTR_STRATEGY, {}).get("S", Strategy.RANDOM.value))
         attribute = item.get(names.ATTR_SHARD_ATTRIBUTE, {}).get("S")
         adopted = item.get(names.ATTR_ADOPTED, {}).get("BOOL", False) is True
+        cap = item.get(names.ATTR_MAX_SHARDS, {}).get("N")
         prefix = names.ATTR_GSI1_SHARDS_PREFIX
         gsi1 = tuple(
             sorted((n[len(prefix) :], int(v["N"])) for n, v in item.items() if n.startswith(prefix))
@@ -592,4 +664,5 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         shard_attribute=attribute,
         adopted=adopted,
         gsi1_shards=gsi1,
+        max_shards=None if cap is None else int(cap),
     )

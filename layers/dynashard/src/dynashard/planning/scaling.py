@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.throttling import (
     DIM_INDEX_NAME,
     DIM_TABLE_NAME,
@@ -797,7 +798,8 @@ def grow_keys(
     facade : ScalerPort
         Shard metadata: read and grow.
     settings : ScalingSettings
-        Headroom and the cap on N.
+        Headroom and the cap on N (``max_shards``; a key's own cap, ``ShardInfo.max_shards``,
+        lowers it for that key, :meth:`ShardInfo.cap`).
     partition_limit : float
         Per-shard limit of the throttled operation, units/s.
     log : ErrorLog, optional
@@ -817,10 +819,17 @@ def grow_keys(
     for key in sorted(demands, key=lambda k: (-demands[k][0], k)):
         demand, basis = demands[key]
         try:
-            current = facade.shard_info(key).number_of_shards
-            target = plan_shard_count(
-                current, demand, partition_limit, settings.target_utilization, settings.max_shards
+            info = facade.shard_info(key)
+            current, cap = info.number_of_shards, info.cap(settings.max_shards)
+            needed = plan_shard_count(
+                current, demand, partition_limit, settings.target_utilization, MAX_SHARD_COUNT
             )
+            target = min(needed, max(current, cap))
+            if needed > current and target <= current:
+                skipped.append(
+                    KeySkip(key, f"capped: {demand:.0f} units/s needs {needed} shard(s), cap {cap}")
+                )
+                continue
             if target <= current:
                 skipped.append(KeySkip(key, f"{demand:.0f} units/s fits {current} shard(s)"))
                 continue
