@@ -87,7 +87,7 @@ class FakeShards:
     def shard_info(self, key: str) -> ShardInfo:
         return ShardInfo(key, self.shards.get(key, 1), 0, (), max_shards=self.caps.get(key))
 
-    def grow(self, key: str, target: int) -> GrowthResult:
+    def grow(self, key: str, target: int, *, reason: str | None = None) -> GrowthResult:
         self.grow_calls.append((key, target))
         if key in self.grow_raises:
             raise self.grow_raises[key]

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from dynashard.core.buckets import TimeBucket, bucket_for
 from dynashard.core.families import BucketFamily, family_of, write_key
@@ -442,7 +442,9 @@ class Dynashard:
         """
         return self.metadata.for_reader(key)
 
-    def grow(self, key: str, target: int) -> GrowthResult:
+    def grow(
+        self, key: str, target: int, *, reason: Literal["read", "write"] | None = None
+    ) -> GrowthResult:
         """Raise a key's shard count to ``target``, honouring the cooldown.
 
         Parameters
@@ -452,6 +454,9 @@ class Dynashard:
         target : int
             Wanted N (capped at ``max_shards``, and at the key's own cap,
             :meth:`set_max_shards`).
+        reason : {"read", "write"}, optional
+            The throttling the growth is for, recorded in the key's ``grown_for``
+            (:meth:`ShardMetadata.grow`); the scaler passes its alarm's kind.
 
         Returns
         -------
@@ -463,7 +468,7 @@ class Dynashard:
         MetadataError
             If the metadata table fails, or every conditional write lost its race.
         """
-        return self.metadata.grow(key, target)
+        return self.metadata.grow(key, target, reason=reason)
 
     def adopt(self, key: str) -> ShardInfo:
         """Adopt a key whose items already sit under its bare partition key.

@@ -52,6 +52,10 @@ class ShardInfo:
         The key's own cap on N (attribute ``max_shards``, set with
         :meth:`dynashard.dynamodb.shard_metadata.ShardMetadata.set_max_shards`); None when
         the key has none and only the configured cap applies (:meth:`cap`).
+    grown_for : frozenset of str
+        The throttling the scaler grew the key for, ``read`` and/or ``write``
+        (attribute ``grown_for``): a key grown for reads shrinks only on read-load
+        evidence (:func:`dynashard.planning.shrinking.plan_shrink`).
 
     Examples
     --------
@@ -73,6 +77,7 @@ class ShardInfo:
     adopted: bool = False
     gsi1_shards: tuple[tuple[str, int], ...] = ()
     max_shards: int | None = None
+    grown_for: frozenset[str] = frozenset()
 
     def cap(self, configured: int) -> int:
         """Return the cap on this key's N: its own ``max_shards``, at most ``configured``.

@@ -58,7 +58,13 @@ class MetadataStore(Protocol):
         ...
 
     def update(
-        self, key: str, count: int, expected_last_updated: int, now: int
+        self,
+        key: str,
+        count: int,
+        expected_last_updated: int,
+        now: int,
+        *,
+        grown_for: str | None = None,
     ) -> ShardInfo | None:
         """Set N when ``last_updated`` still equals the expected value; None when it does not."""
         ...
@@ -172,7 +178,13 @@ class DynamoDBMetadataStore:
         return ShardInfo(key, count, now, ((now, count),))
 
     def update(
-        self, key: str, count: int, expected_last_updated: int, now: int
+        self,
+        key: str,
+        count: int,
+        expected_last_updated: int,
+        now: int,
+        *,
+        grown_for: str | None = None,
     ) -> ShardInfo | None:
         """Set N with a conditional ``UpdateItem`` on ``last_updated`` (optimistic lock).
 
@@ -186,6 +198,9 @@ class DynamoDBMetadataStore:
             The ``last_updated`` this change was computed from.
         now : int
             Epoch seconds; becomes ``last_updated`` and a ``shard_history`` entry.
+        grown_for : str, optional
+            ``read`` or ``write``: the throttling a scaler's growth is for, added to the
+            string set ``grown_for``.
 
         Returns
         -------
@@ -197,24 +212,31 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
+        attribute_names = {
+            "#n": names.ATTR_NUMBER_OF_SHARDS,
+            "#u": names.ATTR_LAST_UPDATED,
+            "#h": names.ATTR_SHARD_HISTORY,
+        }
+        values: dict[str, Any] = {
+            ":n": {"N": str(count)},
+            ":now": {"N": str(now)},
+            ":expected": {"N": str(expected_last_updated)},
+            ":entry": {"SS": [f"{now}:{count}"]},
+        }
+        update = "SET #n = :n, #u = :now ADD #h :entry"
+        if grown_for is not None:
+            update += ", #g :g"
+            attribute_names["#g"] = names.ATTR_GROWN_FOR
+            values[":g"] = {"SS": [grown_for]}
         response = _conditional(
             f"updating shard metadata of {key!r}",
             lambda: self.client.update_item(
                 TableName=self.table_name,
                 Key={names.ATTR_META_KEY: {"S": key}},
-                UpdateExpression="SET #n = :n, #u = :now ADD #h :entry",
+                UpdateExpression=update,
                 ConditionExpression="#u = :expected",
-                ExpressionAttributeNames={
-                    "#n": names.ATTR_NUMBER_OF_SHARDS,
-                    "#u": names.ATTR_LAST_UPDATED,
-                    "#h": names.ATTR_SHARD_HISTORY,
-                },
-                ExpressionAttributeValues={
-                    ":n": {"N": str(count)},
-                    ":now": {"N": str(now)},
-                    ":expected": {"N": str(expected_last_updated)},
-                    ":entry": {"SS": [f"{now}:{count}"]},
-                },
+                ExpressionAttributeNames=attribute_names,
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             ),
         )
@@ -649,6 +671,7 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         attribute = item.get(names.ATTR_SHARD_ATTRIBUTE, {}).get("S")
         adopted = item.get(names.ATTR_ADOPTED, {}).get("BOOL", False) is True
         cap = item.get(names.ATTR_MAX_SHARDS, {}).get("N")
+        grown_for = frozenset(item.get(names.ATTR_GROWN_FOR, {}).get("SS", []))
         prefix = names.ATTR_GSI1_SHARDS_PREFIX
         gsi1 = tuple(
             sorted((n[len(prefix) :], int(v["N"])) for n, v in item.items() if n.startswith(prefix))
@@ -665,4 +688,5 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         adopted=adopted,
         gsi1_shards=gsi1,
         max_shards=None if cap is None else int(cap),
+        grown_for=grown_for,
     )

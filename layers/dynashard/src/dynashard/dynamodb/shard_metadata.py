@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.shard_info import GrowthResult, ShardInfo
@@ -179,7 +179,14 @@ class ShardMetadata:
         with self._lock:
             self._cache.pop(key, None)
 
-    def grow(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
+    def grow(
+        self,
+        key: str,
+        target: int,
+        max_attempts: int = 5,
+        *,
+        reason: Literal["read", "write"] | None = None,
+    ) -> GrowthResult:
         """Raise a key's N to ``target`` (never lowers it), honouring the cooldown.
 
         The change is a conditional ``UpdateItem`` on ``last_updated``; a grower that
@@ -196,6 +203,10 @@ class ShardMetadata:
             ``max_shards``).
         max_attempts : int
             Conditional-update attempts before giving up.
+        reason : {"read", "write"}, optional
+            The throttling the growth is for (the scaler's alarm kind), added to the
+            key's ``grown_for`` when N changes: a key grown for reads shrinks only on
+            read-load evidence (:func:`dynashard.planning.shrinking.plan_shrink`).
 
         Returns
         -------
@@ -212,7 +223,9 @@ class ShardMetadata:
         """
         if target < 1:
             raise InvalidInputError("target", f"must be >= 1, got {target}")
-        return self._change(key, target, grow_only=True, max_attempts=max_attempts)
+        return self._change(
+            key, target, grow_only=True, max_attempts=max_attempts, grown_for=reason
+        )
 
     def request_growth(self, key: str, factor: int = 2) -> GrowthResult | None:
         """Ask in-band for more shards after key-range throttling on ``key``.
@@ -561,6 +574,7 @@ class ShardMetadata:
         shrink_only: bool = False,
         honour_cooldown: bool = False,
         force: bool = False,
+        grown_for: str | None = None,
     ) -> GrowthResult:
         first: int | None = None
         wanted = target  # a growth's wish, before the caps
@@ -613,8 +627,11 @@ class ShardMetadata:
             ):
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
-            updated = self.store.update(
-                key, target, info.last_updated, max(int(now), info.last_updated + 1)
+            epoch = max(int(now), info.last_updated + 1)
+            updated = (
+                self.store.update(key, target, info.last_updated, epoch)
+                if grown_for is None
+                else self.store.update(key, target, info.last_updated, epoch, grown_for=grown_for)
             )
             if updated is not None:
                 self._remember(updated, now)

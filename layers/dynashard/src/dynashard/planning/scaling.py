@@ -435,8 +435,10 @@ class ScalerPort(Protocol):
         """Read a key's shard metadata."""
         ...
 
-    def grow(self, key: str, target: int) -> GrowthResult:
-        """Raise a key's shard count to ``target`` (conditional, honours the cooldown)."""
+    def grow(
+        self, key: str, target: int, *, reason: Literal["read", "write"] | None = None
+    ) -> GrowthResult:
+        """Raise a key's N to ``target`` (conditional, honours the cooldown), for ``reason``."""
         ...
 
 
@@ -788,6 +790,7 @@ def grow_keys(
     settings: ScalingSettings,
     partition_limit: float,
     log: ErrorLog | None = None,
+    kind: Literal["write", "read"] = "write",
 ) -> tuple[list[KeyGrowth], list[KeySkip], list[str]]:
     """Grow each key to the count its load needs, hottest first.
 
@@ -805,6 +808,9 @@ def grow_keys(
     log : ErrorLog, optional
         Where a failed growth is logged (``"growth failed"`` with the key); default
         this module's :mod:`logging` logger.
+    kind : {"write", "read"}
+        The throttled operation, passed to :meth:`ScalerPort.grow` as ``reason`` (a
+        key grown for reads then shrinks only on read-load evidence).
 
     Returns
     -------
@@ -833,7 +839,7 @@ def grow_keys(
             if target <= current:
                 skipped.append(KeySkip(key, f"{demand:.0f} units/s fits {current} shard(s)"))
                 continue
-            result = facade.grow(key, target)
+            result = facade.grow(key, target, reason=kind)
         except CooldownActiveError as exc:
             skipped.append(KeySkip(key, exc.message))
             continue
@@ -905,6 +911,6 @@ def handle_alarm(
         else {}
     )
     demands = plan_demands(alarm, loads, kind, settings, offered)
-    grown, skipped, errors = grow_keys(demands, facade, settings, partition_limit, log)
+    grown, skipped, errors = grow_keys(demands, facade, settings, partition_limit, log, kind)
     skipped.extend(KeySkip(key, UNMAPPED_REASON) for key in unmapped)
     return AlarmOutcome(alarm.name, alarm.state, tuple(grown), tuple(skipped), tuple(errors))
