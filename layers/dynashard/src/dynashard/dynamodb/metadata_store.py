@@ -29,7 +29,7 @@ no probe of the bare key to find out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -94,6 +94,10 @@ class MetadataStore(Protocol):
         self, key: str, cap: int | None, expected: ShardInfo | None, count: int, now: int
     ) -> ShardInfo | None:
         """Set or remove a key's own cap on N, compare-and-set; None on a lost race."""
+        ...
+
+    def adopted_keys(self, keys: Sequence[str]) -> set[str]:
+        """Return the keys among ``keys`` that are adopted (strongly consistent)."""
         ...
 
 
@@ -421,6 +425,57 @@ class DynamoDBMetadataStore:
             ),
         )
         return None if response is None else _from_item(key, response["Attributes"])
+
+    def adopted_keys(self, keys: Sequence[str]) -> set[str]:
+        """Return the keys among ``keys`` whose item says ``adopted``: ``BatchGetItem``.
+
+        Asked 100 keys a call (BatchGetItem's limit, API reference), strongly
+        consistent, projected to the key and ``adopted``; ``UnprocessedKeys`` are
+        asked again, up to 8 rounds.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            Logical keys.
+
+        Returns
+        -------
+        set of str
+            Those adopted.
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails, or keys stay unprocessed after every round.
+        """
+        found: set[str] = set()
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": [{names.ATTR_META_KEY: {"S": k}} for k in unique[start : start + 100]],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#k, #a",
+                    "ExpressionAttributeNames": {
+                        "#k": names.ATTR_META_KEY,
+                        "#a": names.ATTR_ADOPTED,
+                    },
+                }
+            }
+            for _ in range(8):
+                try:
+                    response = self.client.batch_get_item(RequestItems=request)
+                except (ClientError, BotoCoreError) as exc:
+                    raise MetadataError(f"reading which keys are adopted failed: {exc}") from exc
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    if item.get(names.ATTR_ADOPTED, {}).get("BOOL") is True:
+                        found.add(item[names.ATTR_META_KEY]["S"])
+                request = dict(response.get("UnprocessedKeys") or {})
+                if not request:
+                    break
+            else:
+                raise MetadataError("reading which keys are adopted: keys stayed unprocessed")
+        return found
 
     def get_layout(self, key: str) -> tuple[OrderedLayout | None, int | None]:
         """Read an ordered key's range boundaries, strongly consistent.

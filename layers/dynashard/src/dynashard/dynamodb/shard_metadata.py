@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from dynashard.core.keys import MAX_SHARD_COUNT
+from dynashard.core.keys import MAX_SHARD_COUNT, physical_key, split_physical_key
 from dynashard.core.shard_info import GrowthResult, ShardInfo
 from dynashard.core.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 from dynashard.dynamodb.metadata_store import MetadataStore
@@ -278,6 +278,15 @@ class ShardMetadata:
         paging with a cursor made before adoption resumes the bare key after the
         cursor's position, as it does every shard.
 
+        A key of the physical-key form ``{prefix}#{d}`` (``SENSOR#42``) is refused
+        unless its bare partition key can never be one of ``prefix``'s shards
+        (physical keys are ``{logical}#{shard}``, :func:`dynashard.core.keys.physical_key`):
+        ``prefix`` must have a cap of its own of at most ``d`` (:meth:`set_max_shards`;
+        it creates ``prefix``'s item if needed) and never have had more than ``d``
+        shards. Otherwise reads of ``prefix`` would return the adopted key's items and
+        the scaler could not tell their heat apart. Raising ``prefix``'s cap past ``d``
+        later is refused in turn (:meth:`set_max_shards`, :meth:`set_count`).
+
         Parameters
         ----------
         key : str
@@ -292,9 +301,13 @@ class ShardMetadata:
 
         Raises
         ------
+        InvalidInputError
+            If the key's bare partition key is, or could become, a shard of another
+            logical key (field ``key``; the message says which and how to cap it).
         MetadataError
             If the metadata table fails, or every attempt lost its race.
         """
+        self._refuse_alias(key)
         for attempt in range(max_attempts):
             now = self.clock()
             info = self.store.adopt(key, self.default_shards, int(now))
@@ -303,6 +316,43 @@ class ShardMetadata:
                 return info
             self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"adopting {key!r} lost {max_attempts} races in a row")
+
+    def _refuse_alias(self, key: str) -> None:
+        """Refuse to adopt ``key`` when its bare partition key is or may become a shard."""
+        try:
+            prefix, shard = split_physical_key(key)
+        except InvalidInputError:
+            return  # not of the form {logical}#{shard}: no shard can alias it
+        info = self.store.get(prefix)
+        if info is not None and shard < info.max_count:
+            raise InvalidInputError(
+                "key",
+                f"adopting {key!r} is refused: its bare partition key is shard {shard} of the "
+                f"logical key {prefix!r} (physical keys are {{logical}}#{{shard}}), which has "
+                f"had {info.max_count} shards, so reads of {prefix!r} would return its items",
+            )
+        cap = None if info is None else info.max_shards
+        if cap is None or cap > shard:
+            raise InvalidInputError(
+                "key",
+                f"adopting {key!r} is refused: its bare partition key would be shard {shard} of "
+                f"the logical key {prefix!r} if {prefix!r} grew past {shard} shards; cap it "
+                f"first with set_max_shards({prefix!r}, {shard})",
+            )
+
+    def _refuse_growth_onto_adopted(self, key: str, start: int, stop: int) -> None:
+        """Refuse to let ``key`` use shards ``start..stop-1`` when one is an adopted key."""
+        if stop <= start:
+            return
+        candidates = [physical_key(key, shard) for shard in range(start, stop)]
+        adopted = self.store.adopted_keys(candidates)
+        if adopted:
+            first = min(adopted, key=lambda k: split_physical_key(k)[1])
+            raise InvalidInputError(
+                "max_shards",
+                f"{key!r} may not use {stop} shards: shard {split_physical_key(first)[1]} "
+                f"would be {first!r}, the bare partition key of an adopted key",
+            )
 
     def set_count(
         self,
@@ -413,6 +463,9 @@ class ShardMetadata:
                     f"{cap} is below the {count} shard(s) of {key!r} in force; lower its "
                     "count first (set_count)",
                 )
+            if info is not None:  # a raised cap must not reach an adopted {key}#{d}
+                new_cap = self.max_shards if cap is None else cap
+                self._refuse_growth_onto_adopted(key, info.cap(self.max_shards), new_cap)
             if info is None and cap is None:
                 return self.for_reader(key)
             if info is not None and info.max_shards == cap:
@@ -608,6 +661,8 @@ class ShardMetadata:
                     f"{target} is above the max_shards of {key!r}, {cap}; raise the cap "
                     "(set_max_shards) or force the count",
                 )
+            elif not shrink_only and target > cap:  # forced: never onto an adopted key
+                self._refuse_growth_onto_adopted(key, max(cap, info.max_count), target)
             if shrink_only and info.number_of_shards <= target:
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "already_smaller")

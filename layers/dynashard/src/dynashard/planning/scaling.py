@@ -49,6 +49,7 @@ from dynashard.planning.shards import (
     KeyLoad,
     attempts_per_request,
     loads_by_logical_key,
+    owns_shard,
     plan_shard_count,
 )
 
@@ -62,6 +63,7 @@ ALARM_STATE = "ALARM"
 #: Shortest window an alarm covers, seconds (DynamoDB publishes per minute).
 MIN_WINDOW_S = 60
 #: Reason given for a hot key that is not a partition key dynashard writes.
+#: (no stored logical key has, or had, its shard: :func:`~dynashard.planning.shards.owns_shard`).
 UNMAPPED_REASON = "not a partition key dynashard writes"
 
 #: Where a key's planned load came from: the writers' report, or DynamoDB's figures.
@@ -904,7 +906,16 @@ def handle_alarm(
     partition_limit = settings.partition_rcu if kind == "read" else settings.partition_wcu
     table = alarm.table_name or settings.data_table
     hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.end)
-    loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
+    known: dict[str, ShardInfo] = {}
+
+    def owns(logical: str, shard: int) -> bool:
+        # The metadata, not the format, says whose a reported key is (SENSOR#42 is not
+        # SENSOR's unless SENSOR has had 43 shards); one read per logical key.
+        if logical not in known:
+            known[logical] = facade.shard_info(logical)
+        return owns_shard(known[logical], shard)
+
+    loads, unmapped = loads_by_logical_key(hot, alarm.index_name, owns)
     offered = (
         offered_load.offered_wcu(alarm.start, alarm.end)
         if offered_load is not None and kind == "write" and loads
