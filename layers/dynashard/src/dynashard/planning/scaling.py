@@ -894,7 +894,9 @@ def handle_alarm(
     ------
     Exception
         Whatever a port raises while reading hot keys or offered load (e.g.
-        ``botocore.exceptions.ClientError`` from the AWS adapters).
+        ``botocore.exceptions.ClientError`` from the AWS adapters), or while reading
+        the metadata that maps a reported partition key to its logical key
+        (``MetadataError`` from :meth:`ScalerPort.shard_info`).
     """
     if alarm.state != ALARM_STATE:
         return AlarmOutcome(alarm.name, alarm.state, ignored=f"state is {alarm.state}, not ALARM")
