@@ -99,11 +99,14 @@ def _from_lambda_action(event: CloudWatchAlarmEvent) -> scaling.Alarm:
     period = scaling.MIN_WINDOW_S
     for query in configuration.metrics:
         if not query.get("metricStat"):
-            continue  # an expression: no metric, no period of its own
+            # An expression: no period of its own; named when it reads data of its own.
+            if label := scaling.expression_label(query.get("expression")):
+                metric_names.append(label)
+            continue
         stat = query.metric_stat
         metric = stat.metric
         if metric.get("name"):
-            metric_names.append(metric["name"])
+            metric_names.append(scaling.metric_label(metric.get("namespace"), metric["name"]))
         if metric.get("namespace") == DYNAMODB_NAMESPACE:
             dimensions.update(metric.get("dimensions") or {})
         period = max(period, int(stat.period or scaling.MIN_WINDOW_S))
@@ -163,6 +166,10 @@ def _emit_metrics(run: sweep.ScalerRun) -> None:
     shrunk = run.shrink.shrunk
     metrics.add_metric(name="ShardsGrown", unit=MetricUnit.Count, value=len(run.grown))
     metrics.add_metric(name="ShardsShrunk", unit=MetricUnit.Count, value=len(shrunk))
+    # Alarms in ALARM that may not grow shards (invariant 6): counted, and their reason
+    # is in the run's report (``ignored``), which the handler logs.
+    not_key_range = [o for o in run.alarms if o.ignored and o.state == scaling.ALARM_STATE]
+    metrics.add_metric(name="AlarmsIgnored", unit=MetricUnit.Count, value=len(not_key_range))
     changes = [(g.key, g.previous, g.current) for g in run.grown]
     for key, previous, current in changes + [(s.key, s.previous, s.current) for s in shrunk]:
         # One EMF blob per key with the key as metadata, not as a dimension: logical

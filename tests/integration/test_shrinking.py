@@ -43,11 +43,12 @@ class _Cool:
     """Every key offered 10 WCU/s at peak over the cool period."""
 
     def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
-        return LoadHistory(start, end, period_s, {}, unreported_units_per_s=10.0)
+        return LoadHistory(start, end, period_s, {"STREAM": 10.0})
 
 
 class _Settings:
     default_shards, max_shards, partition_wcu, target_utilization = 2, 1000, 1000.0, 0.8
+    partition_rcu = 3000.0
     shrink_utilization, shrink_cool_period_s, cooldown_s = None, 1800.0, 60.0
 
 

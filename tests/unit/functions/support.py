@@ -157,7 +157,7 @@ class FakeFacade:
             raise self.raises
         return ShardInfo(key, self.shards.get(key, 1), 1_700_000_000, ((1_700_000_000, 1),))
 
-    def grow(self, key: str, target: int) -> FakeGrowth:
+    def grow(self, key: str, target: int, *, reason: str | None = None) -> FakeGrowth:
         self.grow_calls.append((key, target))
         if key in self.grow_raises:
             raise self.grow_raises[key]

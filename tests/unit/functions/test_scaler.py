@@ -159,8 +159,8 @@ def test_a_metric_math_lambda_action_is_read_leniently() -> None:
     # When it is parsed
     alarm = scaler.parse_alarm(event)
     # Then the expression is skipped, only AWS/DynamoDB gives dimensions, the longest
-    # period is the window
-    assert alarm.metric_names == ("ReadKeyRangeThroughputThrottleEvents", "Other")
+    # period is the window; the other namespace's metric keeps its namespace
+    assert alarm.metric_names == ("ReadKeyRangeThroughputThrottleEvents", "Custom/Other")
     assert alarm.table_name == "dynashard-data"
     assert alarm.window_s == 120
 
@@ -319,6 +319,41 @@ def test_growth_metrics_keep_the_key_out_of_the_dimensions(
     dims = shard_count[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
     assert all("key" not in d for d in dims)
     assert any(b.get("ShardsGrown") in (1, 1.0, [1.0]) for b in blobs)
+
+
+def test_an_alarm_mixing_key_range_and_table_throttling_grows_nothing(
+    context: LambdaContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a metric-math alarm action: key-range throttles plus the table's throttles
+    event = load_event("cloudwatch_alarm_lambda_action")
+    metrics = event["alarmData"]["configuration"]["metrics"]
+    table = {
+        "namespace": "AWS/DynamoDB",
+        "name": "WriteThrottleEvents",
+        "dimensions": {"TableName": "dynashard-data"},
+    }
+    metrics.insert(0, {"id": "e1", "expression": "m1 + m2", "returnData": True})
+    metrics.append({"id": "m2", "metricStat": {"metric": table, "period": 60}})
+    facade, hot = FakeFacade(shards={"DEPARTURES#JFK": 2}), _jfk_hot()
+    # When the scaler is invoked
+    summary = scaler.handler(event, context, facade=facade, hot_keys=hot)
+    # Then nothing is grown, the report says why, and the ignored alarm is counted
+    assert hot.calls == [] and facade.grow_calls == []
+    assert "WriteThrottleEvents" in summary["ignored"]
+    blobs = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
+    assert any(b.get("AlarmsIgnored") in (1, 1.0, [1.0]) for b in blobs)
+
+
+def test_a_search_expression_alarm_grows_nothing(context: LambdaContext) -> None:
+    # Given an alarm whose expression searches for metrics of its own
+    event = load_event("cloudwatch_alarm_lambda_action")
+    search = "SEARCH('{AWS/DynamoDB,TableName} ThrottledRequests', 'Sum', 60)"
+    metrics = event["alarmData"]["configuration"]["metrics"]
+    metrics.insert(0, {"id": "e1", "expression": f"m1 + SUM({search})", "returnData": True})
+    facade, hot = FakeFacade(shards={"DEPARTURES#JFK": 2}), _jfk_hot()
+    summary = scaler.handler(event, context, facade=facade, hot_keys=hot)
+    assert hot.calls == [] and facade.grow_calls == []
+    assert "SEARCH" in summary["ignored"]
 
 
 def test_ok_state_is_ignored(context: LambdaContext) -> None:

@@ -71,21 +71,23 @@ class FakeOfferedLoad:
 
 
 class FakeShards:
-    """A ScalerPort over a dict of counts; ``grow_raises`` fails chosen keys."""
+    """A ScalerPort over a dict of counts; ``grow_raises`` fails chosen keys; ``caps`` per key."""
 
     def __init__(
         self,
         shards: dict[str, int] | None = None,
         grow_raises: dict[str, Exception] | None = None,
+        caps: dict[str, int] | None = None,
     ) -> None:
         self.shards = dict(shards or {})
         self.grow_raises = dict(grow_raises or {})
+        self.caps = dict(caps or {})
         self.grow_calls: list[tuple[str, int]] = []
 
     def shard_info(self, key: str) -> ShardInfo:
-        return ShardInfo(key, self.shards.get(key, 1), 0, ())
+        return ShardInfo(key, self.shards.get(key, 1), 0, (), max_shards=self.caps.get(key))
 
-    def grow(self, key: str, target: int) -> GrowthResult:
+    def grow(self, key: str, target: int, *, reason: str | None = None) -> GrowthResult:
         self.grow_calls.append((key, target))
         if key in self.grow_raises:
             raise self.grow_raises[key]
@@ -183,9 +185,16 @@ def test_a_notification_without_a_time_is_looked_at_up_to_now() -> None:
         ((WRITE_KEY_RANGE_METRIC,), "write"),
         ((READ_KEY_RANGE_METRIC,), "read"),
         ((READ_KEY_RANGE_METRIC, WRITE_KEY_RANGE_METRIC), "write"),
-        ((), "write"),  # an alarm that names no metric is taken as the write alarm
+        # Invariant 6: an alarm that names no metric cannot tell a hot key from a table limit
+        ((), None),
         (("WriteProvisionedThroughputThrottleEvents",), None),
         (("WriteThrottleEvents", "ReadThrottleEvents"), None),
+        # Metric math mixing a key-range metric with table-level throttling
+        ((WRITE_KEY_RANGE_METRIC, "WriteThrottleEvents"), None),
+        ((READ_KEY_RANGE_METRIC, "ThrottledRequests"), None),
+        # A custom metric that borrows DynamoDB's name, and a SEARCH expression
+        ((f"MyApp/{WRITE_KEY_RANGE_METRIC}",), None),
+        ((WRITE_KEY_RANGE_METRIC, "expression:SEARCH('{AWS/DynamoDB} Throttled', 'Sum')"), None),
     ],
 )
 def test_alarm_kind(metrics: tuple[str, ...], kind: str | None) -> None:
@@ -256,6 +265,24 @@ def test_growth_is_capped_at_max_shards() -> None:
     )
     assert shards.grow_calls == [("HOT", 3)]
     assert outcome.grown[0].current == 3
+
+
+def test_growth_is_capped_at_the_keys_own_max_shards() -> None:
+    # Given JFK on 1 shard with a cap of its own of 2, hot enough for 3
+    shards, hot = FakeShards({"DEPARTURES#JFK": 1}, caps={"DEPARTURES#JFK": 2}), jfk_hot()
+    # When the alarm is handled
+    outcome = handle_alarm(write_alarm(), shards, hot, Limits())
+    # Then the plan stops at the key's cap
+    assert shards.grow_calls == [("DEPARTURES#JFK", 2)]
+    assert [(g.key, g.current) for g in outcome.grown] == [("DEPARTURES#JFK", 2)]
+
+
+def test_a_key_at_its_own_cap_is_skipped_as_capped() -> None:
+    shards = FakeShards({"DEPARTURES#JFK": 2}, caps={"DEPARTURES#JFK": 2})
+    outcome = handle_alarm(write_alarm(), shards, jfk_hot(), Limits())
+    assert shards.grow_calls == []
+    [skip] = [s for s in outcome.skipped if s.key == "DEPARTURES#JFK"]
+    assert skip.reason.startswith("capped") and "cap 2" in skip.reason
 
 
 def test_growth_plans_from_the_offered_load_with_the_writers_retry_budget() -> None:
@@ -344,6 +371,56 @@ def test_non_key_range_throttling_does_not_grow() -> None:
     # Then nothing is grown: more shards do not relieve a table limit
     assert outcome.ignored is not None and "not key-range" in outcome.ignored
     assert hot.calls == [] and shards.grow_calls == []
+
+
+@pytest.mark.parametrize(
+    ("metrics", "named"),
+    [
+        ((), "names no metric"),
+        ((WRITE_KEY_RANGE_METRIC, "WriteThrottleEvents"), "['WriteThrottleEvents']"),
+    ],
+)
+def test_an_alarm_not_only_about_key_range_throttling_grows_nothing_and_says_why(
+    metrics: tuple[str, ...], named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given an alarm in ALARM that names no metric, or mixes a key-range metric with
+    # table-level throttling, and a hot key that is throttled
+    shards, hot = FakeShards({"DEPARTURES#JFK": 2}), jfk_hot()
+    # When it is handled
+    with caplog.at_level(logging.WARNING, logger=scaling.__name__):
+        outcome = handle_alarm(write_alarm(metric_names=metrics), shards, hot, Limits())
+    # Then nothing is asked nor grown, and the reason is reported and logged
+    assert hot.calls == [] and shards.grow_calls == []
+    assert outcome.ignored is not None and named in outcome.ignored
+    assert "ignored" in outcome.to_dict()
+    assert any("alarm ignored" in r.getMessage() for r in caplog.records)
+
+
+def test_a_notification_mixing_key_range_and_table_throttling_is_not_key_range() -> None:
+    # Given a metric-math notification: key-range throttles plus the table's throttles
+    def query(qid: str, name: str) -> dict[str, Any]:
+        dims = [{"Name": "TableName", "Value": TABLE}]
+        metric = {"Namespace": "AWS/DynamoDB", "MetricName": name, "Dimensions": dims}
+        return {"Id": qid, "MetricStat": {"Metric": metric}}
+
+    message = _notification(
+        MetricName=None,
+        Dimensions=[],
+        Metrics=[
+            {"Id": "e1", "Expression": "m1 + m2"},
+            query("m1", WRITE_KEY_RANGE_METRIC),
+            query("m2", "WriteThrottleEvents"),
+        ],
+    )
+    alarm = alarm_from_notification(message)
+    assert alarm.metric_names == (WRITE_KEY_RANGE_METRIC, "WriteThrottleEvents")
+    assert alarm_kind(alarm) is None
+
+
+def test_a_notification_of_another_namespace_is_not_key_range() -> None:
+    alarm = alarm_from_notification(_notification(Namespace="MyApp"))
+    assert alarm.metric_names == (f"MyApp/{WRITE_KEY_RANGE_METRIC}",)
+    assert alarm_kind(alarm) is None
 
 
 def test_the_cooldown_is_a_skip_not_an_error() -> None:

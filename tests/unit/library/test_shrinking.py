@@ -36,6 +36,7 @@ class Settings:
     default_shards: int = 1
     max_shards: int = 1000
     partition_wcu: float = 1000.0
+    partition_rcu: float = 3000.0
     target_utilization: float = 0.8
     shrink_utilization: float | None = 0.5
     shrink_cool_period_s: float = 1800.0
@@ -193,7 +194,9 @@ def test_a_key_cool_for_less_than_the_cool_period_is_not_shrunk() -> None:
 
 def test_a_failed_shrink_is_reported_and_the_others_still_shrink() -> None:
     port = FakeShrinker([info(4, key="A"), info(4, key="B")], fail={"A"})
-    outcome = shrink_cool_keys(NOW, port, SeriesHistory({}), Settings())
+    minute = NOW - timedelta(minutes=5)
+    history = SeriesHistory({"A": {minute: 60.0}, "B": {minute: 60.0}})
+    outcome = shrink_cool_keys(NOW, port, history, Settings())
     assert outcome.errors == ("A",)
     assert [(s.key, s.previous, s.current) for s in outcome.shrunk] == [("B", 4, 1)]
     assert outcome.to_dict()["kept"] == [{"key": "A", "reason": "error: injected"}]
@@ -203,6 +206,78 @@ def test_no_candidate_reads_no_load() -> None:
     history = SeriesHistory({})
     assert shrink_cool_keys(NOW, FakeShrinker([]), history, Settings()).candidates == 0
     assert history.calls == []
+
+
+def test_a_key_absent_from_the_load_report_is_unknown_and_kept() -> None:
+    # Given two cool-looking keys, only one of which the write-load report names
+    minute = NOW - timedelta(minutes=5)
+    history = SeriesHistory({"DEPARTURES#EWR": {minute: 60.0}})
+    port = FakeShrinker([info(8, key="DEPARTURES#EWR"), info(8, key="DEPARTURES#JFK")])
+    # When the sweep runs
+    outcome = shrink_cool_keys(NOW, port, history, Settings())
+    # Then only the reported key shrinks; the absent one is kept, and the report says why
+    assert port.calls == [("DEPARTURES#EWR", 1)]
+    [kept] = outcome.kept
+    assert kept.key == "DEPARTURES#JFK" and "unknown, not idle" in kept.reason
+
+
+def test_a_key_missing_from_a_truncated_report_is_not_shrunk_on_its_bound() -> None:
+    # Given a report cut at its top N: a missing key is bounded, but not measured
+    history = LoadHistory(NOW, NOW, 60, {"A": 5.0}, unreported_units_per_s=1.0)
+    assert history.peak("B") == 1.0  # the bound is still there to report
+    plan = plan_shrink(
+        info(8, key="B"), history.peak_units_per_s.get("B"), NOW.timestamp(), Settings()
+    )
+    assert not plan.shrinks and "unknown" in plan.reason
+
+
+def grown_for_reads(n: int, key: str = "DEPARTURES#JFK") -> ShardInfo:
+    return ShardInfo(key, n, LONG_AGO, ((0, 1), (LONG_AGO, n)), grown_for=frozenset({"read"}))
+
+
+class ReadSeries:
+    """A ReadLoadHistorySource over fixed peaks, RCU/s."""
+
+    def __init__(self, peaks: dict[str, float]) -> None:
+        self.peaks = peaks
+        self.calls: list[tuple[datetime, datetime, int]] = []
+
+    def peak_read_rcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+        self.calls.append((start, end, period_s))
+        return LoadHistory(start, end, period_s, dict(self.peaks))
+
+
+def test_a_key_grown_for_reads_is_not_shrunk_on_write_load_alone() -> None:
+    # Given a key grown to 8 by a read key-range alarm, with little write load
+    minute = NOW - timedelta(minutes=5)
+    history = SeriesHistory({"DEPARTURES#JFK": {minute: 60.0}})
+    port = FakeShrinker([grown_for_reads(8)])
+    # When the sweep runs without any read-load figure
+    outcome = shrink_cool_keys(NOW, port, history, Settings())
+    # Then it is kept: the write report cannot tell that its reads cooled down
+    assert port.calls == []
+    assert "grown for read" in outcome.kept[0].reason
+
+
+def test_read_load_keeps_a_read_hot_key_and_sizes_a_cooled_one() -> None:
+    minute = NOW - timedelta(minutes=5)
+    history = SeriesHistory({"HOT": {minute: 60.0}, "COOL": {minute: 60.0}})
+    port = FakeShrinker([grown_for_reads(8, "HOT"), grown_for_reads(8, "COOL")])
+    # Given reads: HOT at 15,000 RCU/s (over 8 x 3000 x 0.5 = 12,000), COOL at 5,000 RCU/s
+    reads = ReadSeries({"HOT": 15_000.0, "COOL": 5_000.0})
+    outcome = shrink_cool_keys(NOW, port, history, Settings(), read_history=reads)
+    # Then HOT is kept on its reads, COOL shrinks to what its reads need: ceil(5000 / 2400)
+    assert port.calls == [("COOL", 3)]
+    assert [k.key for k in outcome.kept] == ["HOT"] and "RCU/s" in outcome.kept[0].reason
+    assert reads.calls == [(NOW - timedelta(minutes=30), NOW, HISTORY_PERIOD_S)]
+
+
+def test_a_key_grown_for_reads_and_absent_from_the_read_report_is_kept() -> None:
+    minute = NOW - timedelta(minutes=5)
+    history = SeriesHistory({"DEPARTURES#JFK": {minute: 60.0}})
+    port = FakeShrinker([grown_for_reads(8)])
+    shrink_cool_keys(NOW, port, history, Settings(), read_history=ReadSeries({}))
+    assert port.calls == []
 
 
 # --- the metadata round trip (moto) ------------------------------------------------------------

@@ -57,3 +57,62 @@ def test_an_alarm_not_in_alarm_state_is_reported_as_ignored() -> None:
     assert built == ["metadata", "hot keys"]
     report = run.to_dict(True, NOW)
     assert report["alarm"] == "throttles" and "not ALARM" in report["ignored"]
+
+
+def test_a_key_grown_by_a_read_alarm_is_not_shrunk_straight_back(facade: Any) -> None:
+    # Given the scaler's settings (cooldown 60 s) over moto, and a read key-range alarm
+    # on a key that is read-hot and written a little
+    from datetime import timedelta
+
+    from dynashard.core.throttling import READ_KEY_RANGE_METRIC
+    from dynashard.planning.scaling import HotKey
+    from dynashard.planning.shrinking import LoadHistory
+
+    class Hot:
+        def hot_keys(self, *args: Any) -> list[HotKey]:
+            return [HotKey("READS#0", 3000.0, 500)]
+
+    class WritesOnly:
+        """The write-load report: the key was offered 1 WCU/s at peak."""
+
+        def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+            return LoadHistory(start, end, period_s, {"READS": 1.0})
+
+    facade.metadata.clock = NOW.timestamp
+    facade.set_shard_count("READS", 1)
+    alarm = Alarm(
+        name="reads",
+        state="ALARM",
+        timestamp=NOW,
+        window_s=60,
+        metric_names=(READ_KEY_RANGE_METRIC,),
+    )
+    grown = sweep.sweep(
+        NOW,
+        [alarm],
+        port=lambda: facade,
+        hot_keys=Hot,
+        offered_load=lambda: None,
+        history=None,
+        shrinker=never,
+        settings=SETTINGS,
+    )
+    assert [g.key for g in grown.grown] == ["READS"]
+    # When the next sweeps run, past the cooldown, with only the write-load report
+    later = NOW + timedelta(seconds=SETTINGS.cooldown_s + SETTINGS.shrink_cool_period_s)
+    facade.metadata.clock = lambda: later.timestamp()
+    run = sweep.sweep(
+        later,
+        [],
+        port=never,
+        hot_keys=never,
+        offered_load=never,
+        history=WritesOnly(),
+        shrinker=lambda: facade,
+        settings=SETTINGS,
+    )
+    # Then the key keeps the count its reads needed
+    assert run.shrink.shrunk == ()
+    assert "grown for read" in run.shrink.kept[0].reason
+    assert facade.shard_info("READS").number_of_shards == grown.grown[0].current
+    assert facade.shard_info("READS").grown_for == frozenset({"read"})

@@ -72,6 +72,52 @@ def build(ddb_client: Any, error: ClientError, times: int) -> tuple[Dynashard, S
     return ds, writer_for(client, ds)
 
 
+def test_throttling_exception_reasons_are_read_under_botocores_lowercase_member() -> None:
+    # Given botocore's DynamoDB model: ThrottlingException's member is throttlingReasons
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("dynamodb")
+    assert "throttlingReasons" in model.shape_for("ThrottlingException").members
+    assert "ThrottlingReasons" in model.shape_for("ProvisionedThroughputExceededException").members
+    # When a ThrottlingException as botocore parses it is read
+    response = {
+        "Error": {"Code": "ThrottlingException", "Message": "Throughput exceeds the limit"},
+        "throttlingReasons": [
+            {"reason": "TableWriteKeyRangeThroughputExceeded", "resource": "arn:t"}
+        ],
+    }
+    reasons = throttling_reasons(response)
+    # Then its reasons are found, and the throttle is a hot key
+    assert [r.reason for r in reasons] == ["TableWriteKeyRangeThroughputExceeded"]
+    assert classify(reasons) is ThrottleKind.KEY_RANGE
+
+
+def test_a_parsed_throttling_exception_carries_its_reasons_to_throttling_reasons() -> None:
+    # Given the wire response of a ThrottlingException, parsed by botocore's own parser
+    import json
+
+    import botocore.session
+    from botocore.parsers import create_parser
+
+    model = botocore.session.get_session().get_service_model("dynamodb")
+    body = {
+        "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+        "message": "Throughput exceeds the limit",
+        "throttlingReasons": [{"reason": "IndexWriteKeyRangeThroughputExceeded", "resource": "a"}],
+    }
+    raw = {"status_code": 400, "headers": {}, "body": json.dumps(body).encode()}
+    output = model.operation_model("PutItem").output_shape
+    parsed = create_parser("json").parse(raw, output)
+    # as botocore's endpoint then adds the modelled error's members
+    # (botocore/endpoint.py, Endpoint._add_modeled_error_fields)
+    shape = model.shape_for_error_code(parsed["Error"]["Code"])
+    assert shape is not None
+    parsed.update(create_parser("json").parse(raw, shape))
+    assert [r.reason for r in throttling_reasons(parsed)] == [
+        "IndexWriteKeyRangeThroughputExceeded"
+    ]
+
+
 def test_key_range_throttling_grows_the_key_and_the_write_lands(ddb_client: Any) -> None:
     ds, writer = build(ddb_client, throttle("TableWriteKeyRangeThroughputExceeded"), times=1)
     outcomes = writer.write(make_events(10))

@@ -253,7 +253,7 @@ class FakeFacade:
     def shard_info(self, key: str) -> ShardInfo:
         return ShardInfo(key, self.shards, 0, ((0, self.shards),), True)
 
-    def grow(self, key: str, target: int) -> GrowthResult:
+    def grow(self, key: str, target: int, *, reason: str | None = None) -> GrowthResult:
         self.grown.append((key, target))
         previous, self.shards = self.shards, target
         return GrowthResult(key, previous, target, True, "grown")

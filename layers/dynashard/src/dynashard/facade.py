@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from dynashard.core.buckets import TimeBucket, bucket_for
 from dynashard.core.families import BucketFamily, bucket_key, family_of
@@ -540,7 +540,9 @@ class Dynashard:
         """
         return self.metadata.for_reader(key)
 
-    def grow(self, key: str, target: int) -> GrowthResult:
+    def grow(
+        self, key: str, target: int, *, reason: Literal["read", "write"] | None = None
+    ) -> GrowthResult:
         """Raise a key's shard count to ``target``, honouring the cooldown.
 
         Parameters
@@ -548,19 +550,23 @@ class Dynashard:
         key : str
             Logical key.
         target : int
-            Wanted N (capped at ``max_shards``).
+            Wanted N (capped at ``max_shards``, and at the key's own cap,
+            :meth:`set_max_shards`).
+        reason : {"read", "write"}, optional
+            The throttling the growth is for, recorded in the key's ``grown_for``
+            (:meth:`ShardMetadata.grow`); the scaler passes its alarm's kind.
 
         Returns
         -------
         GrowthResult
-            What changed.
+            What changed (``reason`` ``capped`` when the key is at its cap).
 
         Raises
         ------
         MetadataError
             If the metadata table fails, or every conditional write lost its race.
         """
-        return self.metadata.grow(key, target)
+        return self.metadata.grow(key, target, reason=reason)
 
     def adopt(self, key: str) -> ShardInfo:
         """Adopt a key whose items already sit under its bare partition key.
@@ -619,7 +625,7 @@ class Dynashard:
         return self.metadata.sharded_keys()
 
     def set_shard_count(
-        self, key: str, count: int, *, honour_cooldown: bool = False
+        self, key: str, count: int, *, honour_cooldown: bool = False, force: bool = False
     ) -> GrowthResult:
         """Set a key's shard count (operator path; may shrink).
 
@@ -633,6 +639,8 @@ class Dynashard:
             Refuse within the cooldown of the key's last change, as the scaler does
             (``reason`` ``cooldown``); the ``dynashard resize`` command sets it unless
             told ``--force``.
+        force : bool
+            Set a count above the key's own ``max_shards`` (:meth:`set_max_shards`).
 
         Returns
         -------
@@ -642,11 +650,47 @@ class Dynashard:
         Raises
         ------
         InvalidInputError
-            If ``count`` is out of range.
+            If ``count`` is out of range, or above the key's own ``max_shards`` without
+            ``force`` (the message names the cap).
         MetadataError
             If the metadata table fails, or every conditional write lost its race.
         """
-        return self.metadata.set_count(key, count, honour_cooldown=honour_cooldown)
+        return self.metadata.set_count(key, count, honour_cooldown=honour_cooldown, force=force)
+
+    def set_max_shards(self, key: str, cap: int | None) -> ShardInfo:
+        """Set a key's own cap on its shard count (metadata attribute ``max_shards``).
+
+        Growth stops at the cap on every path: :meth:`grow`, the scaler's plan, a
+        writer's in-band growth, and :meth:`set_shard_count` unless forced. See
+        :meth:`ShardMetadata.set_max_shards`.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        cap : int or None
+            ``1..config.max_shards``, not below the key's N in force; None removes it.
+
+        Returns
+        -------
+        ShardInfo
+            The key's metadata, ``max_shards`` in force.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``cap`` is out of range or below the key's N.
+        MetadataError
+            If the metadata table fails, or every conditional write lost its race.
+
+        Examples
+        --------
+        >>> ds.set_max_shards("DEPARTURES#JFK", 2).max_shards  # doctest: +SKIP
+        2
+        >>> ds.grow("DEPARTURES#JFK", 8).current  # doctest: +SKIP
+        2
+        """
+        return self.metadata.set_max_shards(key, cap)
 
     def set_strategy(
         self,

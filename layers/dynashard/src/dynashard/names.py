@@ -84,6 +84,9 @@ ATTR_STRATEGY: Final = "strategy"
 #: The ``data`` attribute a ``calculated`` key shards by (e.g. ``carrier``).
 ATTR_SHARD_ATTRIBUTE: Final = "shard_attribute"
 ATTR_MAX_SHARDS: Final = "max_shards"
+#: String set of the throttling that grew a key (``read``, ``write``), added by the
+#: scaler's growths: a key grown for reads shrinks only on read-load evidence.
+ATTR_GROWN_FOR: Final = "grown_for"
 #: True on a key adopted with items under its bare partition key (readers query it too).
 ATTR_ADOPTED: Final = "adopted"
 #: Ordered keys (:mod:`dynashard.core.ordered`): N - 1 range boundaries (list of strings) and

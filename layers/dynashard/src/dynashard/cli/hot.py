@@ -31,6 +31,7 @@ from dynashard.planning.shards import (
     PARTITION_WCU_LIMIT,
     attempts_per_request,
     loads_by_logical_key,
+    owns_shard,
     partition_group,
     plan_shard_count,
 )
@@ -175,11 +176,19 @@ def hot_report(
     )
     utilization = env_float(names.ENV_TARGET_UTILIZATION, 0.8)
     write_attempts = int(env_float(names.ENV_WRITE_MAX_ATTEMPTS, Backoff().max_attempts))
-    loads, unmapped = loads_by_logical_key(hot, index_name=index)
     ds = opts.facade()
     rows: list[dict[str, Any]] = []
-    logical_of = {h.key: parts[0] for h in hot if (parts := partition_group(h.key, index))}
     try:
+        # The metadata, not the format, says whose a reported key is (SENSOR#42 is not
+        # SENSOR's unless SENSOR has had 43 shards).
+        loads, unmapped = loads_by_logical_key(
+            hot, index_name=index, owns=lambda key, shard: owns_shard(ds.shard_info(key), shard)
+        )
+        logical_of = {
+            h.key: parts[0]
+            for h in hot
+            if h.key not in unmapped and (parts := partition_group(h.key, index))
+        }
         for logical, groups in loads.items():
             info = ds.shard_info(logical)
             attempts = attempts_per_request(logical, kind, write_attempts)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dynashard.core.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME
-from dynashard.planning.scaling import MIN_WINDOW_S, Alarm
+from dynashard.planning.scaling import MIN_WINDOW_S, Alarm, expression_label, metric_label
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,18 +43,27 @@ def alarm_from_description(description: dict[str, Any], now: datetime) -> Alarm:
     Returns
     -------
     Alarm
-        The alarm, its window ``max(60, Period x EvaluationPeriods)`` seconds.
+        The alarm, its window ``max(60, Period x EvaluationPeriods)`` seconds; its
+        metrics named by :func:`~dynashard.planning.scaling.metric_label` (another
+        namespace than ``AWS/DynamoDB`` is kept in the name) and
+        :func:`~dynashard.planning.scaling.expression_label`.
     """
     dimensions = {
         str(d["Name"]): str(d["Value"]) for d in description.get("Dimensions") or [] if "Name" in d
     }
-    metric_names = [description["MetricName"]] if description.get("MetricName") else []
+    metric_names = (
+        [metric_label(description.get("Namespace"), str(description["MetricName"]))]
+        if description.get("MetricName")
+        else []
+    )
     period = int(description.get("Period") or MIN_WINDOW_S)
     for query in description.get("Metrics") or []:  # metric-math alarms
+        if label := expression_label(query.get("Expression")):
+            metric_names.append(label)
         stat = query.get("MetricStat") or {}
         metric = stat.get("Metric") or {}
         if metric.get("MetricName"):
-            metric_names.append(metric["MetricName"])
+            metric_names.append(metric_label(metric.get("Namespace"), str(metric["MetricName"])))
         for dim in metric.get("Dimensions") or []:
             dimensions[str(dim.get("Name"))] = str(dim.get("Value"))
         period = max(period, int(stat.get("Period") or MIN_WINDOW_S))

@@ -57,6 +57,14 @@ class ShardInfo:
     bucket_unit : str or None
         The unit of a time-bucketed family key's bucket keys, fixed at its first write
         (attribute ``bucket_unit``; :mod:`dynashard.core.families`).
+    max_shards : int or None
+        The key's own cap on N (attribute ``max_shards``, set with
+        :meth:`dynashard.dynamodb.shard_metadata.ShardMetadata.set_max_shards`); None when
+        the key has none and only the configured cap applies (:meth:`cap`).
+    grown_for : frozenset of str
+        The throttling the scaler grew the key for, ``read`` and/or ``write``
+        (attribute ``grown_for``): a key grown for reads shrinks only on read-load
+        evidence (:func:`dynashard.planning.shrinking.plan_shrink`).
 
     Examples
     --------
@@ -80,6 +88,28 @@ class ShardInfo:
     gsi1_pruned: str | None = None
     gsi1_units: frozenset[str] = frozenset()
     bucket_unit: str | None = None
+    max_shards: int | None = None
+    grown_for: frozenset[str] = frozenset()
+
+    def cap(self, configured: int) -> int:
+        """Return the cap on this key's N: its own ``max_shards``, at most ``configured``.
+
+        Parameters
+        ----------
+        configured : int
+            The cap of every key (``DYNASHARD_MAX_SHARDS``, at most 1,000).
+
+        Returns
+        -------
+        int
+            ``min(configured, max_shards)``; ``configured`` when the key has no cap.
+
+        Examples
+        --------
+        >>> ShardInfo("K", 1, 0, (), max_shards=2).cap(1000), ShardInfo("K", 1, 0, ()).cap(64)
+        (2, 64)
+        """
+        return configured if self.max_shards is None else min(configured, self.max_shards)
 
     @property
     def counts(self) -> frozenset[int]:
@@ -105,9 +135,10 @@ class ShardInfo:
         -------
         dict
             ``{"key", "number_of_shards", "last_updated", "shard_history", "strategy",
-            "shard_attribute", "adopted"}``; ``shard_history`` (the metadata table's
+            "shard_attribute", "adopted", "max_shards"}``; ``shard_history`` (the metadata table's
             attribute name) is a list of ``{"since": epoch_s, "count": n}``, oldest
-            first; ``shard_attribute`` is None unless the strategy is ``calculated``.
+            first; ``shard_attribute`` is None unless the strategy is ``calculated``;
+            ``max_shards`` is None unless the key has a cap of its own.
         """
         return {
             "key": self.key,
@@ -117,6 +148,7 @@ class ShardInfo:
             "strategy": self.strategy.value,
             "shard_attribute": self.shard_attribute,
             "adopted": self.adopted,
+            "max_shards": self.max_shards,
         }
 
 
@@ -138,7 +170,8 @@ class GrowthResult:
         ``grown``, ``shrunk``, ``set``, ``already_sufficient``, ``already_smaller`` (a
         shrink to a count N is already at or below), ``not_stored`` (a shrink of a key
         never stored), ``cooldown`` (changed less than ``cooldown_s`` ago, by this or
-        another grower), ``capped`` (at ``max_shards``) or ``ordered`` (an ordered
+        another grower), ``capped`` (at ``max_shards``, the configured one or the key's
+        own, :meth:`ShardInfo.cap`) or ``ordered`` (an ordered
         index keeps the count of its range layout).
     """
 

@@ -32,6 +32,11 @@ THROTTLING_ERROR_CODES: Final = frozenset(
     {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
 )
 
+#: The error member that lists the reasons, as botocore's DynamoDB model names it:
+#: ``ThrottlingReasons`` (ProvisionedThroughputExceededException, RequestLimitExceeded)
+#: and ``throttlingReasons`` (ThrottlingException).
+THROTTLING_REASONS_MEMBERS: Final = ("ThrottlingReasons", "throttlingReasons")
+
 # --- ThrottlingReasons codes (API reference, ``ThrottlingReason``) ------------------------
 #: LimitType suffix of the reasons more shards relieve: a hot partition key value.
 KEY_RANGE_MARKER: Final = "KeyRangeThroughputExceeded"
@@ -119,12 +124,23 @@ class ThrottlingReason:
 
 
 def throttling_reasons(response: dict[str, Any]) -> list[ThrottlingReason]:
-    """Read ``ThrottlingReasons`` out of a botocore error response.
+    """Read the throttling reasons out of a botocore error response.
+
+    DynamoDB's service model spells the member two ways: ``ThrottlingReasons`` on
+    ``ProvisionedThroughputExceededException`` and ``RequestLimitExceeded``, but
+    ``throttlingReasons`` (lower-case t) on ``ThrottlingException`` (botocore's
+    ``data/dynamodb/2012-08-10/service-2.json``, checked with botocore 1.43: shapes
+    ``ThrottlingException.members.throttlingReasons`` and
+    ``ProvisionedThroughputExceededException.members.ThrottlingReasons``, both a
+    ``ThrottlingReasonList`` of ``{reason, resource}``). botocore's JSON parser puts
+    a modelled error's members at the top level of ``ClientError.response`` under
+    their model names, so both spellings are read, at the top level and under
+    ``Error``.
 
     Parameters
     ----------
     response : dict
-        ``ClientError.response``; botocore puts the modelled member at the top level.
+        ``ClientError.response``.
 
     Returns
     -------
@@ -143,13 +159,32 @@ def throttling_reasons(response: dict[str, Any]) -> list[ThrottlingReason]:
     [ThrottlingReason(reason='TableWriteKeyRangeThroughputExceeded', resource='arn:...:table/d')]
     >>> throttling_reasons({"Error": {"Code": "ThrottlingException"}})
     []
+
+    ``ThrottlingException`` spells the member ``throttlingReasons``:
+
+    >>> response = {
+    ...     "Error": {"Code": "ThrottlingException"},
+    ...     "throttlingReasons": [
+    ...         {"reason": "TableWriteAccountLimitExceeded", "resource": "arn:...:table/d"}
+    ...     ],
+    ... }
+    >>> [r.reason for r in throttling_reasons(response)]
+    ['TableWriteAccountLimitExceeded']
     """
-    raw = (
-        response.get("ThrottlingReasons")
-        or response.get("Error", {}).get("ThrottlingReasons")
-        or []
-    )
-    return [ThrottlingReason(str(r.get("reason", "")), str(r.get("resource", ""))) for r in raw]
+    error = response.get("Error") or {}
+    raw: list[Any] = []
+    for source in (response, error):
+        for member in THROTTLING_REASONS_MEMBERS:
+            value = source.get(member)
+            if isinstance(value, list):
+                raw.extend(value)
+    reasons: list[ThrottlingReason] = []
+    for r in raw:
+        if isinstance(r, Mapping):
+            reason = ThrottlingReason(str(r.get("reason", "")), str(r.get("resource", "")))
+            if reason not in reasons:
+                reasons.append(reason)
+    return reasons
 
 
 def classify(reasons: list[ThrottlingReason]) -> ThrottleKind:

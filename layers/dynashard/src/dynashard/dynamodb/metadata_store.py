@@ -29,7 +29,7 @@ no probe of the bare key to find out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -58,7 +58,13 @@ class MetadataStore(Protocol):
         ...
 
     def update(
-        self, key: str, count: int, expected_last_updated: int, now: int
+        self,
+        key: str,
+        count: int,
+        expected_last_updated: int,
+        now: int,
+        *,
+        grown_for: str | None = None,
     ) -> ShardInfo | None:
         """Set N when ``last_updated`` still equals the expected value; None when it does not."""
         ...
@@ -82,6 +88,16 @@ class MetadataStore(Protocol):
 
     def scan_sharded(self, min_count: int) -> list[ShardInfo]:
         """Return every key whose N is above ``min_count`` (a full read of the table)."""
+        ...
+
+    def put_max_shards(
+        self, key: str, cap: int | None, expected: ShardInfo | None, count: int, now: int
+    ) -> ShardInfo | None:
+        """Set or remove a key's own cap on N, compare-and-set; None on a lost race."""
+        ...
+
+    def adopted_keys(self, keys: Sequence[str]) -> set[str]:
+        """Return the keys among ``keys`` that are adopted (strongly consistent)."""
         ...
 
 
@@ -166,7 +182,13 @@ class DynamoDBMetadataStore:
         return ShardInfo(key, count, now, ((now, count),))
 
     def update(
-        self, key: str, count: int, expected_last_updated: int, now: int
+        self,
+        key: str,
+        count: int,
+        expected_last_updated: int,
+        now: int,
+        *,
+        grown_for: str | None = None,
     ) -> ShardInfo | None:
         """Set N with a conditional ``UpdateItem`` on ``last_updated`` (optimistic lock).
 
@@ -180,6 +202,9 @@ class DynamoDBMetadataStore:
             The ``last_updated`` this change was computed from.
         now : int
             Epoch seconds; becomes ``last_updated`` and a ``shard_history`` entry.
+        grown_for : str, optional
+            ``read`` or ``write``: the throttling a scaler's growth is for, added to the
+            string set ``grown_for``.
 
         Returns
         -------
@@ -191,24 +216,31 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
+        attribute_names = {
+            "#n": names.ATTR_NUMBER_OF_SHARDS,
+            "#u": names.ATTR_LAST_UPDATED,
+            "#h": names.ATTR_SHARD_HISTORY,
+        }
+        values: dict[str, Any] = {
+            ":n": {"N": str(count)},
+            ":now": {"N": str(now)},
+            ":expected": {"N": str(expected_last_updated)},
+            ":entry": {"SS": [f"{now}:{count}"]},
+        }
+        update = "SET #n = :n, #u = :now ADD #h :entry"
+        if grown_for is not None:
+            update += ", #g :g"
+            attribute_names["#g"] = names.ATTR_GROWN_FOR
+            values[":g"] = {"SS": [grown_for]}
         response = _conditional(
             f"updating shard metadata of {key!r}",
             lambda: self.client.update_item(
                 TableName=self.table_name,
                 Key={names.ATTR_META_KEY: {"S": key}},
-                UpdateExpression="SET #n = :n, #u = :now ADD #h :entry",
+                UpdateExpression=update,
                 ConditionExpression="#u = :expected",
-                ExpressionAttributeNames={
-                    "#n": names.ATTR_NUMBER_OF_SHARDS,
-                    "#u": names.ATTR_LAST_UPDATED,
-                    "#h": names.ATTR_SHARD_HISTORY,
-                },
-                ExpressionAttributeValues={
-                    ":n": {"N": str(count)},
-                    ":now": {"N": str(now)},
-                    ":expected": {"N": str(expected_last_updated)},
-                    ":entry": {"SS": [f"{now}:{count}"]},
-                },
+                ExpressionAttributeNames=attribute_names,
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             ),
         )
@@ -328,6 +360,122 @@ class DynamoDBMetadataStore:
         if _conditional(what, lambda: self._put_new(item)) is None:
             return None
         return ShardInfo(key, count, now, ((now, count),), adopted=True)
+
+    def put_max_shards(
+        self, key: str, cap: int | None, expected: ShardInfo | None, count: int, now: int
+    ) -> ShardInfo | None:
+        """Set (or, with ``cap`` None, remove) a key's own cap on N (attribute ``max_shards``).
+
+        With ``expected`` None the key is created (N = ``count``, history started at
+        ``now``) conditional on it not existing. Otherwise an ``UpdateItem``
+        conditional on ``number_of_shards`` still being ``expected``'s, so a cap is
+        never set below a count another grower raised in between. N,
+        ``last_updated`` (the cooldown clock) and ``shard_history`` are not touched.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        cap : int or None
+            The key's cap, or None to remove it.
+        expected : ShardInfo or None
+            The metadata the change was decided on; None to create the key.
+        count : int
+            N of a created key.
+        now : int
+            Epoch seconds; ``last_updated`` of a created key.
+
+        Returns
+        -------
+        ShardInfo or None
+            The stored metadata, or None when the condition failed.
+
+        Raises
+        ------
+        MetadataError
+            On any other DynamoDB error.
+        """
+        what = f"setting max_shards of {key!r}"
+        if expected is None:
+            item = _new_item(key, count, now)
+            if cap is not None:
+                item[names.ATTR_MAX_SHARDS] = {"N": str(cap)}
+            if _conditional(what, lambda: self._put_new(item)) is None:
+                return None
+            return _from_item(key, item)
+        values: dict[str, Any] = {":n": {"N": str(expected.number_of_shards)}}
+        if cap is None:
+            update = "REMOVE #m"
+        else:
+            update = "SET #m = :m"
+            values[":m"] = {"N": str(cap)}
+        response = _conditional(
+            what,
+            lambda: self.client.update_item(
+                TableName=self.table_name,
+                Key={names.ATTR_META_KEY: {"S": key}},
+                UpdateExpression=update,
+                ConditionExpression="#n = :n",
+                ExpressionAttributeNames={
+                    "#m": names.ATTR_MAX_SHARDS,
+                    "#n": names.ATTR_NUMBER_OF_SHARDS,
+                },
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            ),
+        )
+        return None if response is None else _from_item(key, response["Attributes"])
+
+    def adopted_keys(self, keys: Sequence[str]) -> set[str]:
+        """Return the keys among ``keys`` whose item says ``adopted``: ``BatchGetItem``.
+
+        Asked 100 keys a call (BatchGetItem's limit, API reference), strongly
+        consistent, projected to the key and ``adopted``; ``UnprocessedKeys`` are
+        asked again, up to 8 rounds.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            Logical keys.
+
+        Returns
+        -------
+        set of str
+            Those adopted.
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails, or keys stay unprocessed after every round.
+        """
+        found: set[str] = set()
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": [{names.ATTR_META_KEY: {"S": k}} for k in unique[start : start + 100]],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#k, #a",
+                    "ExpressionAttributeNames": {
+                        "#k": names.ATTR_META_KEY,
+                        "#a": names.ATTR_ADOPTED,
+                    },
+                }
+            }
+            for _ in range(8):
+                try:
+                    response = self.client.batch_get_item(RequestItems=request)
+                except (ClientError, BotoCoreError) as exc:
+                    raise MetadataError(f"reading which keys are adopted failed: {exc}") from exc
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    if item.get(names.ATTR_ADOPTED, {}).get("BOOL") is True:
+                        found.add(item[names.ATTR_META_KEY]["S"])
+                request = dict(response.get("UnprocessedKeys") or {})
+                if not request:
+                    break
+            else:
+                raise MetadataError("reading which keys are adopted: keys stayed unprocessed")
+        return found
 
     def get_layout(self, key: str) -> tuple[OrderedLayout | None, int | None]:
         """Read an ordered key's range boundaries, strongly consistent.
@@ -577,6 +725,8 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         strategy = Strategy(item.get(names.ATTR_STRATEGY, {}).get("S", Strategy.RANDOM.value))
         attribute = item.get(names.ATTR_SHARD_ATTRIBUTE, {}).get("S")
         adopted = item.get(names.ATTR_ADOPTED, {}).get("BOOL", False) is True
+        cap = item.get(names.ATTR_MAX_SHARDS, {}).get("N")
+        grown_for = frozenset(item.get(names.ATTR_GROWN_FOR, {}).get("SS", []))
         prefix = names.ATTR_GSI1_SHARDS_PREFIX
         gsi1 = tuple(
             sorted((n[len(prefix) :], int(v["N"])) for n, v in item.items() if n.startswith(prefix))
@@ -598,4 +748,6 @@ def _from_item(key: str, item: dict[str, Any]) -> ShardInfo:
         gsi1_pruned=pruned,
         gsi1_units=units,
         bucket_unit=bucket_unit,
+        max_shards=None if cap is None else int(cap),
+        grown_for=grown_for,
     )

@@ -18,9 +18,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from dynashard.core.keys import MAX_SHARD_COUNT
+from dynashard.core.keys import MAX_SHARD_COUNT, physical_key, split_physical_key
 from dynashard.core.shard_info import GrowthResult, ShardInfo
 from dynashard.core.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 from dynashard.dynamodb.metadata_store import MetadataStore
@@ -179,7 +179,14 @@ class ShardMetadata:
         with self._lock:
             self._cache.pop(key, None)
 
-    def grow(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
+    def grow(
+        self,
+        key: str,
+        target: int,
+        max_attempts: int = 5,
+        *,
+        reason: Literal["read", "write"] | None = None,
+    ) -> GrowthResult:
         """Raise a key's N to ``target`` (never lowers it), honouring the cooldown.
 
         The change is a conditional ``UpdateItem`` on ``last_updated``; a grower that
@@ -191,14 +198,21 @@ class ShardMetadata:
         key : str
             Logical key.
         target : int
-            Wanted N; capped at ``max_shards``.
+            Wanted N; capped at the key's cap (:meth:`ShardInfo.cap`: its own
+            ``max_shards``, :meth:`set_max_shards`, at most the configured
+            ``max_shards``).
         max_attempts : int
             Conditional-update attempts before giving up.
+        reason : {"read", "write"}, optional
+            The throttling the growth is for (the scaler's alarm kind), added to the
+            key's ``grown_for`` when N changes: a key grown for reads shrinks only on
+            read-load evidence (:func:`dynashard.planning.shrinking.plan_shrink`).
 
         Returns
         -------
         GrowthResult
-            What happened; ``reason`` says why nothing changed when ``changed`` is False.
+            What happened; ``reason`` says why nothing changed when ``changed`` is False
+            (``capped`` when the key is at its cap).
 
         Raises
         ------
@@ -210,7 +224,7 @@ class ShardMetadata:
         if target < 1:
             raise InvalidInputError("target", f"must be >= 1, got {target}")
         return self._change(
-            key, min(target, self.max_shards), grow_only=True, max_attempts=max_attempts
+            key, target, grow_only=True, max_attempts=max_attempts, grown_for=reason
         )
 
     def request_growth(self, key: str, factor: int = 2) -> GrowthResult | None:
@@ -264,6 +278,15 @@ class ShardMetadata:
         paging with a cursor made before adoption resumes the bare key after the
         cursor's position, as it does every shard.
 
+        A key of the physical-key form ``{prefix}#{d}`` (``SENSOR#42``) is refused
+        unless its bare partition key can never be one of ``prefix``'s shards
+        (physical keys are ``{logical}#{shard}``, :func:`dynashard.core.keys.physical_key`):
+        ``prefix`` must have a cap of its own of at most ``d`` (:meth:`set_max_shards`;
+        it creates ``prefix``'s item if needed) and never have had more than ``d``
+        shards. Otherwise reads of ``prefix`` would return the adopted key's items and
+        the scaler could not tell their heat apart. Raising ``prefix``'s cap past ``d``
+        later is refused in turn (:meth:`set_max_shards`, :meth:`set_count`).
+
         Parameters
         ----------
         key : str
@@ -278,9 +301,13 @@ class ShardMetadata:
 
         Raises
         ------
+        InvalidInputError
+            If the key's bare partition key is, or could become, a shard of another
+            logical key (field ``key``; the message says which and how to cap it).
         MetadataError
             If the metadata table fails, or every attempt lost its race.
         """
+        self._refuse_alias(key)
         for attempt in range(max_attempts):
             now = self.clock()
             info = self.store.adopt(key, self.default_shards, int(now))
@@ -290,6 +317,43 @@ class ShardMetadata:
             self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"adopting {key!r} lost {max_attempts} races in a row")
 
+    def _refuse_alias(self, key: str) -> None:
+        """Refuse to adopt ``key`` when its bare partition key is or may become a shard."""
+        try:
+            prefix, shard = split_physical_key(key)
+        except InvalidInputError:
+            return  # not of the form {logical}#{shard}: no shard can alias it
+        info = self.store.get(prefix)
+        if info is not None and shard < info.max_count:
+            raise InvalidInputError(
+                "key",
+                f"adopting {key!r} is refused: its bare partition key is shard {shard} of the "
+                f"logical key {prefix!r} (physical keys are {{logical}}#{{shard}}), which has "
+                f"had {info.max_count} shards, so reads of {prefix!r} would return its items",
+            )
+        cap = None if info is None else info.max_shards
+        if cap is None or cap > shard:
+            raise InvalidInputError(
+                "key",
+                f"adopting {key!r} is refused: its bare partition key would be shard {shard} of "
+                f"the logical key {prefix!r} if {prefix!r} grew past {shard} shards; cap it "
+                f"first with set_max_shards({prefix!r}, {shard})",
+            )
+
+    def _refuse_growth_onto_adopted(self, key: str, start: int, stop: int) -> None:
+        """Refuse to let ``key`` use shards ``start..stop-1`` when one is an adopted key."""
+        if stop <= start:
+            return
+        candidates = [physical_key(key, shard) for shard in range(start, stop)]
+        adopted = self.store.adopted_keys(candidates)
+        if adopted:
+            first = min(adopted, key=lambda k: split_physical_key(k)[1])
+            raise InvalidInputError(
+                "max_shards",
+                f"{key!r} may not use {stop} shards: shard {split_physical_key(first)[1]} "
+                f"would be {first!r}, the bare partition key of an adopted key",
+            )
+
     def set_count(
         self,
         key: str,
@@ -297,13 +361,16 @@ class ShardMetadata:
         max_attempts: int = 5,
         *,
         honour_cooldown: bool = False,
+        force: bool = False,
     ) -> GrowthResult:
         """Set a key's N (operator path; may shrink), with the same conditional update.
 
         Data written under a larger N stays where it is; readers keep querying every
         shard in ``shard_history``. By default the cooldown does not apply to an
         operator's set; with ``honour_cooldown`` it does, as for the scaler's growth
-        (it runs from the key's last change of N, not from its creation).
+        (it runs from the key's last change of N, not from its creation). A count
+        above the key's own ``max_shards`` (:meth:`set_max_shards`) is refused unless
+        ``force`` is True.
 
         Parameters
         ----------
@@ -315,6 +382,9 @@ class ShardMetadata:
             Conditional-update attempts before giving up.
         honour_cooldown : bool
             Refuse (reason ``cooldown``) within ``cooldown_s`` of the key's last change.
+        force : bool
+            Set a count above the key's own ``max_shards`` (the cap stays; growth by
+            the scaler or in-band stops at it).
 
         Returns
         -------
@@ -326,7 +396,9 @@ class ShardMetadata:
         Raises
         ------
         InvalidInputError
-            If ``count`` is out of range.
+            If ``count`` is out of range: below 1, above the configured ``max_shards``,
+            or above the key's own ``max_shards`` without ``force`` (the message names
+            the cap).
         MetadataError
             If the metadata table fails, or every attempt lost its race.
         """
@@ -338,7 +410,73 @@ class ShardMetadata:
             grow_only=False,
             max_attempts=max_attempts,
             honour_cooldown=honour_cooldown,
+            force=force,
         )
+
+    def set_max_shards(self, key: str, cap: int | None, max_attempts: int = 5) -> ShardInfo:
+        """Set a key's own cap on N (attribute ``max_shards``), or remove it with None.
+
+        Every growth path stops at the cap: :meth:`grow` (the scaler and the
+        facade), :meth:`request_growth` (in-band growth of a throttled writer), the
+        scaler's plan (:func:`dynashard.planning.scaling.grow_keys`), and
+        :meth:`set_count` unless forced. The configured ``max_shards`` still bounds
+        every key; a key's cap can only lower it. A key never seen is created with
+        N = ``default_shards`` and the cap. The change is a compare-and-set on N
+        (re-read after a random back-off on a lost race); it leaves N, ``last_updated``
+        (the cooldown clock) and ``shard_history`` as they are.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+        cap : int or None
+            The key's cap, ``1..max_shards`` (configured), and not below the key's N in
+            force; None removes the key's cap.
+        max_attempts : int
+            Conditional-write attempts before giving up.
+
+        Returns
+        -------
+        ShardInfo
+            The key's metadata with the cap in force (``stored`` False only when
+            removing the cap of a key never seen, which writes nothing).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``cap`` is out of range, or below the key's N in force (lower N first
+            with :meth:`set_count`; data already written stays where it is).
+        MetadataError
+            If the metadata table fails, or every attempt lost its race.
+        """
+        if cap is not None and not 1 <= cap <= self.max_shards:
+            raise InvalidInputError(
+                "max_shards", f"must be within 1..{self.max_shards} or None, got {cap}"
+            )
+        for attempt in range(max_attempts):
+            now = self.clock()
+            info = self.store.get(key)
+            count = self.default_shards if info is None else info.number_of_shards
+            if cap is not None and count > cap:
+                raise InvalidInputError(
+                    "max_shards",
+                    f"{cap} is below the {count} shard(s) of {key!r} in force; lower its "
+                    "count first (set_count)",
+                )
+            if info is not None:  # a raised cap must not reach an adopted {key}#{d}
+                new_cap = self.max_shards if cap is None else cap
+                self._refuse_growth_onto_adopted(key, info.cap(self.max_shards), new_cap)
+            if info is None and cap is None:
+                return self.for_reader(key)
+            if info is not None and info.max_shards == cap:
+                self._remember(info, now)
+                return info
+            stored = self.store.put_max_shards(key, cap, info, self.default_shards, int(now))
+            if stored is not None:
+                self._remember(stored, now)
+                return stored
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+        raise MetadataError(f"max_shards of {key!r} kept changing under {max_attempts} attempts")
 
     def shrink(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
         """Lower a key's N to ``target`` (never raises it), honouring the cooldown.
@@ -488,8 +626,13 @@ class ShardMetadata:
         max_attempts: int,
         shrink_only: bool = False,
         honour_cooldown: bool = False,
+        force: bool = False,
+        grown_for: str | None = None,
     ) -> GrowthResult:
         first: int | None = None
+        wanted = target  # a growth's wish, before the caps
+        if grow_only:
+            target = min(target, self.max_shards)
         done = "grown" if grow_only else "shrunk" if shrink_only else "set"
         for attempt in range(max_attempts):
             now = self.clock()
@@ -509,14 +652,24 @@ class ShardMetadata:
             if info.strategy is Strategy.ORDERED:  # N is its range layout's, not load's
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "ordered")
+            cap = info.cap(self.max_shards)
+            if grow_only:
+                target = min(wanted, cap)
+            elif not shrink_only and not force and target > cap:
+                raise InvalidInputError(
+                    "count",
+                    f"{target} is above the max_shards of {key!r}, {cap}; raise the cap "
+                    "(set_max_shards) or force the count",
+                )
+            elif not shrink_only and target > cap:  # forced: never onto an adopted key
+                self._refuse_growth_onto_adopted(key, max(cap, info.max_count), target)
             if shrink_only and info.number_of_shards <= target:
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "already_smaller")
             if info.number_of_shards == target or (grow_only and info.number_of_shards > target):
                 self._remember(info, now)
-                reason = (
-                    "capped" if grow_only and target == self.max_shards else "already_sufficient"
-                )
+                at_cap = grow_only and info.number_of_shards < wanted
+                reason = "capped" if at_cap else "already_sufficient"
                 return GrowthResult(key, first, info.number_of_shards, False, reason)
             # The cooldown runs from the last change of N; a key's creation is not one,
             # so a key that is hot from its first write can grow at once.
@@ -529,8 +682,11 @@ class ShardMetadata:
             ):
                 self._remember(info, now)
                 return GrowthResult(key, first, info.number_of_shards, False, "cooldown")
-            updated = self.store.update(
-                key, target, info.last_updated, max(int(now), info.last_updated + 1)
+            epoch = max(int(now), info.last_updated + 1)
+            updated = (
+                self.store.update(key, target, info.last_updated, epoch)
+                if grown_for is None
+                else self.store.update(key, target, info.last_updated, epoch, grown_for=grown_for)
             )
             if updated is not None:
                 self._remember(updated, now)

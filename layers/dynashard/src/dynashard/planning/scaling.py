@@ -4,8 +4,10 @@ A CloudWatch alarm on ``WriteKeyRangeThroughputThrottleEvents`` (or its read twi
 fires; the scaler function turns its event into an :class:`Alarm` and calls
 :func:`handle_alarm`, which
 
-1. acts only on state ``ALARM`` and only for key-range throttling (design invariant 6:
-   adding shards does nothing for table, account or on-demand-maximum limits);
+1. acts only on state ``ALARM`` and only when every metric the alarm names is
+   key-range throttling (:func:`alarm_kind`; design invariant 6: adding shards does
+   nothing for table, account or on-demand-maximum limits); any other alarm is
+   logged and reported as ignored, with the reason (:func:`ignore_reason`);
 2. asks a :class:`HotKeySource` which partition keys were throttled or hottest in the
    alarm's window, and maps them to logical keys
    (:func:`dynashard.planning.shards.loads_by_logical_key`);
@@ -35,12 +37,19 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from dynashard.core.throttling import DIM_INDEX_NAME, DIM_TABLE_NAME, KEY_RANGE_METRICS
+from dynashard.core.keys import MAX_SHARD_COUNT
+from dynashard.core.throttling import (
+    DIM_INDEX_NAME,
+    DIM_TABLE_NAME,
+    DYNAMODB_NAMESPACE,
+    KEY_RANGE_METRICS,
+)
 from dynashard.errors import CooldownActiveError, DynashardError
 from dynashard.planning.shards import (
     KeyLoad,
     attempts_per_request,
     loads_by_logical_key,
+    owns_shard,
     plan_shard_count,
 )
 
@@ -54,6 +63,7 @@ ALARM_STATE = "ALARM"
 #: Shortest window an alarm covers, seconds (DynamoDB publishes per minute).
 MIN_WINDOW_S = 60
 #: Reason given for a hot key that is not a partition key dynashard writes.
+#: (no stored logical key has, or had, its shard: :func:`~dynashard.planning.shards.owns_shard`).
 UNMAPPED_REASON = "not a partition key dynashard writes"
 
 #: Where a key's planned load came from: the writers' report, or DynamoDB's figures.
@@ -79,7 +89,9 @@ class Alarm:
         alarm says which (:func:`evaluated_window`), else period x evaluation periods;
         at least 60.
     metric_names : tuple of str
-        The metrics the alarm watches.
+        The metrics the alarm watches, as :func:`metric_label` names them, plus
+        :func:`expression_label` for a metric-math expression that reads data of its
+        own; empty when the alarm names none (it then grows nothing).
     table_name, index_name : str or None
         ``TableName`` / ``GlobalSecondaryIndexName`` dimensions, if present.
     window_end : datetime or None
@@ -317,11 +329,17 @@ def alarm_from_notification(message: Mapping[str, Any]) -> Alarm:
         value = dim.get("value", dim.get("Value"))
         if name and value is not None:
             dimensions[str(name)] = str(value)
-    metric_names = [trigger["MetricName"]] if trigger.get("MetricName") else []
+    metric_names = (
+        [metric_label(trigger.get("Namespace"), str(trigger["MetricName"]))]
+        if trigger.get("MetricName")
+        else []
+    )
     for query in trigger.get("Metrics") or []:  # metric-math alarms
+        if label := expression_label(query.get("Expression")):
+            metric_names.append(label)
         metric = ((query.get("MetricStat") or {}).get("Metric")) or {}
         if metric.get("MetricName"):
-            metric_names.append(metric["MetricName"])
+            metric_names.append(metric_label(metric.get("Namespace"), str(metric["MetricName"])))
         for dim in metric.get("Dimensions") or []:
             dimensions[str(dim.get("Name"))] = str(dim.get("Value"))
     period = int(trigger.get("Period") or MIN_WINDOW_S)
@@ -419,8 +437,10 @@ class ScalerPort(Protocol):
         """Read a key's shard metadata."""
         ...
 
-    def grow(self, key: str, target: int) -> GrowthResult:
-        """Raise a key's shard count to ``target`` (conditional, honours the cooldown)."""
+    def grow(
+        self, key: str, target: int, *, reason: Literal["read", "write"] | None = None
+    ) -> GrowthResult:
+        """Raise a key's N to ``target`` (conditional, honours the cooldown), for ``reason``."""
         ...
 
 
@@ -579,7 +599,18 @@ class AlarmOutcome:
 
 # --- the policy --------------------------------------------------------------------------
 def alarm_kind(alarm: Alarm) -> Literal["write", "read"] | None:
-    """Tell which key-range throttling an alarm is about.
+    """Tell which key-range throttling an alarm is about, if it is only about that.
+
+    Design invariant 6: only key-range throttling grows shards. So an alarm qualifies
+    only when it names at least one metric and **every** metric it names is a
+    key-range throttle metric of ``AWS/DynamoDB``
+    (:data:`dynashard.core.throttling.KEY_RANGE_METRICS`, the metrics of the alarms
+    the stack deploys, ``infra/alarm_specs.py``). An alarm that names no metric, or
+    metric math that mixes a key-range metric with table-level throttling
+    (``WriteThrottleEvents``, ``ThrottledRequests``, ...), a metric of another
+    namespace (:func:`metric_label`) or a data source of its own
+    (:func:`expression_label`), cannot tell a hot partition from a table, account
+    or on-demand-maximum limit, so it does not grow anything (:func:`ignore_reason`).
 
     Parameters
     ----------
@@ -589,14 +620,122 @@ def alarm_kind(alarm: Alarm) -> Literal["write", "read"] | None:
     Returns
     -------
     {"write", "read"} or None
-        ``read`` when it watches read key-range metrics only, ``write`` when it watches
-        a write one (or names no metric at all), None when none of its metrics is
-        key-range throttling (:data:`dynashard.core.throttling.KEY_RANGE_METRICS`).
+        ``read`` when all its metrics are read key-range metrics, ``write`` when all
+        are key-range metrics and one is a write one (planned against the lower write
+        limit), None otherwise.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> alarm = Alarm("a", "ALARM", datetime(2024, 1, 1, tzinfo=UTC), 60)
+    >>> alarm_kind(replace(alarm, metric_names=("WriteKeyRangeThroughputThrottleEvents",)))
+    'write'
+    >>> alarm_kind(alarm) is None  # names no metric
+    True
+    >>> mixed = ("WriteKeyRangeThroughputThrottleEvents", "WriteThrottleEvents")
+    >>> alarm_kind(replace(alarm, metric_names=mixed)) is None
+    True
     """
-    kinds = {KEY_RANGE_METRICS[m] for m in alarm.metric_names if m in KEY_RANGE_METRICS}
-    if alarm.metric_names and not kinds:
+    if not alarm.metric_names or any(m not in KEY_RANGE_METRICS for m in alarm.metric_names):
         return None
+    kinds = {KEY_RANGE_METRICS[m] for m in alarm.metric_names}
     return "read" if kinds == {"read"} else "write"
+
+
+def ignore_reason(alarm: Alarm) -> str | None:
+    """Return why an alarm in ``ALARM`` must not grow shards, or None when it may.
+
+    Parameters
+    ----------
+    alarm : Alarm
+        The alarm.
+
+    Returns
+    -------
+    str or None
+        None when :func:`alarm_kind` is not None; else a sentence naming the metrics
+        that are not key-range throttling (or saying that the alarm names none).
+    """
+    if alarm_kind(alarm) is not None:
+        return None
+    if not alarm.metric_names:
+        return (
+            "the alarm names no metric, so it cannot tell key-range throttling from "
+            "table, account or on-demand limits; more shards relieve only the former"
+        )
+    others = [m for m in alarm.metric_names if m not in KEY_RANGE_METRICS]
+    return (
+        f"metrics {others} of {list(alarm.metric_names)} are not key-range throttling "
+        f"({', '.join(sorted(KEY_RANGE_METRICS))} of {DYNAMODB_NAMESPACE}): more shards do "
+        "not relieve table, account or on-demand limits"
+    )
+
+
+#: Metric-math functions that bring in data of their own, not of the alarm's metrics
+#: (CloudWatch User Guide, "Metric math syntax and functions"; Metrics Insights ``SELECT``).
+_DATA_SOURCE_FUNCTION = re.compile(
+    r"\b(SEARCH|INSIGHT_RULE_METRIC|SERVICE_QUOTA|METRICS|SELECT|ANOMALY_DETECTION_BAND)\b",
+    re.IGNORECASE,
+)
+
+
+def metric_label(namespace: Any, name: str) -> str:
+    """Return how an alarm's metric is named in :attr:`Alarm.metric_names`.
+
+    Parameters
+    ----------
+    namespace : str or None
+        The metric's namespace as the alarm gives it; None or empty when not given.
+    name : str
+        The metric's name.
+
+    Returns
+    -------
+    str
+        ``name`` for ``AWS/DynamoDB`` (or no namespace given), ``{namespace}/{name}``
+        otherwise: a custom metric called ``WriteKeyRangeThroughputThrottleEvents`` is
+        not DynamoDB's and must not pass for key-range throttling.
+
+    Examples
+    --------
+    >>> metric_label("AWS/DynamoDB", "WriteKeyRangeThroughputThrottleEvents")
+    'WriteKeyRangeThroughputThrottleEvents'
+    >>> metric_label("MyApp", "WriteKeyRangeThroughputThrottleEvents")
+    'MyApp/WriteKeyRangeThroughputThrottleEvents'
+    """
+    if not namespace or namespace == DYNAMODB_NAMESPACE:
+        return name
+    return f"{namespace}/{name}"
+
+
+def expression_label(expression: Any) -> str | None:
+    """Return a pseudo metric name for a metric-math expression that reads data of its own.
+
+    An expression over the alarm's own metrics (``m1 + m2``, ``FILL(m1, 0)``) adds no
+    metric; one that searches or queries (``SEARCH``, ``SELECT``, ``METRICS()``,
+    ``INSIGHT_RULE_METRIC``, ``SERVICE_QUOTA``, ``ANOMALY_DETECTION_BAND``) may read any
+    metric, so it is named, and the alarm is then not key-range throttling alone.
+
+    Parameters
+    ----------
+    expression : str or None
+        The ``Expression`` of one metric-data query.
+
+    Returns
+    -------
+    str or None
+        ``expression:{expression}``, or None for an expression over listed metrics.
+
+    Examples
+    --------
+    >>> expression_label("m1 * 2") is None
+    True
+    >>> expression_label('SEARCH("{AWS/DynamoDB} ThrottledRequests", "Sum")')[:18]
+    'expression:SEARCH('
+    """
+    if isinstance(expression, str) and _DATA_SOURCE_FUNCTION.search(expression):
+        return f"expression:{expression}"
+    return None
 
 
 def plan_demands(
@@ -653,6 +792,7 @@ def grow_keys(
     settings: ScalingSettings,
     partition_limit: float,
     log: ErrorLog | None = None,
+    kind: Literal["write", "read"] = "write",
 ) -> tuple[list[KeyGrowth], list[KeySkip], list[str]]:
     """Grow each key to the count its load needs, hottest first.
 
@@ -663,12 +803,16 @@ def grow_keys(
     facade : ScalerPort
         Shard metadata: read and grow.
     settings : ScalingSettings
-        Headroom and the cap on N.
+        Headroom and the cap on N (``max_shards``; a key's own cap, ``ShardInfo.max_shards``,
+        lowers it for that key, :meth:`ShardInfo.cap`).
     partition_limit : float
         Per-shard limit of the throttled operation, units/s.
     log : ErrorLog, optional
         Where a failed growth is logged (``"growth failed"`` with the key); default
         this module's :mod:`logging` logger.
+    kind : {"write", "read"}
+        The throttled operation, passed to :meth:`ScalerPort.grow` as ``reason`` (a
+        key grown for reads then shrinks only on read-load evidence).
 
     Returns
     -------
@@ -683,14 +827,21 @@ def grow_keys(
     for key in sorted(demands, key=lambda k: (-demands[k][0], k)):
         demand, basis = demands[key]
         try:
-            current = facade.shard_info(key).number_of_shards
-            target = plan_shard_count(
-                current, demand, partition_limit, settings.target_utilization, settings.max_shards
+            info = facade.shard_info(key)
+            current, cap = info.number_of_shards, info.cap(settings.max_shards)
+            needed = plan_shard_count(
+                current, demand, partition_limit, settings.target_utilization, MAX_SHARD_COUNT
             )
+            target = min(needed, max(current, cap))
+            if needed > current and target <= current:
+                skipped.append(
+                    KeySkip(key, f"capped: {demand:.0f} units/s needs {needed} shard(s), cap {cap}")
+                )
+                continue
             if target <= current:
                 skipped.append(KeySkip(key, f"{demand:.0f} units/s fits {current} shard(s)"))
                 continue
-            result = facade.grow(key, target)
+            result = facade.grow(key, target, reason=kind)
         except CooldownActiveError as exc:
             skipped.append(KeySkip(key, exc.message))
             continue
@@ -743,30 +894,36 @@ def handle_alarm(
     ------
     Exception
         Whatever a port raises while reading hot keys or offered load (e.g.
-        ``botocore.exceptions.ClientError`` from the AWS adapters).
+        ``botocore.exceptions.ClientError`` from the AWS adapters), or while reading
+        the metadata that maps a reported partition key to its logical key
+        (``MetadataError`` from :meth:`ScalerPort.shard_info`).
     """
     if alarm.state != ALARM_STATE:
         return AlarmOutcome(alarm.name, alarm.state, ignored=f"state is {alarm.state}, not ALARM")
     kind = alarm_kind(alarm)
     if kind is None:
-        return AlarmOutcome(
-            alarm.name,
-            alarm.state,
-            ignored=(
-                f"metrics {list(alarm.metric_names)} are not key-range throttling: "
-                "more shards do not relieve table, account or on-demand limits"
-            ),
-        )
+        reason = ignore_reason(alarm)
+        _log.warning("alarm ignored: %s: %s", alarm.name, reason)
+        return AlarmOutcome(alarm.name, alarm.state, ignored=reason)
     partition_limit = settings.partition_rcu if kind == "read" else settings.partition_wcu
     table = alarm.table_name or settings.data_table
     hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.end)
-    loads, unmapped = loads_by_logical_key(hot, alarm.index_name)
+    known: dict[str, ShardInfo] = {}
+
+    def owns(logical: str, shard: int) -> bool:
+        # The metadata, not the format, says whose a reported key is (SENSOR#42 is not
+        # SENSOR's unless SENSOR has had 43 shards); one read per logical key.
+        if logical not in known:
+            known[logical] = facade.shard_info(logical)
+        return owns_shard(known[logical], shard)
+
+    loads, unmapped = loads_by_logical_key(hot, alarm.index_name, owns)
     offered = (
         offered_load.offered_wcu(alarm.start, alarm.end)
         if offered_load is not None and kind == "write" and loads
         else {}
     )
     demands = plan_demands(alarm, loads, kind, settings, offered)
-    grown, skipped, errors = grow_keys(demands, facade, settings, partition_limit, log)
+    grown, skipped, errors = grow_keys(demands, facade, settings, partition_limit, log, kind)
     skipped.extend(KeySkip(key, UNMAPPED_REASON) for key in unmapped)
     return AlarmOutcome(alarm.name, alarm.state, tuple(grown), tuple(skipped), tuple(errors))

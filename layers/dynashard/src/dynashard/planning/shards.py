@@ -15,7 +15,7 @@ and throttle counts alone count every retry as new load.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -33,6 +33,7 @@ from dynashard.core.keys import (
     split_physical_key,
 )
 from dynashard.core.retry import CLIENT_MAX_ATTEMPTS
+from dynashard.core.shard_info import ShardInfo
 from dynashard.errors import InvalidInputError
 
 
@@ -286,10 +287,47 @@ def partition_group(key: str, index_name: str | None = None) -> tuple[str, str, 
         return None
 
 
+def owns_shard(info: ShardInfo, shard: int) -> bool:
+    """Tell whether a key's metadata says it has, or had, a shard.
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The key's metadata, read fresh.
+    shard : int
+        A shard number parsed from a reported partition key.
+
+    Returns
+    -------
+    bool
+        True when the key is stored (writers create its item before their first
+        write, so a key without one wrote nothing) and ``shard`` is below the largest
+        count it ever had (:attr:`ShardInfo.max_count`).
+
+    Examples
+    --------
+    >>> info = ShardInfo("SENSOR", 2, 0, ((0, 2),))
+    >>> owns_shard(info, 1), owns_shard(info, 42)
+    (True, False)
+    >>> owns_shard(ShardInfo("SENSOR", 1, 0, ((0, 1),), stored=False), 0)
+    False
+    """
+    return info.stored and 0 <= shard < info.max_count
+
+
 def loads_by_logical_key(
-    hot: Iterable[ReportedKey], index_name: str | None = None
+    hot: Iterable[ReportedKey],
+    index_name: str | None = None,
+    owns: Callable[[str, int], bool] | None = None,
 ) -> tuple[dict[str, list[KeyLoad]], list[str]]:
     """Group hot partition keys by logical key, and within it by partition group.
+
+    The physical-key format ``{logical}#{shard}`` alone does not say whose a key is:
+    ``SENSOR#42`` is shard 42 of ``SENSOR``, but may as well be an application's own
+    partition key (or the bare key of an adopted ``SENSOR#42``) that ``SENSOR``'s
+    shards never reach. ``owns`` settles it from the shard metadata: the scaler
+    passes :func:`owns_shard` over the keys it knows, so ``SENSOR#42``'s heat is never
+    credited to a ``SENSOR`` of fewer than 43 shards.
 
     Parameters
     ----------
@@ -299,6 +337,10 @@ def loads_by_logical_key(
         GSI1.
     index_name : str or None
         The index the keys are from, or None for the base table.
+    owns : callable, optional
+        ``owns(logical, shard)``: whether the metadata says the logical key has (or
+        had) that shard. A reported key it denies is unmapped. None: the format alone
+        decides (pure callers that have no metadata).
 
     Returns
     -------
@@ -338,7 +380,7 @@ def loads_by_logical_key(
     unmapped: list[str] = []
     for item in hot:
         parts = partition_group(item.key, index_name)
-        if parts is None:
+        if parts is None or (owns is not None and not owns(parts[0], parts[2])):
             unmapped.append(item.key)
             continue
         logical, group, shard = parts

@@ -25,10 +25,21 @@ the two marks neither grows nor shrinks, and a key just shrunk lands at or below
 ``target_utilization``, so the next sweep does not shrink it again and its own load
 does not throttle it.
 
-Only keys the load source can see are shrunk: counters (``COUNTER#...``) are not in
-the writers' report, so their absence says nothing about their load. A key missing
-from a report truncated at its top-N contributors is bounded from above by the
-smallest reported total (:attr:`LoadHistory.unreported_units_per_s`).
+Never on missing data: a key absent from the write-load report is *unknown*, not
+idle, and is kept (the report only sees what the ingest functions logged: a key
+written by other means, a counter (``COUNTER#...``), a key only read, or a key cut
+from a top-N report are all absent). The bound a truncated report gives
+(:attr:`LoadHistory.unreported_units_per_s`) is reported, not acted on. The price:
+a key that stopped receiving writes altogether keeps its count until an operator
+lowers it (``dynashard resize``).
+
+Reads too: the write-load report says nothing of reads, and a key grown by a read
+key-range alarm (``ShardInfo.grown_for`` holds ``read``) is shrunk only when a
+:class:`ReadLoadHistorySource` reports its peak read load and that load is below the
+read low-water mark ``current x partition_rcu x shrink_utilization``; whenever a read
+history is given, every key's shrunk count also carries its peak reads. Without one, a
+key grown for reads keeps its count (growth and shrink would otherwise alternate: the
+read alarm grows it, the next sweep sees no writes and shrinks it back).
 """
 
 from __future__ import annotations
@@ -162,6 +173,27 @@ class LoadHistorySource(Protocol):
         ...
 
 
+class ReadLoadHistorySource(Protocol):
+    """A port that tells each logical key's peak read load over a window (RCU/s)."""
+
+    def peak_read_rcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+        """Return the peak read units consumed per key, per ``period_s``, in the window.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window (UTC).
+        period_s : int
+            Seconds per datapoint (a multiple of 60).
+
+        Returns
+        -------
+        LoadHistory
+            Peaks, RCU/s; a key absent from it has no read evidence (kept if it needs it).
+        """
+        ...
+
+
 class ShrinkPort(Protocol):
     """The part of :class:`~dynashard.Dynashard` the shrink sweep uses."""
 
@@ -185,6 +217,8 @@ class ShrinkSettings(Protocol):
         Cap on N.
     partition_wcu : float
         Per-partition write limit, WCU/s.
+    partition_rcu : float
+        Per-partition read limit, RCU/s; read only when a read-load figure is given.
     target_utilization : float
         Share of the limit a shard is planned to carry (growth and the shrunk count).
     shrink_utilization : float or None
@@ -204,6 +238,9 @@ class ShrinkSettings(Protocol):
 
     @property
     def partition_wcu(self) -> float: ...  # noqa: D102
+
+    @property
+    def partition_rcu(self) -> float: ...  # noqa: D102
 
     @property
     def target_utilization(self) -> float: ...  # noqa: D102
@@ -345,34 +382,45 @@ def low_water_utilization(settings: ShrinkSettings) -> float:
 
 
 def plan_shrink(
-    info: ShardInfo, peak_units_per_s: float, now_s: float, settings: ShrinkSettings
+    info: ShardInfo,
+    peak_units_per_s: float | None,
+    now_s: float,
+    settings: ShrinkSettings,
+    read_peak_units_per_s: float | None = None,
 ) -> ShrinkPlan:
     """Decide whether one key shrinks, and to what.
 
     Parameters
     ----------
     info : ShardInfo
-        The key's metadata (N, ``last_updated``).
-    peak_units_per_s : float
-        Its peak offered write load over the cool period, WCU/s, ``>= 0``.
+        The key's metadata (N, ``last_updated``, ``grown_for``).
+    peak_units_per_s : float or None
+        Its peak offered write load over the cool period, WCU/s, ``>= 0``; None when
+        the key is absent from the load report (unknown: kept).
     now_s : float
         Epoch seconds.
     settings : ShrinkSettings
         Marks, cool period, cooldown, default count.
+    read_peak_units_per_s : float or None
+        Its peak read load over the cool period, RCU/s, when a read-load history
+        reported it; None: no read evidence (a key grown for reads is then kept).
 
     Returns
     -------
     ShrinkPlan
         ``target < current`` when the key shrinks: ``max(default_shards,
-        ceil(peak / (limit x target_utilization)))``. Kept (``target == current``) when
-        N is at the default, shrinking is off, the key is a counter, N changed within
-        the cooldown, the peak is not below ``current x limit x shrink_utilization``
-        (the low-water mark), or the peak needs N anyway.
+        ceil(peak / (partition_wcu x target_utilization)), ceil(read peak /
+        (partition_rcu x target_utilization)))``. Kept (``target == current``) when N is
+        at the default, shrinking is off, the key is a counter or ordered, N changed
+        within the cooldown, its write load is unknown (absent from the report), it
+        was grown for reads and there is no read figure, a peak is not below its
+        low-water mark (``current x limit x shrink_utilization``), or the peaks need N
+        anyway. ``peak_units_per_s`` is 0 for a kept key whose load is unknown.
 
     Raises
     ------
     InvalidInputError
-        If the peak is negative or not finite, or the marks are out of order.
+        If a peak is negative or not finite, or the marks are out of order.
 
     Examples
     --------
@@ -382,22 +430,30 @@ def plan_shrink(
     >>> from types import SimpleNamespace
     >>> from dynashard.dynamodb.metadata_store import ShardInfo
     >>> s = SimpleNamespace(default_shards=1, max_shards=1000, partition_wcu=1000.0,
-    ...     target_utilization=0.8, shrink_utilization=0.5, shrink_cool_period_s=1800.0,
-    ...     cooldown_s=60.0)
+    ...     partition_rcu=3000.0, target_utilization=0.8, shrink_utilization=0.5,
+    ...     shrink_cool_period_s=1800.0, cooldown_s=60.0)
     >>> plan_shrink(ShardInfo("K", 8, 0, ((0, 8),)), 1500.0, 3600.0, s).target
     2
     >>> plan_shrink(ShardInfo("K", 8, 0, ((0, 8),)), 4000.0, 3600.0, s).reason
     'peak 4000.0 WCU/s is not below the low-water mark 4000.0 WCU/s (8 x 1000 x 0.5)'
+
+    A key absent from the report is unknown, not idle:
+
+    >>> plan_shrink(ShardInfo("K", 8, 0, ((0, 8),)), None, 3600.0, s).shrinks
+    False
     """
-    if peak_units_per_s < 0 or not math.isfinite(peak_units_per_s):
-        raise InvalidInputError(
-            "peak_units_per_s", f"must be finite and >= 0, got {peak_units_per_s}"
-        )
+    for name, value in (
+        ("peak_units_per_s", peak_units_per_s),
+        ("read_peak_units_per_s", read_peak_units_per_s),
+    ):
+        if value is not None and (value < 0 or not math.isfinite(value)):
+            raise InvalidInputError(name, f"must be finite and >= 0, got {value}")
     low = low_water_utilization(settings)
     current = info.number_of_shards
+    peak = 0.0 if peak_units_per_s is None else peak_units_per_s
 
     def keep(reason: str) -> ShrinkPlan:
-        return ShrinkPlan(info.key, current, current, peak_units_per_s, reason)
+        return ShrinkPlan(info.key, current, current, peak, reason)
 
     if current <= settings.default_shards:
         return keep(f"at the default count {settings.default_shards}")
@@ -410,20 +466,39 @@ def plan_shrink(
     age = now_s - info.last_updated
     if settings.cooldown_s > 0 and age < settings.cooldown_s:
         return keep(f"changed {age:.0f} s ago, cooldown {settings.cooldown_s:g} s")
-    limit = settings.partition_wcu
-    low_water = current * limit * low
-    if peak_units_per_s >= low_water:
+    if peak_units_per_s is None:
         return keep(
-            f"peak {peak_units_per_s:.1f} WCU/s is not below the low-water mark "
-            f"{low_water:.1f} WCU/s ({current} x {limit:g} x {low:g})"
+            "absent from the write-load report of the cool period: its load is unknown, not idle"
         )
-    needed = plan_shard_count(
-        1, peak_units_per_s, limit, settings.target_utilization, settings.max_shards
-    )
-    target = max(settings.default_shards, needed)
+    if "read" in info.grown_for and read_peak_units_per_s is None:
+        return keep("grown for read key-range throttling, and no read-load figure shows it cool")
+    needed = [
+        _needed(current, peak, settings.partition_wcu, "WCU/s", low, settings),
+    ]
+    if read_peak_units_per_s is not None:
+        needed.append(
+            _needed(current, read_peak_units_per_s, settings.partition_rcu, "RCU/s", low, settings)
+        )
+    for count_or_reason in needed:
+        if isinstance(count_or_reason, str):
+            return keep(count_or_reason)
+    target = max([settings.default_shards, *(n for n in needed if isinstance(n, int))])
     if target >= current:
-        return keep(f"peak {peak_units_per_s:.1f} WCU/s needs {current} shard(s)")
-    return ShrinkPlan(info.key, current, target, peak_units_per_s, "cool")
+        return keep(f"peak {peak:.1f} WCU/s needs {current} shard(s)")
+    return ShrinkPlan(info.key, current, target, peak, "cool")
+
+
+def _needed(
+    current: int, peak: float, limit: float, unit: str, low: float, settings: ShrinkSettings
+) -> int | str:
+    """Return the count a peak needs, or why it is not below its low-water mark."""
+    low_water = current * limit * low
+    if peak >= low_water:
+        return (
+            f"peak {peak:.1f} {unit} is not below the low-water mark "
+            f"{low_water:.1f} {unit} ({current} x {limit:g} x {low:g})"
+        )
+    return plan_shard_count(1, peak, limit, settings.target_utilization, settings.max_shards)
 
 
 def shrink_cool_keys(
@@ -432,6 +507,7 @@ def shrink_cool_keys(
     history: LoadHistorySource,
     settings: ShrinkSettings,
     log: ErrorLog | None = None,
+    read_history: ReadLoadHistorySource | None = None,
 ) -> ShrinkOutcome:
     """Shrink every key above the default count whose load stayed cool (the sweep's part).
 
@@ -448,6 +524,9 @@ def shrink_cool_keys(
     log : ErrorLog, optional
         Where a failed shrink is logged (``"shrink failed"`` with the key); default this
         module's logger.
+    read_history : ReadLoadHistorySource, optional
+        Peak read load per key over the cool period. Without it a key grown for reads
+        (``ShardInfo.grown_for``) is kept; with it every key must be cool on reads too.
 
     Returns
     -------
@@ -471,11 +550,23 @@ def shrink_cool_keys(
         return ShrinkOutcome()
     start = now - timedelta(seconds=settings.shrink_cool_period_s)
     load = history.peak_offered_wcu(start, now, HISTORY_PERIOD_S)
+    reads = (
+        read_history.peak_read_rcu(start, now, HISTORY_PERIOD_S)
+        if read_history is not None
+        else None
+    )
     shrunk: list[KeyShrink] = []
     kept: list[KeySkip] = []
     errors: list[str] = []
     for info in candidates:
-        plan = plan_shrink(info, load.peak(info.key), now.timestamp(), settings)
+        # A key absent from a report is unknown (None), never idle.
+        plan = plan_shrink(
+            info,
+            load.peak_units_per_s.get(info.key),
+            now.timestamp(),
+            settings,
+            None if reads is None else reads.peak_units_per_s.get(info.key),
+        )
         if not plan.shrinks:
             kept.append(KeySkip(info.key, plan.reason))
             continue

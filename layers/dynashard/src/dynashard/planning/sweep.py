@@ -35,7 +35,11 @@ if TYPE_CHECKING:
         OfferedLoadSource,
         ScalerPort,
     )
-    from dynashard.planning.shrinking import LoadHistorySource, ShrinkPort
+    from dynashard.planning.shrinking import (
+        LoadHistorySource,
+        ReadLoadHistorySource,
+        ShrinkPort,
+    )
 
 
 class SweepSettings(ScalingSettings, ShrinkSettings, Protocol):
@@ -101,6 +105,7 @@ def sweep(
     shrinker: Callable[[], ShrinkPort],
     settings: SweepSettings,
     log: ErrorLog | None = None,
+    read_history: ReadLoadHistorySource | None = None,
 ) -> ScalerRun:
     """Grow the keys behind every alarm due, then shrink cool keys when a history is given.
 
@@ -123,6 +128,9 @@ def sweep(
         Limits, headroom, cooldowns and cool period.
     log : ErrorLog, optional
         Where a failed change is logged.
+    read_history : ReadLoadHistorySource, optional
+        The peak read load over the cool period; without it a key grown for reads is
+        never shrunk (:func:`~dynashard.planning.shrinking.plan_shrink`).
 
     Returns
     -------
@@ -141,5 +149,5 @@ def sweep(
         alarms = [handle_alarm(a, facade, source, settings, offered, log) for a in due]
     shrink = ShrinkOutcome()
     if history is not None:
-        shrink = shrink_cool_keys(now, shrinker(), history, settings, log)
+        shrink = shrink_cool_keys(now, shrinker(), history, settings, log, read_history)
     return ScalerRun(tuple(alarms), shrink)
