@@ -349,7 +349,10 @@ def test_hot_without_contributor_insights_exits_4(
 
 
 def test_hot_from_contributor_insights_reports(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given PKT and PKC reports over 5 minutes: two shards of JFK throttled
+    # Given PKT and PKC reports over 5 minutes: two shards of JFK throttled (the keys are
+    # stored: the metadata, not the key format, says whose a reported key is)
+    assert run("resize", "DEPARTURES#JFK", "2").exit_code == 0
+    assert run("resize", "DEPARTURES#EWR", "1").exit_code == 0
     _stubbed_insights(
         monkeypatch,
         "ENABLED",
