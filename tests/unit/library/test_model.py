@@ -15,8 +15,8 @@ from infra.table_specs import DATA_TABLE, METADATA_TABLE
 from tests.model.machine import Backend, Report, machine_for
 
 MODEL_SETTINGS = settings(
-    max_examples=60,
-    stateful_step_count=30,
+    max_examples=50,
+    stateful_step_count=25,
     derandomize=True,
     database=None,
     deadline=None,
@@ -33,4 +33,4 @@ def test_the_library_matches_its_model(ddb_client: Any) -> None:
     # When hypothesis drives random interleavings of every operation
     # Then every read, counter and resize agrees with the model (no Divergence)
     run_state_machine_as_test(machine, settings=MODEL_SETTINGS)
-    assert report.sequences >= 60
+    assert report.sequences >= 50
