@@ -883,7 +883,9 @@ class DynashardModel(RuleBasedStateMachine):
             read.cursor = None
             return
         except Exception as exc:
-            self.diverge(self._label(p, "bare-error"), f"read {p} raised {exc!r}")
+            self.diverge(
+                self._label(p, f"bare-error:{type(exc).__name__}"), f"read {p} raised {exc!r}"
+            )
             read.cursor = None
             return
         if must:
@@ -1036,7 +1038,7 @@ class DynashardModel(RuleBasedStateMachine):
             read.cursor = None
             return
         except Exception as exc:
-            self.diverge("index:bare-error", f"index read {p} raised {exc!r}")
+            self.diverge(f"index:bare-error:{type(exc).__name__}", f"index read {p} raised {exc!r}")
             read.cursor = None
             return
         if must:
