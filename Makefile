@@ -15,7 +15,7 @@ UV_VERSION := 0.13.8
 PYTEST_WORKERS ?= auto
 PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
-.PHONY: help install lock demo demo-sample chaos test test-unit test-integration test-infra test-e2e lint format typecheck docs openapi sandbox synth clean
+.PHONY: help install lock demo demo-sample chaos soak test test-unit test-integration test-infra test-e2e lint format typecheck docs openapi sandbox synth clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ demo-sample: install ## the demo on a 5,000-event sample
 
 chaos: install ## replay 50,000 events through the pollers while DynamoDB Local is killed, partitions throttle at 10x, shard counts grow and shrink and poison is mixed in; audit -> chaos-report.json (fails on any loss, duplicate, stale read or counter mismatch)
 	$(PY) -m sandbox chaos
+
+soak: install ## the model of the whole library (tests/model) on DynamoDB Local: 2,000 random sequences of up to 60 steps (SOAK_ARGS adds options, e.g. --seed N or --keep-going); prints the seed, writes soak-report.json, fails on any divergence
+	$(PY) -m tests.model.soak $(SOAK_ARGS)
 
 sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (python -m sandbox up --emulator adds the partition emulator)
 	$(PY) -m sandbox up
@@ -132,4 +135,4 @@ synth: install ## cdk synth, offline
 		npx --no-install cdk synth --quiet
 
 clean: ## remove build output
-	rm -rf cdk.out .layer-build site .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png chaos-report.json
+	rm -rf cdk.out .layer-build site .pytest_cache .mypy_cache .ruff_cache demo-report.json demo-report.png chaos-report.json soak-report.json

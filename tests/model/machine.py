@@ -1,0 +1,1178 @@
+"""The model of the whole library: a hypothesis state machine over :class:`dynashard.Dynashard`.
+
+The machine drives the public facade with random interleavings of every operation
+(writes under each strategy, redeliveries, resizes across cooldowns, adoption of legacy
+items, ordered-index puts, counters, configuration changes of bucket units) and checks
+every kind of read against :class:`Model`, a plain in-memory record of what the library
+acknowledged. The model never calls the library's merge, sort, bucket or normalisation
+code: it sorts by the documented sort keys itself.
+
+Properties checked
+------------------
+P1 (completeness and order)
+    A complete read (every page until the cursor is None) returns exactly the model's
+    events of the key in the window (and with the calculated attribute), each once, in
+    exact sort-key order ``{ts}#{id}`` (fixed-width UTC ISO-8601, byte order), ascending
+    or descending. Legacy items under the bare partition key count once the key is
+    adopted, never before.
+P2 (cursor continuation)
+    Let page k of a read return items whose last is at sort key ``s`` (``s`` = the start
+    of the order when no item was returned yet). Whatever was written, resized or
+    adopted since, page k+1, read with page k's cursor, must be a prefix of ``E``: the
+    model's events of the read *at the moment of page k+1*, in the read's order, strictly
+    after ``s``. Its length is at most ``limit``; a shorter page is allowed, but a page
+    whose cursor is None must hold all of ``E``, and a read may not return more than
+    :data:`MAX_EMPTY_PAGES` empty pages in a row. No page repeats an item of an earlier
+    page (implied: every item is strictly after ``s``).
+P3 (ordered index)
+    A read of the ordered index (full, prefix, ``[start, end)``) returns each live id once,
+    with its latest value, in the order of ``{normalise(value)}\\x1f{id}`` (the documented
+    normalisation, re-implemented here), paged under P2's rule.
+P4 (counters)
+    ``get_counter`` is the sum of every applied increment; a redelivered idempotent
+    increment returns False and changes nothing.
+P5 (shard counts)
+    grow / shrink / set_shard_count answer as their documents say (cooldown from the
+    last change of N, a shrink also within the cooldown of creation, the cap of
+    ``max_shards`` and of the key's own ``max_shards``).
+P6 (errors)
+    A read or write that raises raises a documented library error
+    (:class:`~dynashard.errors.DynashardError`: ``InvalidInputError`` for bad input)
+    exactly when the model says the input is invalid; never a bare ``TypeError`` /
+    ``OverflowError``, never a ``ShardQueryError`` on a healthy table, never a silent
+    wrong answer.
+Audit (teardown)
+    Items stored per logical key (a Query of every physical key the key may have used,
+    counting items whose ``key`` attribute is the key) are never fewer than the model's
+    distinct events; more is recorded as an observation (a redelivery after a resize may
+    store an event on two shards; reads collapse it).
+
+What a pending fix changes is a field of :class:`Semantics`, in one place.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from dynashard import Dynashard, DynashardConfig, Event, Strategy, TimeBucket
+from dynashard.core.families import BucketFamily
+from dynashard.dynamodb.ordered_index import OrderedItem
+from dynashard.dynamodb.writer import build_item
+from dynashard.errors import CounterOverflowError, InvalidInputError
+
+#: The most shards a key is resized to: keeps every read small, and shard 7 of ``L``
+#: exists (the physical key ``L#7`` is also the bare key of the logical key ``L#7``).
+MAX_MODEL_SHARDS = 8
+#: Consecutive empty pages (with a cursor) a read may return before it counts as stuck.
+MAX_EMPTY_PAGES = 3
+#: Largest counter value a DynamoDB number holds (38 digits).
+COUNTER_BOUND = 10**38 - 1
+#: Largest number of buckets a window of a bucketed family or a GSI1 read may span.
+MAX_WINDOW_BUCKETS = 1000
+COOLDOWN_S = 30
+CLOCK_START = 1_700_000_000.0
+CARRIERS = ("UA", "AA", "DL")
+IDS = tuple(f"e{i}" for i in range(6))
+ORDERED_VALUES = ("a", "B", "ab", "Ab", "b", "ç", "C", "N1", "n10", "n2", " x", "Z", "zz", "é")
+ORDERED_BOUNDS = (*ORDERED_VALUES, "", "\x01", "\u0301", "n", "N1", "c", "y")
+
+
+# --- semantics: what each pending fix decides, in one place -------------------------
+
+
+@dataclass
+class Semantics:
+    """The meaning the model gives to behaviours that open defects are settling.
+
+    Attributes
+    ----------
+    naive_is_utc : bool
+        A naive datetime bound is UTC (defect 8); False lets a read that mixes naive and
+        aware bounds raise ``InvalidInputError``.
+    reput_replaces : bool
+        An ordered-index put of an existing id with a new value replaces the entry
+        (defect 4); False keeps both entries.
+    empty_ordered_bound : str
+        An ordered bound that normalises to ``""``: ``"error_or_unbounded"`` accepts an
+        ``InvalidInputError`` or the answer of an absent lower bound / empty upper bound
+        (defect 7); ``"error"`` demands the error.
+    unit_change_keeps_data : bool
+        Changing a time-bucket unit in the configuration keeps existing events readable
+        (defect 3).
+    per_key_max_shards : bool
+        A key's own ``max_shards`` in its metadata caps its growth (defect 10).
+    idempotent_redelivery_false : bool
+        A redelivered idempotent increment returns False even at the 38-digit bound
+        (defect 9).
+    duplicates_stored_fail : bool
+        The teardown audit fails when an event is stored more than once (otherwise the
+        over-count is an observation; invariant 2 allows it after a resize).
+    raise_on_divergence : bool
+        Raise at the first divergence (hypothesis then shrinks it) or record it and go on.
+    raise_labels : tuple of str
+        With ``raise_on_divergence``, raise only for divergences whose label contains
+        one of these (empty: every label); to shrink one defect's example at a time.
+    """
+
+    naive_is_utc: bool = True
+    reput_replaces: bool = True
+    empty_ordered_bound: str = "error_or_unbounded"
+    unit_change_keeps_data: bool = True
+    per_key_max_shards: bool = True
+    idempotent_redelivery_false: bool = True
+    duplicates_stored_fail: bool = False
+    raise_on_divergence: bool = True
+    raise_labels: tuple[str, ...] = ()
+
+
+class Divergence(AssertionError):
+    """The library answered something the model says it must not."""
+
+
+@dataclass
+class Report:
+    """What a run of the machine saw, across sequences (the soak's summary)."""
+
+    sequences: int = 0
+    steps: int = 0
+    divergences: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+    observations: dict[str, int] = field(default_factory=dict)
+
+    def diverged(self, label: str, message: str) -> None:
+        self.divergences[label] = self.divergences.get(label, 0) + 1
+        self.examples.setdefault(label, message[:2000])
+
+    def observe(self, label: str, count: int = 1) -> None:
+        self.observations[label] = self.observations.get(label, 0) + count
+
+
+# --- the backend: where the tables are ---------------------------------------------
+
+
+@dataclass
+class Backend:
+    """Tables and a client the machine's facades share (moto or DynamoDB Local).
+
+    Attributes
+    ----------
+    client : DynamoDBClient
+        boto3 DynamoDB client (thread-safe for the facade's workers).
+    data_table, metadata_table : str
+        Table names, created already; every sequence uses fresh key prefixes.
+    max_workers : int
+        Worker threads of each facade.
+    """
+
+    client: Any
+    data_table: str
+    metadata_table: str
+    max_workers: int = 4
+
+    def facade(self, config_changes: dict[str, Any]) -> Dynashard:
+        config = DynashardConfig(
+            self.data_table,
+            self.metadata_table,
+            max_shards=MAX_MODEL_SHARDS * 2,
+            cooldown_s=COOLDOWN_S,
+            max_workers=self.max_workers,
+            **config_changes,
+        )
+        return Dynashard(config, client=self.client)
+
+
+# --- the model's own time and ordering rules (from docs, not from the library) ------
+
+
+def ts_text(ts: datetime) -> str:
+    """Fixed-width UTC ISO-8601 with microseconds and ``Z`` (docs: the data model)."""
+    u = ts.astimezone(UTC) if ts.tzinfo else ts
+    return (
+        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:"
+        f"{u.second:02d}.{u.microsecond:06d}Z"
+    )
+
+
+def sort_key(ts: datetime, event_id: str) -> str:
+    """``{ts}#{id}``, the documented time-series sort key."""
+    return f"{ts_text(ts)}#{event_id}"
+
+
+def as_utc(value: datetime) -> datetime:
+    """A bound as an aware UTC datetime (naive is UTC, Semantics.naive_is_utc)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def bucket_label(ts: datetime, unit: TimeBucket) -> str:
+    """The bucket label of a time (``2013-01-01T10``, ``2013-01-01``, ``2013-01``)."""
+    u = as_utc(ts)
+    if unit is TimeBucket.HOUR:
+        return f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}"
+    if unit is TimeBucket.DAY:
+        return f"{u.year:04d}-{u.month:02d}-{u.day:02d}"
+    return f"{u.year:04d}-{u.month:02d}"
+
+
+def buckets_spanned(start: datetime, end: datetime, unit: TimeBucket) -> int:
+    """How many buckets of ``unit`` the window ``[start, end)`` overlaps (start < end)."""
+    s, e = as_utc(start), as_utc(end) - timedelta(microseconds=1)
+    if unit is TimeBucket.MONTH:
+        return (e.year - s.year) * 12 + e.month - s.month + 1
+    if unit is TimeBucket.DAY:
+        return (e.date() - s.date()).days + 1
+    sh = s.replace(minute=0, second=0, microsecond=0)
+    eh = e.replace(minute=0, second=0, microsecond=0)
+    return int((eh - sh).total_seconds() // 3600) + 1
+
+
+def normalise(value: str) -> str:
+    """The ordered index's documented normalisation: NFKD, marks and Cc dropped, casefolded."""
+    current = value
+    for _ in range(8):
+        decomposed = unicodedata.normalize("NFKD", current)
+        stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
+        folded = stripped.lower().casefold()
+        cleaned = "".join(c for c in folded if unicodedata.category(c) != "Cc")
+        if cleaned == current:
+            break
+        current = cleaned
+    return current
+
+
+# --- the in-memory model ----------------------------------------------------------
+
+
+@dataclass
+class KeyMeta:
+    """What the model knows of a key's metadata (P5)."""
+
+    stored: bool = False
+    n: int = 1
+    last_updated: int = 0
+    changes: int = 0  # entries in shard_history
+    max_n: int = 1  # the largest N the key ever had (the shards the audit queries)
+    max_shards: int | None = None
+
+
+@dataclass
+class Model:
+    """What was acknowledged: events per read key, legacy items, index entries, counters."""
+
+    events: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    legacy: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    adopted: set[str] = field(default_factory=set)
+    index: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    index_shadow: dict[str, list[str]] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    applied: dict[tuple[str, str], int] = field(default_factory=dict)
+    meta: dict[str, KeyMeta] = field(default_factory=dict)
+    #: sort key -> data, per read key, for every event ever sent (redeliveries reuse it).
+    identity: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def visible(self, key: str) -> dict[str, dict[str, Any]]:
+        out = dict(self.events.get(key, {}))
+        if key in self.adopted:
+            out.update(self.legacy.get(key, {}))
+        return out
+
+    def expected(
+        self,
+        key: str,
+        start: datetime | None,
+        end: datetime | None,
+        attribute: str | None,
+        descending: bool,
+        after: str | None,
+    ) -> list[dict[str, Any]]:
+        lo = ts_text(as_utc(start)) if start is not None else None
+        hi = ts_text(as_utc(end)) if end is not None else None
+        rows = []
+        for sk, item in self.visible(key).items():
+            ts = sk[:27]
+            if lo is not None and ts < lo:
+                continue
+            if hi is not None and ts >= hi:
+                continue
+            if attribute is not None and item["data"].get("carrier") != attribute:
+                continue
+            if after is not None and (sk >= after if descending else sk <= after):
+                continue
+            rows.append((sk, item))
+        rows.sort(key=lambda r: r[0], reverse=descending)
+        return [item for _, item in rows]
+
+    def expected_index(
+        self, lo: str | None, hi: str | None, after: str | None, reput_replaces: bool
+    ) -> list[tuple[str, dict[str, Any]]]:
+        rows = []
+        for item_id, (value, data) in self.index.items():
+            values = [value] if reput_replaces else self.index_shadow.get(item_id, [value])
+            for v in values:
+                norm = normalise(v)
+                if lo is not None and norm < lo:
+                    continue
+                if hi is not None and norm >= hi:
+                    continue
+                sk = f"{norm}\x1f{item_id}"
+                if after is not None and sk <= after:
+                    continue
+                rows.append((sk, {"id": item_id, "value": v, "data": data}))
+        rows.sort(key=lambda r: r[0])
+        return rows
+
+
+@dataclass
+class OpenRead:
+    """A read in progress: its parameters, its cursor, the last sort key it returned."""
+
+    kind: str  # "events" or "index"
+    params: dict[str, Any]
+    cursor: str | None
+    after: str | None
+    empty_pages: int = 0
+    seen: set[str] = field(default_factory=set)
+
+
+# --- hypothesis strategies --------------------------------------------------------
+
+ANCHORS = (
+    datetime(2013, 1, 1, 10, 0, tzinfo=UTC),
+    datetime(2013, 1, 1, 0, 0, tzinfo=UTC),
+    datetime(2013, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime(2024, 2, 29, 0, 0, tzinfo=UTC),
+    datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime(2023, 2, 28, 23, 30, tzinfo=UTC),
+    datetime(1, 1, 1, 0, 0, tzinfo=UTC),
+    datetime(999, 12, 31, 23, 0, tzinfo=UTC),
+    datetime(9999, 12, 31, 0, 0, tzinfo=UTC),
+    datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+)
+DELTAS = (
+    timedelta(0),
+    timedelta(microseconds=1),
+    timedelta(microseconds=-1),
+    timedelta(seconds=1),
+    timedelta(minutes=30),
+    timedelta(hours=1),
+    timedelta(hours=-2),
+    timedelta(days=1),
+    timedelta(days=-1),
+)
+
+
+def _shift(anchor: datetime, delta: timedelta) -> datetime:
+    try:
+        return anchor + delta
+    except OverflowError:
+        return anchor
+
+
+times = st.builds(_shift, st.sampled_from(ANCHORS), st.sampled_from(DELTAS))
+
+
+@st.composite
+def bound(draw: st.DrawFn) -> datetime:
+    """A window bound: an event-like time or a bucket edge, sometimes naive."""
+    value = draw(times)
+    if draw(st.booleans()):
+        value = value.replace(minute=0, second=0, microsecond=0)  # an hour edge
+    if draw(st.integers(0, 5)) == 0:
+        value = value.replace(tzinfo=None)
+    return value
+
+
+windows = st.one_of(
+    st.just((None, None)),
+    st.tuples(bound(), bound()),
+    st.tuples(bound(), st.none()),
+    st.tuples(st.none(), bound()),
+)
+limits = st.sampled_from((1, 2, 3, 5, 100))
+units = st.sampled_from((TimeBucket.HOUR, TimeBucket.DAY, TimeBucket.MONTH))
+
+
+class DynashardModel(RuleBasedStateMachine):
+    """The machine; :func:`machine_for` binds it to a backend and semantics."""
+
+    backend: Backend
+    semantics: Semantics
+    report: Report
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prefix = f"m{uuid.uuid4().hex[:10]}-"
+        self.model = Model()
+        self.now = CLOCK_START
+        self.reads: list[OpenRead] = []
+        self.ds: Dynashard | None = None
+        self.units: dict[str, TimeBucket] = {}
+        self.old_units: dict[str, set[TimeBucket]] = {}
+        self.counter_names = (self.k("c0"), self.k("c1"))
+        self.big_counter = self.k("big")
+        self.idem_by: dict[str, int] = {}
+        self.report.sequences += 1
+
+    # -- names ----------------------------------------------------------------------
+
+    def k(self, name: str) -> str:
+        return self.prefix + name
+
+    @property
+    def plain_keys(self) -> tuple[str, ...]:
+        return (self.k("A"), self.k("L"), self.k("L#7"), self.k("H"))
+
+    @property
+    def calc_key(self) -> str:
+        return self.k("C")
+
+    @property
+    def family(self) -> str:
+        return self.k("OPS")
+
+    @property
+    def index_key(self) -> str:
+        return self.k("IDX")
+
+    # -- divergence handling --------------------------------------------------------
+
+    def diverge(self, label: str, message: str) -> None:
+        self.report.diverged(label, message)
+        labels = self.semantics.raise_labels
+        if self.semantics.raise_on_divergence and (not labels or any(x in label for x in labels)):
+            raise Divergence(f"[{label}] {message}")
+
+    def _clock(self) -> float:
+        return self.now
+
+    def _build(self) -> None:
+        if self.ds is not None:
+            self.ds.close()
+        changes = {
+            "time_bucket": self.units["default"],
+            "time_buckets": ((self.k("H"), self.units["H"]),),
+            "bucketed_keys": (BucketFamily(self.family, self.units["family"]),),
+        }
+        self.ds = self.backend.facade(changes)
+        self.ds.metadata.clock = self._clock
+
+    @property
+    def facade(self) -> Dynashard:
+        assert self.ds is not None
+        return self.ds
+
+    def teardown(self) -> None:
+        try:
+            if self.ds is not None:
+                self._audit()
+        finally:
+            if self.ds is not None:
+                self.ds.close()
+
+    # -- set-up -----------------------------------------------------------------------
+
+    @initialize(
+        default=units,
+        h=units,
+        fam=units,
+        calc_shards=st.integers(1, 4),
+        index_shards=st.integers(1, 4),
+        sample=st.lists(st.sampled_from(ORDERED_VALUES), min_size=4, max_size=12),
+    )
+    def setup(
+        self,
+        default: TimeBucket,
+        h: TimeBucket,
+        fam: TimeBucket,
+        calc_shards: int,
+        index_shards: int,
+        sample: list[str],
+    ) -> None:
+        self.units = {"default": default, "H": h, "family": fam}
+        self.old_units = {name: {unit} for name, unit in self.units.items()}
+        self._build()
+        self.facade.set_strategy(
+            self.calc_key, Strategy.CALCULATED, attribute="carrier", initial_shards=calc_shards
+        )
+        meta = self.model.meta.setdefault(self.calc_key, KeyMeta())
+        meta.stored, meta.n, meta.last_updated, meta.changes = (
+            True,
+            calc_shards,
+            int(self.now),
+            1,
+        )
+        meta.max_n = calc_shards
+        distinct = len({normalise(v) for v in sample})
+        shards = max(1, min(index_shards, distinct))
+        try:
+            self.facade.ordered_index(self.index_key).configure_from_sample(sample, shards)
+        except InvalidInputError:
+            self.facade.ordered_index(self.index_key).configure_from_sample(sample, 1)
+
+    # -- writes -----------------------------------------------------------------------
+
+    def _event(self, key: str, event_id: str, ts: datetime, data: dict[str, Any]) -> Event:
+        ident = (key, sort_key(ts, event_id))
+        data = self.model.identity.setdefault(ident, data)  # a redelivery carries the same
+        return Event(key=key, id=event_id, ts=ts_text(ts), data=data)
+
+    def _put(self, events: list[Event]) -> None:
+        unique: dict[tuple[str, str], Event] = {}
+        for event in events:
+            unique.setdefault((event.key, event.sort_key), event)
+        batch = list(unique.values())
+        try:
+            outcomes = self.facade.put_events(batch)
+        except Exception as exc:  # put_events never raises for per-record problems
+            self.diverge("write:raised", f"put_events({batch}) raised {exc!r}")
+            return
+        for event, outcome in zip(batch, outcomes, strict=True):
+            if not outcome.ok:
+                self.diverge("write:refused", f"{event!r} refused: {outcome.error}")
+                continue
+            self._touch(outcome.key)  # the writer's get-or-create of the key's metadata
+            item = {"key": event.key, "id": event.id, "ts": ts_text(event.ts), "data": event.data}
+            sk = sort_key(event.ts, event.id)
+            self.model.events.setdefault(event.key, {})[sk] = item
+
+    def _touch(self, key: str) -> None:
+        meta = self.model.meta.setdefault(key, KeyMeta())
+        if not meta.stored:
+            meta.stored, meta.n, meta.last_updated, meta.changes = True, 1, int(self.now), 1
+
+    @rule(
+        key=st.integers(0, 3),
+        batch=st.lists(
+            st.tuples(st.sampled_from(IDS), times, st.sampled_from(CARRIERS), st.integers(0, 9)),
+            min_size=1,
+            max_size=4,
+        ),
+    )
+    def put_random(self, key: int, batch: list[tuple[str, datetime, str, int]]) -> None:
+        """Events of a plain key (``random`` strategy)."""
+        logical = self.plain_keys[key]
+        self._put([self._event(logical, i, ts, {"carrier": c, "n": n}) for i, ts, c, n in batch])
+
+    @rule(
+        batch=st.lists(
+            st.tuples(st.sampled_from(IDS), times, st.sampled_from(CARRIERS)),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    def put_calculated(self, batch: list[tuple[str, datetime, str]]) -> None:
+        """Events of the ``calculated`` key, sharded by ``data.carrier``."""
+        self._put([self._event(self.calc_key, i, ts, {"carrier": c}) for i, ts, c in batch])
+
+    @rule(
+        batch=st.lists(
+            st.tuples(st.sampled_from(IDS), times, st.sampled_from(CARRIERS)),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    def put_family(self, batch: list[tuple[str, datetime, str]]) -> None:
+        """Events of the time-bucketed family (written under their bucket's key)."""
+        self._put([self._event(self.family, i, ts, {"carrier": c}) for i, ts, c in batch])
+
+    @precondition(lambda self: bool(self.model.identity))
+    @rule(data=st.data())
+    def redeliver(self, data: st.DataObject) -> None:
+        """A retry or redelivery of an acknowledged event: same key, id, ts and data."""
+        idents = sorted(self.model.identity)
+        key, sk = data.draw(st.sampled_from(idents))
+        ts_part, event_id = sk[:27], sk[28:]
+        event = Event(key=key, id=event_id, ts=ts_part, data=self.model.identity[(key, sk)])
+        self._put([event])
+
+    @precondition(lambda self: True)
+    @rule(
+        key=st.integers(0, 3),
+        batch=st.lists(st.tuples(st.sampled_from(IDS), times), min_size=1, max_size=3),
+    )
+    def write_legacy(self, key: int, batch: list[tuple[str, datetime]]) -> None:
+        """Items written under the bare partition key before the key is adopted."""
+        logical = self.plain_keys[key]
+        if logical in self.model.adopted:
+            return  # the application stops its bare writes before adopting
+        unit = self.units["H"] if logical == self.k("H") else self.units["default"]
+        for event_id, ts in batch:
+            event = self._event(logical, event_id, ts, {"carrier": "UA", "legacy": 1})
+            item, _ = build_item(event, 0, unit)
+            item["PK"] = {"S": logical}
+            self.backend.client.put_item(TableName=self.backend.data_table, Item=item)
+            self.model.legacy.setdefault(logical, {})[sort_key(event.ts, event_id)] = {
+                "key": logical,
+                "id": event_id,
+                "ts": ts_text(event.ts),
+                "data": event.data,
+            }
+
+    @rule(key=st.integers(0, 3))
+    def adopt(self, key: int) -> None:
+        """Adopt a plain key: its bare items join every read."""
+        logical = self.plain_keys[key]
+        info = self.facade.adopt(logical)
+        if not info.adopted:
+            self.diverge("adopt", f"adopt({logical}) returned {info}")
+        self.model.adopted.add(logical)
+        meta = self.model.meta.setdefault(logical, KeyMeta())
+        if not meta.stored:
+            meta.stored, meta.n, meta.last_updated, meta.changes = True, 1, int(self.now), 1
+
+    # -- shard counts (P5) ------------------------------------------------------------
+
+    def _resize_targets(self) -> list[str]:
+        keys = [*self.plain_keys, self.calc_key]
+        keys += [f"COUNTER#{name}" for name in (*self.counter_names, self.big_counter)]
+        for sk in sorted(self.model.events.get(self.family, {})):
+            ts = datetime.fromisoformat(sk[:26]).replace(tzinfo=UTC)
+            keys.append(f"{self.family}#{bucket_label(ts, self.units['family'])}")
+        return keys
+
+    def _cap(self, key: str) -> int:
+        cap = self.facade.config.max_shards
+        meta = self.model.meta.get(key)
+        if self.semantics.per_key_max_shards and meta is not None and meta.max_shards:
+            cap = min(cap, meta.max_shards)
+        return cap
+
+    def _expect_change(self, op: str, key: str, target: int, honour: bool) -> tuple[bool, int, str]:
+        meta = self.model.meta.setdefault(key, KeyMeta())
+        now = int(self.now)
+        in_cooldown = COOLDOWN_S > 0 and self.now - meta.last_updated < COOLDOWN_S
+        if op == "grow":
+            target = min(target, self._cap(key))
+        if op == "shrink":
+            target = max(target, self.facade.config.default_shards)
+        if not meta.stored:
+            if op == "shrink":
+                return False, meta.n, "not_stored"
+            meta.stored, meta.n, meta.last_updated, meta.changes = True, target, now, 1
+            meta.max_n = max(meta.max_n, target)
+            return True, target, "created"
+        if op == "shrink" and meta.n <= target:
+            return False, meta.n, "already_smaller"
+        if meta.n == target or (op == "grow" and meta.n > target):
+            return False, meta.n, "already"
+        if (op == "grow" or honour) and meta.changes > 1 and in_cooldown:
+            return False, meta.n, "cooldown"
+        if op == "shrink" and in_cooldown:
+            return False, meta.n, "cooldown"
+        meta.n, meta.max_n = target, max(meta.max_n, target)
+        meta.last_updated = max(now, meta.last_updated + 1)
+        meta.changes += 1
+        return True, target, "changed"
+
+    @rule(
+        which=st.integers(0, 100),
+        op=st.sampled_from(("grow", "shrink", "set", "set_honour")),
+        count=st.integers(1, MAX_MODEL_SHARDS),
+    )
+    def resize(self, which: int, op: str, count: int) -> None:
+        """grow, shrink or set_shard_count (honouring the cooldown or not)."""
+        keys = self._resize_targets()
+        key = keys[which % len(keys)]
+        honour, target = op == "set_honour", count
+        try:
+            if op == "grow":
+                result = self.facade.grow(key, target)
+            elif op == "shrink":
+                result = self.facade.shrink(key, target)
+            else:
+                result = self.facade.set_shard_count(key, target, honour_cooldown=honour)
+        except Exception as exc:
+            self.diverge("resize:raised", f"{op}({key}, {target}) raised {exc!r}")
+            return
+        changed, current, why = self._expect_change(
+            "grow" if op == "grow" else "shrink" if op == "shrink" else "set", key, target, honour
+        )
+        if (result.changed, result.current) != (changed, current):
+            label = "resize:cap" if op == "grow" and result.current > self._cap(key) else "resize"
+            self.diverge(
+                label,
+                f"{op}({key}, {target}) at t={self.now - CLOCK_START:.0f}: got {result}, "
+                f"model expects changed={changed} current={current} ({why})",
+            )
+            meta = self.model.meta[key]  # follow the library, to keep checking the rest
+            if result.changed:
+                meta.n, meta.changes = result.current, meta.changes + 1
+                meta.max_n = max(meta.max_n, result.current)
+                meta.last_updated = max(int(self.now), meta.last_updated + 1)
+
+    @precondition(lambda self: any(m.stored for m in self.model.meta.values()))
+    @rule(which=st.integers(0, 100), cap=st.integers(1, 4))
+    def set_key_max_shards(self, which: int, cap: int) -> None:
+        """Store a key's own ``max_shards`` (the metadata table's per-key override)."""
+        keys = sorted(k for k, m in self.model.meta.items() if m.stored)
+        key = keys[which % len(keys)]
+        self.backend.client.update_item(
+            TableName=self.backend.metadata_table,
+            Key={"key": {"S": key}},
+            UpdateExpression="SET max_shards = :m",
+            ConditionExpression="attribute_exists(#k)",
+            ExpressionAttributeNames={"#k": "key"},
+            ExpressionAttributeValues={":m": {"N": str(cap)}},
+        )
+        self.model.meta[key].max_shards = cap
+
+    @rule(seconds=st.sampled_from((0, 1, COOLDOWN_S - 1, COOLDOWN_S, COOLDOWN_S + 1)))
+    def tick(self, seconds: int) -> None:
+        """Move the facade's metadata clock (the cooldown clock)."""
+        self.now += seconds
+
+    # -- configuration ------------------------------------------------------------------
+
+    @rule(which=st.sampled_from(("default", "H", "family")), unit=units)
+    def change_unit(self, which: str, unit: TimeBucket) -> None:
+        """Rebuild the facade with another bucket unit over the same tables."""
+        self.units[which] = unit
+        self.old_units[which].add(unit)
+        self.reads.clear()  # a cursor belongs to the facade (and unit) that made it
+        self._build()
+
+    # -- ordered index ------------------------------------------------------------------
+
+    @rule(
+        batch=st.lists(
+            st.tuples(st.sampled_from(IDS), st.sampled_from(ORDERED_VALUES), st.integers(0, 9)),
+            min_size=1,
+            max_size=4,
+            unique_by=lambda t: t[0],
+        )
+    )
+    def index_put(self, batch: list[tuple[str, str, int]]) -> None:
+        """Put entries (a known id with a new value is a re-put)."""
+        items = [OrderedItem(i, v, {"n": n}) for i, v, n in batch]
+        try:
+            self.facade.ordered_index(self.index_key).put(items)
+        except Exception as exc:
+            self.diverge("index:put", f"put({items}) raised {exc!r}")
+            return
+        for item_id, value, n in batch:
+            shadow = self.model.index_shadow.setdefault(item_id, [])
+            if normalise(value) not in [normalise(v) for v in shadow]:
+                shadow.append(value)
+            else:
+                shadow[[normalise(v) for v in shadow].index(normalise(value))] = value
+            self.model.index[item_id] = (value, {"n": n})
+
+    # -- counters (P4) ------------------------------------------------------------------
+
+    @rule(
+        which=st.integers(0, 1),
+        by=st.integers(-50, 50).filter(bool),
+        idem=st.one_of(st.none(), st.sampled_from(("k0", "k1", "k2", "k3"))),
+    )
+    def increment(self, which: int, by: int, idem: str | None) -> None:
+        """A plain or idempotent increment (a known idempotency key is a redelivery)."""
+        name = self.counter_names[which]
+        if idem is not None:
+            by = self.idem_by.setdefault(f"{name}/{idem}", by)
+        self._touch(f"COUNTER#{name}")
+        try:
+            applied = self.facade.increment_counter(name, by, idem)
+        except Exception as exc:
+            self.diverge("counter:raised", f"increment({name}, {by}, {idem}) raised {exc!r}")
+            return
+        first = idem is None or (name, idem) not in self.model.applied
+        if applied != first:
+            self.diverge("counter:idem", f"increment({name}, {by}, {idem}) returned {applied}")
+        if applied:
+            self.model.counters[name] = self.model.counters.get(name, 0) + by
+            if idem is not None:
+                self.model.applied[(name, idem)] = by
+
+    @rule(sign=st.sampled_from((1, -1)), idem=st.sampled_from(("b0", "b1")))
+    def increment_at_bound(self, sign: int, idem: str) -> None:
+        """An idempotent increment of 38 digits, then its redeliveries (P4 at the bound)."""
+        name = self.big_counter
+        by = self.idem_by.setdefault(f"{name}/{idem}", sign * COUNTER_BOUND)
+        redelivery = (name, idem) in self.model.applied
+        self._touch(f"COUNTER#{name}")
+        try:
+            applied = self.facade.increment_counter(name, by, idem)
+        except CounterOverflowError as exc:
+            if redelivery and self.semantics.idempotent_redelivery_false:
+                self.diverge("counter:bound", f"redelivered increment({by}, {idem}) raised {exc!r}")
+            # a first delivery may overflow the shard it lands on: documented, nothing applied
+            return
+        except Exception as exc:
+            self.diverge("counter:raised", f"increment({name}, {by}, {idem}) raised {exc!r}")
+            return
+        if applied == redelivery:
+            self.diverge("counter:idem", f"increment({by}, {idem}) returned {applied}")
+        if applied:
+            self.model.counters[name] = self.model.counters.get(name, 0) + by
+            self.model.applied[(name, idem)] = by
+
+    @rule(which=st.integers(0, 2))
+    def read_counter(self, which: int) -> None:
+        """get_counter is the sum of the applied increments."""
+        name = (*self.counter_names, self.big_counter)[which]
+        try:
+            value = self.facade.get_counter(name).value
+        except Exception as exc:
+            self.diverge("counter:raised", f"get_counter({name}) raised {exc!r}")
+            return
+        if value != self.model.counters.get(name, 0):
+            self.diverge(
+                "counter:value", f"get_counter({name}) = {value}, model {self.model.counters}"
+            )
+
+    # -- event reads (P1, P2, P6) ---------------------------------------------------------
+
+    def _read_error(self, p: dict[str, Any]) -> tuple[bool, bool]:
+        """Return (must_raise, may_raise) of an event read: InvalidInputError expected."""
+        start, end = p.get("start"), p.get("end")
+        mixed = (
+            start is not None and end is not None and (start.tzinfo is None) != (end.tzinfo is None)
+        )
+        may = mixed and not self.semantics.naive_is_utc
+        must = False
+        if start is not None and end is not None and as_utc(start) >= as_utc(end):
+            must = True
+        key, path = p["key"], p.get("path", "auto")
+        consistent = p.get("consistent", True)
+        if key == self.family and (
+            start is None
+            or end is None
+            or path == "gsi1"
+            or (
+                as_utc(start) < as_utc(end)
+                and buckets_spanned(start, end, self.units["family"]) > MAX_WINDOW_BUCKETS
+            )
+        ):
+            must = True
+        if p.get("attribute_value") is not None and key != self.calc_key:
+            must = True
+        if path == "gsi1" and key != self.family:
+            if consistent or start is None or end is None or p.get("attribute_value") is not None:
+                must = True
+            elif as_utc(start) < as_utc(end):
+                unit = self.units["H"] if key == self.k("H") else self.units["default"]
+                # more than 1,000 GSI1 Queries (buckets x GSI1 shards) cannot be served
+                if buckets_spanned(start, end, unit) * MAX_MODEL_SHARDS * 2 > MAX_WINDOW_BUCKETS:
+                    may = True
+                if buckets_spanned(start, end, unit) > MAX_WINDOW_BUCKETS:
+                    must = True
+        return must, may or must
+
+    def _page(self, read: OpenRead) -> None:
+        """Read the next page of an open event read and check it (P2)."""
+        p = read.params
+        must, may = self._read_error(p)
+        options = {k: v for k, v in p.items() if k != "key" and v is not None}
+        try:
+            page = self.facade.query_events(p["key"], cursor=read.cursor, **options)
+        except InvalidInputError as exc:
+            if not may:
+                self.diverge(self._label(p, "raised"), f"read {p} raised {exc!r}")
+            read.cursor = None
+            return
+        except Exception as exc:
+            self.diverge(
+                self._label(p, f"bare-error:{type(exc).__name__}"), f"read {p} raised {exc!r}"
+            )
+            read.cursor = None
+            return
+        if must:
+            self.diverge(self._label(p, "no-error"), f"read {p} should raise InvalidInputError")
+            read.cursor = None
+            return
+        expected = self.model.expected(
+            p["key"],
+            p.get("start"),
+            p.get("end"),
+            p.get("attribute_value"),
+            p.get("descending", False),
+            read.after,
+        )
+        got = [
+            {"key": i["key"], "id": i["id"], "ts": i["ts"], "data": i["data"]} for i in page.items
+        ]
+        limit = p.get("limit", 100)
+        ok = len(got) <= limit and got == expected[: len(got)]
+        if page.cursor is None and got != expected:
+            ok = False
+        if not ok:
+            self.diverge(
+                self._label(p, "items"),
+                f"read {p} after {read.after!r}: got {_ids(got)} (cursor "
+                f"{'set' if page.cursor else 'None'}), expected first of {_ids(expected)}",
+            )
+            read.cursor = None
+            return
+        if got:
+            last = got[-1]
+            read.after = f"{last['ts']}#{last['id']}"
+            read.empty_pages = 0
+        else:
+            read.empty_pages += 1
+            if read.empty_pages > MAX_EMPTY_PAGES:
+                self.diverge(self._label(p, "stuck"), f"read {p}: {read.empty_pages} empty pages")
+                read.cursor = None
+                return
+        read.cursor = page.cursor
+
+    def _label(self, p: dict[str, Any], what: str) -> str:
+        key = p["key"]
+        kind = (
+            "family"
+            if key == self.family
+            else "calculated"
+            if p.get("attribute_value") is not None
+            else "adopted"
+            if key in self.model.adopted
+            else "plain"
+        )
+        path = p.get("path", "auto") if not p.get("consistent", True) else "base"
+        return f"read:{kind}:{path}:{what}"
+
+    def _params(
+        self,
+        key: str,
+        window: tuple[datetime | None, datetime | None],
+        limit: int,
+        descending: bool,
+        path: str,
+        consistent: bool,
+        attribute: str | None,
+    ) -> dict[str, Any]:
+        start, end = window
+        if start is not None and end is not None and as_utc(start) > as_utc(end):
+            start, end = end, start
+        return {
+            "key": key,
+            "start": start,
+            "end": end,
+            "limit": limit,
+            "descending": descending,
+            "path": path,
+            "consistent": consistent,
+            "attribute_value": attribute,
+        }
+
+    @rule(
+        which=st.integers(0, 5),
+        window=windows,
+        limit=limits,
+        descending=st.booleans(),
+        path=st.sampled_from(("auto", "base", "gsi1")),
+        consistent=st.booleans(),
+        attribute=st.one_of(st.none(), st.sampled_from(CARRIERS)),
+        pages=st.integers(1, 10),
+    )
+    def read(
+        self,
+        which: int,
+        window: tuple[datetime | None, datetime | None],
+        limit: int,
+        descending: bool,
+        path: str,
+        consistent: bool,
+        attribute: str | None,
+        pages: int,
+    ) -> None:
+        """Start a read of any key on any path; read ``pages`` pages, keep the rest open."""
+        key = (*self.plain_keys, self.calc_key, self.family)[which]
+        if key != self.calc_key and attribute is not None and which % 2:
+            attribute = None  # mostly valid reads; sometimes attr on a key not calculated
+        if key == self.family and which % 2 == 0:  # mostly a full window of the family
+            window = (window[0] or ANCHORS[0], window[1] or ANCHORS[0] + timedelta(days=2))
+        read = OpenRead(
+            "events",
+            self._params(key, window, limit, descending, path, consistent, attribute),
+            None,
+            None,
+        )
+        for _ in range(pages):
+            self._page(read)
+            if read.cursor is None:
+                return
+        self.reads.append(read)
+        del self.reads[:-4]
+
+    @precondition(lambda self: bool(self.reads))
+    @rule(which=st.integers(0, 3), pages=st.integers(1, 3))
+    def continue_read(self, which: int, pages: int) -> None:
+        """Continue an open read after whatever happened since (P2)."""
+        read = self.reads[which % len(self.reads)]
+        for _ in range(pages):
+            if read.kind == "events":
+                self._page(read)
+            else:
+                self._index_page(read)
+            if read.cursor is None:
+                self.reads.remove(read)
+                return
+
+    # -- ordered reads (P3) ---------------------------------------------------------------
+
+    def _index_page(self, read: OpenRead) -> None:
+        p = read.params
+        lo, hi, must, may = self._index_bounds(p)
+        try:
+            page = self.facade.ordered_index(self.index_key).query(
+                prefix=p["prefix"],
+                start=p["start"],
+                end=p["end"],
+                limit=p["limit"],
+                cursor=read.cursor,
+            )
+        except InvalidInputError as exc:
+            if not may:
+                self.diverge("index:raised", f"index read {p} raised {exc!r}")
+            read.cursor = None
+            return
+        except Exception as exc:
+            self.diverge(f"index:bare-error:{type(exc).__name__}", f"index read {p} raised {exc!r}")
+            read.cursor = None
+            return
+        if must:
+            self.diverge("index:no-error", f"index read {p} should raise InvalidInputError")
+            read.cursor = None
+            return
+        expected = self.model.expected_index(lo, hi, read.after, self.semantics.reput_replaces)
+        got = [{"id": i["id"], "value": i["value"], "data": i["data"]} for i in page.items]
+        want = [row for _, row in expected]
+        ok = len(got) <= p["limit"] and got == want[: len(got)]
+        if page.cursor is None and got != want:
+            ok = False
+        if not ok:
+            self.diverge(
+                "index:items",
+                f"index read {p} after {read.after!r}: got {[(g['id'], g['value']) for g in got]}"
+                f" (cursor {'set' if page.cursor else 'None'}), expected first of "
+                f"{[(w['id'], w['value']) for w in want]}",
+            )
+            read.cursor = None
+            return
+        if got:
+            read.after = expected[len(got) - 1][0]
+            read.empty_pages = 0
+        else:
+            read.empty_pages += 1
+            if read.empty_pages > MAX_EMPTY_PAGES:
+                self.diverge("index:stuck", f"index read {p}: empty pages")
+                read.cursor = None
+                return
+        read.cursor = page.cursor
+
+    def _index_bounds(self, p: dict[str, Any]) -> tuple[str | None, str | None, bool, bool]:
+        """The model's normalised [lo, hi) of an index read, and whether it must/may raise."""
+        prefix, start, end = p["prefix"], p["start"], p["end"]
+        strict = self.semantics.empty_ordered_bound == "error"
+        if prefix is not None:
+            lo = normalise(prefix)
+            if not lo:  # a prefix of nothing: every value, or a clear error
+                return None, None, strict, True
+            code = ord(lo[-1]) + 1
+            return lo, lo[:-1] + chr(code), False, False
+        lo = None if start is None else normalise(start)
+        hi = None if end is None else normalise(end)
+        empty = lo == "" or hi == ""
+        return (lo or None), hi, strict and empty, empty
+
+    @rule(
+        kind=st.sampled_from(("all", "prefix", "range")),
+        a=st.sampled_from(ORDERED_BOUNDS),
+        b=st.sampled_from(ORDERED_BOUNDS),
+        limit=limits,
+        pages=st.integers(1, 10),
+    )
+    def index_read(self, kind: str, a: str, b: str, limit: int, pages: int) -> None:
+        """Read the ordered index: all of it, a prefix, or a raw ``[start, end)`` range."""
+        params: dict[str, Any] = {"prefix": None, "start": None, "end": None, "limit": limit}
+        if kind == "prefix":
+            params["prefix"] = a
+        elif kind == "range":
+            params["start"], params["end"] = a, b
+        read = OpenRead("index", params, None, None)
+        for _ in range(pages):
+            self._index_page(read)
+            if read.cursor is None:
+                return
+        self.reads.append(read)
+        del self.reads[:-4]
+
+    # -- teardown audit ---------------------------------------------------------------------
+
+    def _audit(self) -> None:
+        """Items stored per key are never fewer than the model's events (more: observed)."""
+        client, table = self.backend.client, self.backend.data_table
+        for key in (*self.plain_keys, self.calc_key):
+            distinct = set(self.model.events.get(key, {})) | set(self.model.legacy.get(key, {}))
+            if not distinct:
+                continue
+            stored = 0
+            meta = self.model.meta.get(key, KeyMeta())
+            pks = [f"{key}#{s}" for s in range(meta.max_n)] + [key]
+            for pk in pks:
+                kwargs: dict[str, Any] = {
+                    "TableName": table,
+                    "KeyConditionExpression": "PK = :pk",
+                    "ExpressionAttributeValues": {":pk": {"S": pk}},
+                    "ProjectionExpression": "#k",
+                    "ExpressionAttributeNames": {"#k": "key"},
+                }
+                while True:
+                    response = client.query(**kwargs)
+                    stored += sum(1 for i in response["Items"] if i["key"]["S"] == key)
+                    if "LastEvaluatedKey" not in response:
+                        break
+                    kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            if stored < len(distinct):
+                self.diverge("audit:lost", f"{key}: {stored} items stored, {len(distinct)} events")
+            elif stored > len(distinct):
+                self.report.observe("audit:stored-twice", stored - len(distinct))
+                if self.semantics.duplicates_stored_fail:
+                    self.diverge("audit:stored-twice", f"{key}: {stored} items, {len(distinct)}")
+
+    @invariant()
+    def count_step(self) -> None:
+        self.report.steps += 1
+
+
+def _ids(items: list[dict[str, Any]]) -> list[str]:
+    return [f"{i['ts']}#{i['id']}" for i in items]
+
+
+def machine_for(
+    backend: Backend, semantics: Semantics | None = None, report: Report | None = None
+) -> type[DynashardModel]:
+    """Return the machine class bound to a backend (moto or DynamoDB Local).
+
+    Parameters
+    ----------
+    backend : Backend
+        Shared client and tables.
+    semantics : Semantics, optional
+        What the pending fixes decide; the defaults are the documented behaviour.
+    report : Report, optional
+        Collects sequences, steps, divergences and observations.
+
+    Returns
+    -------
+    type
+        A :class:`DynashardModel` subclass; its ``TestCase`` runs under pytest, or pass it
+        to :func:`hypothesis.stateful.run_state_machine_as_test`.
+    """
+    attrs: dict[str, Any] = {
+        "backend": backend,
+        "semantics": semantics or Semantics(),
+        "report": report or Report(),
+    }
+    return type("BoundDynashardModel", (DynashardModel,), attrs)
