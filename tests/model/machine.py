@@ -129,7 +129,7 @@ class Semantics:
 
     naive_is_utc: bool = True
     reput_replaces: bool = True
-    empty_ordered_bound: str = "error_or_unbounded"
+    empty_ordered_bound: str = "error"
     unit_change_keeps_data: bool = True
     per_key_max_shards: bool = True
     idempotent_redelivery_false: bool = True
@@ -423,6 +423,10 @@ class DynashardModel(RuleBasedStateMachine):
         self.counter_names = (self.k("c0"), self.k("c1"))
         self.big_counter = self.k("big")
         self.idem_by: dict[str, int] = {}
+        #: The family's unit, fixed by its first acknowledged write.
+        self.family_unit: TimeBucket | None = None
+        #: Units each key's GSI1 keys were written with.
+        self.gsi_units: dict[str, set[TimeBucket]] = {}
         self.report.sequences += 1
 
     # -- names ----------------------------------------------------------------------
@@ -447,6 +451,9 @@ class DynashardModel(RuleBasedStateMachine):
         return self.k("IDX")
 
     # -- divergence handling --------------------------------------------------------
+
+    def _configured_unit(self, key: str) -> TimeBucket:
+        return self.units["H"] if key == self.k("H") else self.units["default"]
 
     def diverge(self, label: str, message: str) -> None:
         self.report.diverged(label, message)
@@ -539,9 +546,29 @@ class DynashardModel(RuleBasedStateMachine):
             self.diverge("write:raised", f"put_events({batch}) raised {exc!r}")
             return
         for event, outcome in zip(batch, outcomes, strict=True):
+            refuse = event.key == self.family and self.family_unit not in (
+                None,
+                self.units["family"],
+            )
+            if refuse:
+                if outcome.ok or "InvalidInputError" not in str(outcome.error):
+                    self.diverge(
+                        "write:unit",
+                        f"{event!r} under {self.units['family']} after {self.family_unit}: "
+                        f"{outcome}",
+                    )
+                continue
             if not outcome.ok:
                 self.diverge("write:refused", f"{event!r} refused: {outcome.error}")
                 continue
+            if event.key == self.family:
+                self.family_unit = self.family_unit or self.units["family"]
+            else:
+                unit = self._configured_unit(event.key)
+                written = self.gsi_units.setdefault(event.key, set())
+                if written and unit not in written:
+                    self._drop_reads(event.key)  # mixed units: read from the base table
+                written.add(unit)
             self._touch(outcome.key)  # the writer's get-or-create of the key's metadata
             item = {"key": event.key, "id": event.id, "ts": ts_text(event.ts), "data": event.data}
             sk = sort_key(event.ts, event.id)
@@ -612,6 +639,8 @@ class DynashardModel(RuleBasedStateMachine):
             event = self._event(logical, event_id, ts, {"carrier": "UA", "legacy": 1})
             item, _ = build_item(event, 0, unit)
             item["PK"] = {"S": logical}
+            item.pop("GSI1PK", None)  # written by another program: no dynashard index keys
+            item.pop("GSI1SK", None)
             self.backend.client.put_item(TableName=self.backend.data_table, Item=item)
             self.model.legacy.setdefault(logical, {})[sort_key(event.ts, event_id)] = {
                 "key": logical,
@@ -624,13 +653,43 @@ class DynashardModel(RuleBasedStateMachine):
     def adopt(self, key: int) -> None:
         """Adopt a plain key: its bare items join every read."""
         logical = self.plain_keys[key]
-        info = self.facade.adopt(logical)
+        refuse = self._adopt_refused(logical)
+        try:
+            info = self.facade.adopt(logical)
+        except InvalidInputError as exc:
+            if not refuse:
+                self.diverge("adopt:raised", f"adopt({logical}) raised {exc!r}")
+            return
+        if refuse:
+            self.diverge("adopt:alias", f"adopt({logical}) aliases a shard: {info}")
         if not info.adopted:
             self.diverge("adopt", f"adopt({logical}) returned {info}")
         self.model.adopted.add(logical)
+        self._drop_reads(logical)  # its GSI1 reads end: an adopted key reads the base table
         meta = self.model.meta.setdefault(logical, KeyMeta())
         if not meta.stored:
             meta.stored, meta.n, meta.last_updated, meta.changes = True, 1, int(self.now), 1
+
+    def _adopt_refused(self, logical: str) -> bool:
+        """``L#7`` is adopted only when ``L`` is capped at 7 or fewer and never had more."""
+        if logical != self.k("L#7"):
+            return False
+        prefix = self.model.meta.get(self.k("L"), KeyMeta())
+        if prefix.stored and prefix.max_n > 7:
+            return True
+        return prefix.max_shards is None or prefix.max_shards > 7
+
+    def _drop_reads(self, logical: str) -> None:
+        """Close the open eventually consistent reads of a key whose read path changed.
+
+        A GSI1 cursor of a key that became adopted or mixed-unit is refused with
+        ``CursorError`` (the read moves to the base table): documented, not checked here.
+        """
+        self.reads = [
+            r
+            for r in self.reads
+            if r.kind != "events" or r.params["key"] != logical or r.params["consistent"]
+        ]
 
     # -- shard counts (P5) ------------------------------------------------------------
 
@@ -639,7 +698,8 @@ class DynashardModel(RuleBasedStateMachine):
         keys += [f"COUNTER#{name}" for name in (*self.counter_names, self.big_counter)]
         for sk in sorted(self.model.events.get(self.family, {})):
             ts = datetime.fromisoformat(sk[:26]).replace(tzinfo=UTC)
-            keys.append(f"{self.family}#{bucket_label(ts, self.units['family'])}")
+            unit = self.family_unit or self.units["family"]
+            keys.append(f"{self.family}#{bucket_label(ts, unit)}")
         return keys
 
     def _cap(self, key: str) -> int:
@@ -686,6 +746,13 @@ class DynashardModel(RuleBasedStateMachine):
         keys = self._resize_targets()
         key = keys[which % len(keys)]
         honour, target = op == "set_honour", count
+        if op.startswith("set") and target > self._cap(key):
+            try:
+                self.facade.set_shard_count(key, target, honour_cooldown=honour)
+            except InvalidInputError:
+                return
+            self.diverge("resize:cap", f"{op}({key}, {target}) passed the cap {self._cap(key)}")
+            return
         try:
             if op == "grow":
                 result = self.facade.grow(key, target)
@@ -713,20 +780,28 @@ class DynashardModel(RuleBasedStateMachine):
                 meta.last_updated = max(int(self.now), meta.last_updated + 1)
 
     @precondition(lambda self: any(m.stored for m in self.model.meta.values()))
-    @rule(which=st.integers(0, 100), cap=st.integers(1, 4))
-    def set_key_max_shards(self, which: int, cap: int) -> None:
-        """Store a key's own ``max_shards`` (the metadata table's per-key override)."""
+    @rule(
+        which=st.integers(0, 100),
+        cap=st.one_of(st.none(), st.integers(1, MAX_MODEL_SHARDS)),
+    )
+    def set_key_max_shards(self, which: int, cap: int | None) -> None:
+        """Set or remove a key's own ``max_shards`` (``set_max_shards``)."""
         keys = sorted(k for k, m in self.model.meta.items() if m.stored)
         key = keys[which % len(keys)]
-        self.backend.client.update_item(
-            TableName=self.backend.metadata_table,
-            Key={"key": {"S": key}},
-            UpdateExpression="SET max_shards = :m",
-            ConditionExpression="attribute_exists(#k)",
-            ExpressionAttributeNames={"#k": "key"},
-            ExpressionAttributeValues={":m": {"N": str(cap)}},
+        meta = self.model.meta[key]
+        new_cap = self.facade.config.max_shards if cap is None else cap
+        refuse = (cap is not None and cap < meta.n) or (
+            key == self.k("L") and self.k("L#7") in self.model.adopted and new_cap > 7
         )
-        self.model.meta[key].max_shards = cap
+        try:
+            self.facade.set_max_shards(key, cap)
+        except InvalidInputError as exc:
+            if not refuse:
+                self.diverge("cap:raised", f"set_max_shards({key}, {cap}) raised {exc!r}")
+            return
+        if refuse:
+            self.diverge("cap:accepted", f"set_max_shards({key}, {cap}) should be refused")
+        meta.max_shards = cap
 
     @rule(seconds=st.sampled_from((0, 1, COOLDOWN_S - 1, COOLDOWN_S, COOLDOWN_S + 1)))
     def tick(self, seconds: int) -> None:
@@ -768,6 +843,21 @@ class DynashardModel(RuleBasedStateMachine):
             else:
                 shadow[[normalise(v) for v in shadow].index(normalise(value))] = value
             self.model.index[item_id] = (value, {"n": n})
+
+    @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3))
+    def index_delete(self, ids: list[str]) -> None:
+        """Delete entries by id (an unknown id is skipped)."""
+        try:
+            removed = self.facade.ordered_index(self.index_key).delete(ids)
+        except Exception as exc:
+            self.diverge("index:delete", f"delete({ids}) raised {exc!r}")
+            return
+        live = [i for i in dict.fromkeys(ids) if i in self.model.index]
+        if removed != len(live):
+            self.diverge("index:delete", f"delete({ids}) removed {removed}, model {len(live)}")
+        for item_id in live:
+            del self.model.index[item_id]
+            self.model.index_shadow.pop(item_id, None)
 
     # -- counters (P4) ------------------------------------------------------------------
 
@@ -852,17 +942,26 @@ class DynashardModel(RuleBasedStateMachine):
             or path == "gsi1"
             or (
                 as_utc(start) < as_utc(end)
-                and buckets_spanned(start, end, self.units["family"]) > MAX_WINDOW_BUCKETS
+                and buckets_spanned(start, end, self.family_unit or self.units["family"])
+                > MAX_WINDOW_BUCKETS
             )
         ):
             must = True
         if p.get("attribute_value") is not None and key != self.calc_key:
             must = True
+        written = self.gsi_units.get(key, set())
         if path == "gsi1" and key != self.family:
-            if consistent or start is None or end is None or p.get("attribute_value") is not None:
+            if (
+                consistent
+                or start is None
+                or end is None
+                or p.get("attribute_value") is not None
+                or key in self.model.adopted
+                or len(written) > 1
+            ):
                 must = True
             elif as_utc(start) < as_utc(end):
-                unit = self.units["H"] if key == self.k("H") else self.units["default"]
+                unit = next(iter(written)) if written else self._configured_unit(key)
                 # more than 1,000 GSI1 Queries (buckets x GSI1 shards) cannot be served
                 if buckets_spanned(start, end, unit) * MAX_MODEL_SHARDS * 2 > MAX_WINDOW_BUCKETS:
                     may = True
@@ -1076,8 +1175,10 @@ class DynashardModel(RuleBasedStateMachine):
         prefix, start, end = p["prefix"], p["start"], p["end"]
         strict = self.semantics.empty_ordered_bound == "error"
         if prefix is not None:
+            if prefix == "":  # typed empty: every value (documented)
+                return None, None, False, False
             lo = normalise(prefix)
-            if not lo:  # a prefix of nothing: every value, or a clear error
+            if not lo:  # a prefix that normalises to nothing names no value
                 return None, None, strict, True
             code = ord(lo[-1]) + 1
             return lo, lo[:-1] + chr(code), False, False
