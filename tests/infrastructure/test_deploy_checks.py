@@ -49,6 +49,13 @@ CFN_LINT_REGIONS = ["us-east-1"]
 CHECKOV_OFFLINE_ENV = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "TRUE"}
 
 
+@pytest.fixture
+def synths(dev: Synth, prod: Synth) -> dict[str, Synth]:
+    """Both synths by name; named fixtures (not getfixturevalue) keep these tests in the
+    xdist group of the synth (tests/conftest.py), so no other worker synthesizes."""
+    return {"dev": dev, "prod": prod}
+
+
 # --- checkov ----------------------------------------------------------------------------
 
 
@@ -189,9 +196,9 @@ def test_checkov_passes_on_the_template(variant: str, checkov_run: CheckovRun) -
 
 @pytest.mark.parametrize("variant", ["dev", "prod"])
 def test_every_checkov_skip_is_applied_with_its_reason(
-    variant: str, checkov_run: CheckovRun, request: pytest.FixtureRequest
+    variant: str, checkov_run: CheckovRun, synths: dict[str, Synth]
 ) -> None:
-    s: Synth = request.getfixturevalue(variant)
+    s: Synth = synths[variant]
     declared = {
         (logical_id, skip["id"])
         for logical_id, resource in s.resources.items()
@@ -224,9 +231,9 @@ def test_checkov_reports_a_removed_suppression_an_undone_fix_and_a_bad_resource(
 
 @pytest.mark.parametrize("variant", ["dev", "prod"])
 def test_queues_skipping_the_kms_check_are_encrypted_with_sse_sqs(
-    variant: str, request: pytest.FixtureRequest
+    variant: str, synths: dict[str, Synth]
 ) -> None:
-    s: Synth = request.getfixturevalue(variant)
+    s: Synth = synths[variant]
     queues = s.of_type("AWS::SQS::Queue")
     assert len(queues) == 4
     for logical_id, queue in queues.items():
@@ -245,8 +252,8 @@ def run_cfn_lint(template: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("variant", ["dev", "prod"])
-def test_cfn_lint_passes_on_the_template(variant: str, request: pytest.FixtureRequest) -> None:
-    s: Synth = request.getfixturevalue(variant)
+def test_cfn_lint_passes_on_the_template(variant: str, synths: dict[str, Synth]) -> None:
+    s: Synth = synths[variant]
     findings = run_cfn_lint(s.template.to_json())
     assert findings == [], "cfn-lint findings:\n" + "\n".join(findings)
 
@@ -262,8 +269,8 @@ def test_cfn_lint_reports_a_removed_suppression_and_a_bad_resource(dev: Synth) -
 
 
 @pytest.mark.parametrize("variant", ["dev", "prod"])
-def test_every_cfn_lint_ignore_has_its_reason(variant: str, request: pytest.FixtureRequest) -> None:
-    s: Synth = request.getfixturevalue(variant)
+def test_every_cfn_lint_ignore_has_its_reason(variant: str, synths: dict[str, Synth]) -> None:
+    s: Synth = synths[variant]
     ignored = 0
     for logical_id, resource in s.resources.items():
         meta = resource.get("Metadata", {}).get(CFN_LINT_METADATA_KEY)
