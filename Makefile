@@ -8,6 +8,11 @@ NODE_STAMP := node_modules/.installed
 # Hash-locked requirements, compiled by `make lock` (uv) from pyproject.toml's groups.
 LOCK := requirements/dev.txt
 LAYER_LOCK := layers/dynashard/requirements.lock
+# checkov's own environment (pyproject's `checks` group): its exact boto3 pin cannot share
+# .venv with the runtime's; tests/infrastructure/test_deploy_checks.py runs its command.
+CHECKS_VENV := .venv-checks
+CHECKS_LOCK := requirements/checks.txt
+CHECKS_STAMP := $(CHECKS_VENV)/.installed
 UV_VERSION := 0.13.8
 # pytest-xdist workers for the test targets (auto: one per CPU). --dist loadgroup keeps
 # the tests that share an expensive fixture (the CDK synth, a module's tables, the demo's
@@ -27,17 +32,25 @@ $(STAMP): pyproject.toml layers/dynashard/pyproject.toml $(LOCK)
 	$(PIP) install --quiet --no-deps -e "layers/dynashard[cli]"
 	touch $(STAMP)
 
+$(CHECKS_STAMP): $(CHECKS_LOCK)
+	$(PYTHON) -m venv $(CHECKS_VENV)
+	$(CHECKS_VENV)/bin/pip install --quiet --upgrade "pip>=25.1"
+	$(CHECKS_VENV)/bin/pip install --quiet --require-hashes -r $(CHECKS_LOCK)
+	touch $(CHECKS_STAMP)
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
-install: $(STAMP) $(NODE_STAMP) ## create .venv and node_modules (Python deps from the hash-locked requirements/dev.txt, DynamoDB Local, CDK CLI)
+install: $(STAMP) $(CHECKS_STAMP) $(NODE_STAMP) ## create .venv, .venv-checks (checkov) and node_modules (Python deps from the hash-locked requirements/dev.txt and checks.txt, DynamoDB Local, CDK CLI)
 
-lock: ## regenerate the hash-locked requirements from pyproject.toml's groups: requirements/dev.txt (dev group, any platform) and the layer's (runtime group, Lambda Python 3.12 arm64)
+lock: ## regenerate the hash-locked requirements from pyproject.toml's groups: requirements/dev.txt (dev group, any platform), requirements/checks.txt (checks group: checkov) and the layer's (runtime group, Lambda Python 3.12 arm64)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet "uv==$(UV_VERSION)"
 	$(VENV)/bin/uv pip compile pyproject.toml --group dev --universal --python-version 3.11 \
 		--generate-hashes --custom-compile-command "make lock" --quiet -o $(LOCK)
+	$(VENV)/bin/uv pip compile pyproject.toml --group checks --universal --python-version 3.11 \
+		--generate-hashes --custom-compile-command "make lock" --quiet -o $(CHECKS_LOCK)
 	$(VENV)/bin/uv pip compile layers/dynashard/pyproject.toml --group pyproject.toml:runtime \
 		--python-version 3.12 --python-platform aarch64-manylinux2014 \
 		--generate-hashes --custom-compile-command "make lock" --quiet -o $(LAYER_LOCK)

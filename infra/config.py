@@ -156,6 +156,12 @@ class StackParameters(BaseModel):
         (default): each function's own size. See :meth:`memory_mb`.
     function_timeout_s : int
         Timeout of every function, seconds.
+    scaler_reserved_concurrency : int
+        Reserved concurrency of the scaler function (1-1,000): alarm actions and the
+        sweep always find room in the account's pool, and no more than this many scaler
+        runs race on the metadata table. Lambda keeps at least 100 of an account's
+        concurrency unreserved, so an account whose limit is the new-account 10 must
+        raise its quota first ("Lambda quotas", AWS Lambda Developer Guide).
 
     Raises
     ------
@@ -206,6 +212,7 @@ class StackParameters(BaseModel):
     scaler_memory_mb: int = Field(default=FUNCTION_MEMORY_MB["scaler"], ge=128, le=10_240)
     function_memory_mb: int | None = Field(default=None, ge=128, le=10_240)
     function_timeout_s: int = Field(default=30, ge=1, le=900)
+    scaler_reserved_concurrency: int = Field(default=2, ge=1, le=1000)
 
     @field_validator(
         "function_memory_mb",

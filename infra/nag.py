@@ -118,11 +118,22 @@ API_KEY_NOT_COGNITO = NagPackSuppression(
 )
 
 
+FAILURE_DESTINATION_IS_A_DLQ = NagPackSuppression(
+    id="AwsSolutions-SQS3",
+    reason=(
+        "This queue is itself the on-failure destination (dead-letter role) of the "
+        "scaler's asynchronous invocations; cdk-nag only recognizes redrive-policy DLQs. "
+        "It is watched by the ScalerFailureQueueDepth alarm."
+    ),
+)
+
+
 def add_suppressions(
     *,
     functions: Sequence[DynashardFunction],
     scaler: DynashardFunction,
     stream_failure_queue: sqs.IQueue,
+    scaler_failure_queue: sqs.IQueue,
     api: apigw.RestApi,
     api_auth: Literal["iam", "api_key"],
 ) -> None:
@@ -139,6 +150,8 @@ def add_suppressions(
         The scaler, whose role reads the Contributor Insights rules by name pattern.
     stream_failure_queue : aws_cdk.aws_sqs.IQueue
         The Kinesis event source's on-failure destination (a DLQ without redrive).
+    scaler_failure_queue : aws_cdk.aws_sqs.IQueue
+        The scaler's asynchronous on-failure destination (a DLQ without redrive).
     api : aws_cdk.aws_apigateway.RestApi
         The REST API: its stage (no WAF, no execution logs) and its methods.
     api_auth : {"iam", "api_key"}
@@ -152,6 +165,7 @@ def add_suppressions(
         scaler.role, [INSIGHT_RULE_WILDCARD], apply_to_children=True
     )
     NagSuppressions.add_resource_suppressions(stream_failure_queue, [STREAM_FAILURE_QUEUE_IS_A_DLQ])
+    NagSuppressions.add_resource_suppressions(scaler_failure_queue, [FAILURE_DESTINATION_IS_A_DLQ])
     NagSuppressions.add_resource_suppressions(
         api.deployment_stage, [NO_WAF, NO_EXECUTION_LOGS], apply_to_children=True
     )

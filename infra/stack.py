@@ -84,6 +84,7 @@ class DynashardStack(Stack):
             ],
             scaler=self.scaler.function,
             stream_failure_queue=self.ingest.stream_failure_queue,
+            scaler_failure_queue=self.scaler.failure_queue,
             api=self.api.api,
             api_auth=config.api_auth,
         )

@@ -20,6 +20,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import StackParameters
+from infra.deploy_checks import LOGS_SERVICE_ENCRYPTED, NO_API_CACHE, skip_checkov
 
 
 def _build_access_logs(scope: Construct, config: StackParameters) -> logs.LogGroup:
@@ -35,6 +36,7 @@ def _build_access_logs(scope: Construct, config: StackParameters) -> logs.LogGro
 def _build_rest_api(scope: Construct, config: StackParameters) -> apigw.RestApi:
     """Return the regional REST API with its stage: access logs, tracing, throttling."""
     access_logs = _build_access_logs(scope, config)
+    skip_checkov(access_logs, LOGS_SERVICE_ENCRYPTED)
     return apigw.RestApi(
         scope,
         "Api",
@@ -110,6 +112,7 @@ class EventsApi(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self.api = _build_rest_api(self, config)
+        skip_checkov(self.api.deployment_stage, NO_API_CACHE)
         # The stack exports the URL as ``ApiUrl``; drop RestApi's own hashed duplicate.
         self.api.node.try_remove_child("Endpoint")
         self._body_validator = self.api.add_request_validator(

@@ -23,6 +23,14 @@ from constructs import Construct
 
 from dynashard import names
 from infra.config import FunctionName, StackParameters
+from infra.deploy_checks import (
+    ENVIRONMENT_NOT_SECRET,
+    LOGS_SERVICE_ENCRYPTED,
+    NO_VPC,
+    ROLE_DEPENDENCY,
+    ignore_cfn_lint,
+    skip_checkov,
+)
 
 if TYPE_CHECKING:
     from infra.constructs.tables import Tables
@@ -75,6 +83,9 @@ class DynashardFunction(Construct):
         Environment variables; names from :mod:`dynashard.names`.
     description : str
         Function description shown in the console.
+    reserved_concurrency : int, optional
+        Reserved concurrent executions (``ReservedConcurrentExecutions``); None: the
+        function draws from the account's unreserved pool.
 
     Attributes
     ----------
@@ -98,6 +109,7 @@ class DynashardFunction(Construct):
         layer: lambda_.ILayerVersion,
         environment: Mapping[str, str],
         description: str,
+        reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.DESTROY if config.is_dev else RemovalPolicy.RETAIN
@@ -137,7 +149,13 @@ class DynashardFunction(Construct):
                 **environment,
             },
             description=description,
+            reserved_concurrent_executions=reserved_concurrency,
         )
+        # What every function shares; how it is invoked (DLQ, concurrency) is its
+        # owner's to say (infra.constructs.ingest, query, scaler).
+        skip_checkov(self.function, NO_VPC, ENVIRONMENT_NOT_SECRET)
+        ignore_cfn_lint(self.function, ROLE_DEPENDENCY)
+        skip_checkov(self.log_group, LOGS_SERVICE_ENCRYPTED)
 
     def add_to_policy(self, *statements: iam.PolicyStatement) -> None:
         """Add IAM statements to this function's own role.
@@ -202,6 +220,7 @@ def build_function(
     description: str,
     statements: Sequence[iam.PolicyStatement],
     environment: Mapping[str, str] | None = None,
+    reserved_concurrency: int | None = None,
 ) -> DynashardFunction:
     """Return a function of the stack wired to the tables, with its own statements.
 
@@ -233,6 +252,8 @@ def build_function(
         Least-privilege statements for the function's role.
     environment : mapping of str to str, optional
         Variables added after the shared ones (names from :mod:`dynashard.names`).
+    reserved_concurrency : int, optional
+        Reserved concurrent executions; None (default): none reserved.
 
     Returns
     -------
@@ -254,6 +275,7 @@ def build_function(
             **(environment or {}),
         },
         description=description,
+        reserved_concurrency=reserved_concurrency,
     )
     fn.add_to_policy(*statements)
     return fn

@@ -34,6 +34,16 @@ from infra.constructs.functions import (
     build_metadata_statement,
 )
 from infra.constructs.tables import Tables
+from infra.deploy_checks import (
+    API_CONCURRENCY,
+    KINESIS_CONCURRENCY,
+    KINESIS_SOURCE_NO_DLQ,
+    SQS_CONCURRENCY,
+    SQS_SOURCE_NO_DLQ,
+    SSE_SQS,
+    SYNC_NO_DLQ,
+    skip_checkov,
+)
 
 #: Actions the ingest functions need on the data table: BatchWriteItem for events,
 #: UpdateItem (``ADD``) for counters, PutItem and ConditionCheckItem for the
@@ -137,6 +147,8 @@ def _build_queues(scope: Construct, config: StackParameters) -> tuple[sqs.Queue,
             max_receive_count=config.queue_max_receive_count, queue=dlq
         ),
     )
+    for q in (queue, dlq):
+        skip_checkov(q, SSE_SQS)
     return queue, dlq
 
 
@@ -156,6 +168,7 @@ def _build_stream(scope: Construct) -> tuple[kinesis.Stream, sqs.Queue]:
         enforce_ssl=True,
         retention_period=Duration.days(14),
     )
+    skip_checkov(failures, SSE_SQS)
     return stream, failures
 
 
@@ -246,6 +259,9 @@ class Ingest(Construct):
             "ingest_stream",
             "dynashard ingest: Kinesis batches",
         )
+        skip_checkov(self.api_function.function, SYNC_NO_DLQ, API_CONCURRENCY)
+        skip_checkov(self.queue_function.function, SQS_SOURCE_NO_DLQ, SQS_CONCURRENCY)
+        skip_checkov(self.stream_function.function, KINESIS_SOURCE_NO_DLQ, KINESIS_CONCURRENCY)
         self._build_event_sources(config)
         self.write_load_rule_name = write_load_rule_name(self)
         self.write_load_rule = _build_write_load_rule(

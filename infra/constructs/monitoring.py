@@ -83,7 +83,12 @@ def _queue_depth(queue: sqs.IQueue, label: str | None = None) -> cloudwatch.Metr
     )
 
 
-def _build_dlq_alarm(scope: Construct, construct_id: str, queue: sqs.IQueue) -> cloudwatch.Alarm:
+def _build_dlq_alarm(
+    scope: Construct,
+    construct_id: str,
+    queue: sqs.IQueue,
+    description: str = "Ingest records gave up on: inspect and redrive",
+) -> cloudwatch.Alarm:
     """Return an alarm that fires as soon as one message sits in a dead-letter queue."""
     return cloudwatch.Alarm(
         scope,
@@ -93,7 +98,7 @@ def _build_dlq_alarm(scope: Construct, construct_id: str, queue: sqs.IQueue) -> 
         evaluation_periods=1,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarm_description="Ingest records gave up on: inspect and redrive",
+        alarm_description=description,
     )
 
 
@@ -143,6 +148,9 @@ class Monitoring(Construct):
         The dashboard, named ``dynashard-<stage>``.
     dlq_alarm, stream_failure_alarm : aws_cdk.aws_cloudwatch.Alarm
         Depth alarms of the ingest DLQ and of the stream's on-failure queue.
+    scaler_failure_alarm : aws_cdk.aws_cloudwatch.Alarm
+        Depth alarm of the scaler's on-failure queue (a growth or sweep that failed
+        after Lambda's retries).
     """
 
     def __init__(
@@ -162,6 +170,13 @@ class Monitoring(Construct):
         self.stream_failure_alarm = _build_dlq_alarm(
             self, "StreamFailureQueueDepth", ingest.stream_failure_queue
         )
+        self.scaler_failure_alarm = _build_dlq_alarm(
+            self,
+            "ScalerFailureQueueDepth",
+            scaler.failure_queue,
+            "Scaler invocations that failed after Lambda's retries (a growth or sweep not "
+            "done): read the error in the message, fix, and re-invoke with its event",
+        )
         table_name = tables.data_table.table_name
         ingest_fns = (ingest.api_function, ingest.queue_function, ingest.stream_function)
         self.dashboard = cloudwatch.Dashboard(
@@ -173,7 +188,12 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
                 title="Alarms",
-                alarms=[*scaler.alarms, self.dlq_alarm, self.stream_failure_alarm],
+                alarms=[
+                    *scaler.alarms,
+                    self.dlq_alarm,
+                    self.stream_failure_alarm,
+                    self.scaler_failure_alarm,
+                ],
                 width=24,
             )
         )
@@ -195,12 +215,12 @@ class Monitoring(Construct):
             ),
         )
         self.dashboard.add_widgets(
-            *self._build_latency_and_queue_widgets(table_name, ingest, query)
+            *self._build_latency_and_queue_widgets(table_name, ingest, query, scaler)
         )
 
     @staticmethod
     def _build_latency_and_queue_widgets(
-        table_name: str, ingest: Ingest, query: Query
+        table_name: str, ingest: Ingest, query: Query, scaler: Scaler
     ) -> Sequence[cloudwatch.IWidget]:
         """Return the DLQ depth and read latency graphs."""
         query_fn = query.function.function
@@ -210,6 +230,7 @@ class Monitoring(Construct):
                 left=[
                     _queue_depth(ingest.dead_letter_queue, "ingest DLQ"),
                     _queue_depth(ingest.stream_failure_queue, "stream on-failure queue"),
+                    _queue_depth(scaler.failure_queue, "scaler on-failure queue"),
                 ],
                 width=12,
             ),

@@ -15,6 +15,7 @@ from infra.constructs.functions import (
     build_metadata_statement,
 )
 from infra.constructs.tables import Tables
+from infra.deploy_checks import API_CONCURRENCY, SYNC_NO_DLQ, skip_checkov
 
 #: Read actions on the data table and GSI1: Query for scatter-gather reads and GSI
 #: bucket fan-out, GetItem/BatchGetItem for sharded counters (100 keys per call).
@@ -87,6 +88,7 @@ class Query(Construct):
             statements=_build_read_statements(tables),
         )
         fn = self.function.function
+        skip_checkov(fn, SYNC_NO_DLQ, API_CONCURRENCY)
         api.add_route("GET", "/events", fn, required_query=(EVENTS_KEY_PARAM,))
         api.add_route("GET", "/counters/{name}", fn)
         api.add_route("GET", "/shards/{key}", fn)

@@ -15,6 +15,16 @@ The scaler also reads the report of the ingest functions' write-load Contributor
 Insights rule (:mod:`dynashard.core.load`), named in its environment and policy by the
 rule's name, so this construct does not reference the ingest construct either.
 
+Both triggers invoke the function asynchronously. Lambda retries a failed asynchronous
+invocation twice (:data:`ASYNC_RETRY_ATTEMPTS`), then sends the invocation record (the
+alarm event or the schedule event, the error, the attempt count) to the function's
+on-failure destination, :attr:`Scaler.failure_queue`, an encrypted SQS queue whose depth
+is alarmed (``ScalerFailureQueueDepth``, :mod:`infra.constructs.monitoring`): a growth
+that failed is not dropped silently. The function has reserved concurrency
+(``scaler_reserved_concurrency``), so a burst of ingest or query invocations cannot
+starve it of the account's pool, and only that many scaler runs race on the metadata
+table.
+
 The sweep also shrinks the keys that stayed cool (:mod:`dynashard.planning.shrinking`): it finds
 the keys above the default count with a paginated ``Scan`` of the metadata table
 (``dynamodb:Scan`` on that table only) and reads their load history from the same
@@ -30,6 +40,8 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dynashard import names
@@ -42,6 +54,23 @@ from infra.constructs.functions import (
     stack_arn,
 )
 from infra.constructs.tables import Tables
+from infra.deploy_checks import SSE_SQS, Suppression, skip_checkov
+
+#: Retries of a failed asynchronous invocation before the on-failure destination
+#: (Lambda's maximum, also its default: "Configuring error handling for asynchronous
+#: invocation", AWS Lambda Developer Guide).
+ASYNC_RETRY_ATTEMPTS = 2
+
+#: checkov's CKV_AWS_116 reads only ``DeadLetterConfig``; the scaler has an on-failure
+#: destination instead.
+ON_FAILURE_DESTINATION = Suppression(
+    "CKV_AWS_116",
+    "Invoked asynchronously (alarm action, EventBridge schedule) with an on-failure "
+    "destination instead of a DLQ: AWS::Lambda::EventInvokeConfig sends the failed "
+    "event with its error and attempt count to ScalerFailureQueue (SSE-SQS, depth "
+    "alarmed) after two retries. A destination carries more than a DLQ (the error), "
+    "which the AWS Lambda Developer Guide recommends; checkov 3 reads only DeadLetterConfig.",
+)
 
 
 def alarm_metric(spec: AlarmSpec, table_name: str) -> cloudwatch.Metric:
@@ -204,6 +233,10 @@ class Scaler(Construct):
         :func:`alarm_name`.
     sweep : aws_cdk.aws_events.Rule
         Invokes the function every :data:`SWEEP_RATE_MINUTES` minute(s).
+    failure_queue : aws_cdk.aws_sqs.Queue
+        On-failure destination of the function's asynchronous invocations (an alarm's
+        or the sweep's event after :data:`ASYNC_RETRY_ATTEMPTS` retries), SSE-SQS,
+        14 days' retention.
     """
 
     def __init__(
@@ -234,7 +267,21 @@ class Scaler(Construct):
                 names.ENV_WRITE_LOAD_RULE: write_load_rule_name,
                 **_shrink_environment(config),
             },
+            reserved_concurrency=config.scaler_reserved_concurrency,
         )
+        self.failure_queue = sqs.Queue(
+            self,
+            "FailureQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        skip_checkov(self.failure_queue, SSE_SQS)
+        self.function.function.configure_async_invoke(
+            on_failure=destinations.SqsDestination(self.failure_queue),
+            retry_attempts=ASYNC_RETRY_ATTEMPTS,
+        )
+        skip_checkov(self.function.function, ON_FAILURE_DESTINATION)
         self.alarms = [
             _build_alarm(self, spec, tables.data_table.table_name, self.function.function)
             for spec in SCALER_ALARMS

@@ -55,3 +55,16 @@ def test_the_layer_lock_holds_the_runtime_group_and_the_librarys_own_dependencie
     for requirement in library["project"]["dependencies"]:
         name = re.split(r"[<>=\[ ]", requirement)[0].lower()
         assert name in locked, f"{name}: make lock"
+
+
+def test_the_checks_lock_holds_the_checks_group_with_hashes() -> None:
+    """checkov's own environment (.venv-checks) is locked like .venv (``make lock``)."""
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
+    lock = ROOT / "requirements" / "checks.txt"
+    locked = _locked(lock)
+    for requirement in _group(groups, "checks"):
+        m = PIN.match(requirement)
+        assert m, f"{requirement} is not pinned with =="
+        assert locked.get(m.group(1).lower()) == m.group(3), f"{requirement}: run `make lock`"
+    blocks = re.split(r"\n(?=[A-Za-z0-9])", lock.read_text())
+    assert all("--hash=sha256:" in b for b in blocks if PIN.match(b))

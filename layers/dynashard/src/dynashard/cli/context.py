@@ -80,7 +80,9 @@ class Options:
             if self.endpoint_url and (
                 session.region_name is None or session.get_credentials() is None
             ):
-                session = boto3.Session(
+                # B106: placeholder keys for a local endpoint (DynamoDB Local, the
+                # emulator) that accepts any; used only without real credentials.
+                session = boto3.Session(  # nosec B106
                     aws_access_key_id="local",
                     aws_secret_access_key="local",
                     region_name=session.region_name or LOCAL_REGION,

@@ -93,8 +93,11 @@ def emulator_hot_keys(
     if index:
         query["index"] = index
     url = f"{endpoint_url.rstrip('/')}/_emulator/contributors?{urllib.parse.urlencode(query)}"
+    if urllib.parse.urlsplit(url).scheme not in {"http", "https"}:
+        raise EmulatorUnavailableError(f"{endpoint_url!r} is not an http(s) endpoint URL")
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
+        # B310: the scheme is checked just above (http or https only, no file:).
+        with urllib.request.urlopen(url, timeout=10) as response:  # nosec B310
             body = json.loads(response.read())
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise EmulatorUnavailableError(

@@ -71,4 +71,5 @@ class Backoff:
         float
             ``uniform(0, min(cap_s, base_s * 2**attempt))``.
         """
-        return random.uniform(0.0, min(self.cap_s, self.base_s * (2**attempt)))
+        # B311: "full jitter" backoff only spreads retries in time; nothing secret.
+        return random.uniform(0.0, min(self.cap_s, self.base_s * (2**attempt)))  # nosec B311

@@ -163,7 +163,8 @@ def random_shard(shard_count: int, event_id: str | None = None) -> int:
         return shard_for(event_id, shard_count)
     if shard_count < 1:
         raise InvalidInputError("shard count", f"must be >= 1, got {shard_count}")
-    return _random.randrange(shard_count)
+    # B311: spreads writes over shards (a load balancer's choice), not a secret or token.
+    return _random.randrange(shard_count)  # nosec B311
 
 
 def calculated_shards(value: str, shard_counts: set[int] | frozenset[int]) -> set[int]:

@@ -213,7 +213,8 @@ class ShardedCounter:
             )
         logical = counter_key(name)
         count = self.metadata.for_writer(logical).number_of_shards
-        shard = shard_for(idempotency_key, count) if idempotency_key else random.randrange(count)
+        # B311: spreads increments over shards (a load balancer's choice), not a secret.
+        shard = shard_for(idempotency_key, count) if idempotency_key else random.randrange(count)  # nosec B311
         key = {
             names.ATTR_PK: {"S": physical_key(logical, shard)},
             names.ATTR_SK: {"S": COUNTER_SORT_KEY},

@@ -161,7 +161,9 @@ class PlannedReader:
                 gsi1_unavailable=unavailable,
             )
             return self._base(key, None, consistent, unavailable or f"path={path}", options)
-        assert start is not None and end is not None  # narrowed by `unavailable`
+        # B101: narrows the types for mypy only; `unavailable` above returned when either
+        # bound was None, so the code is correct with assertions stripped (python -O).
+        assert start is not None and end is not None  # nosec B101
         info = self.metadata.for_reader(key)
         # The unit the key's GSI1 keys were written with, not the one configured now.
         stored, mixed = gsi1_unit(info, self.bucket_of(key))

@@ -314,7 +314,8 @@ class ShardMetadata:
             if info is not None:
                 self._remember(info, now)
                 return info
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
         raise MetadataError(f"adopting {key!r} lost {max_attempts} races in a row")
 
     def _refuse_alias(self, key: str) -> None:
@@ -614,7 +615,8 @@ class ShardMetadata:
             if stored is not None:
                 self._remember(stored, now)
                 return stored
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
         raise MetadataError(f"strategy of {key!r} kept changing under {max_attempts} attempts")
 
     def _change(
@@ -692,7 +694,8 @@ class ShardMetadata:
                 self._remember(updated, now)
                 return GrowthResult(key, first, target, True, done)
             # Lost the race: back off a random fraction of a second, then re-read.
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
         raise MetadataError(f"shard count of {key!r} kept changing under {max_attempts} attempts")
 
 
