@@ -476,7 +476,8 @@ class ShardMetadata:
             if stored is not None:
                 self._remember(stored, now)
                 return stored
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))
+            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
+            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
         raise MetadataError(f"max_shards of {key!r} kept changing under {max_attempts} attempts")
 
     def shrink(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
