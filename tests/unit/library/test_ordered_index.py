@@ -56,6 +56,24 @@ def test_pages_of_one_item_walk_sub_shards_in_order(facade: Dynashard) -> None:
     assert pages >= len(rows)
 
 
+def test_every_range_shard_query_is_strongly_consistent(facade: Dynashard) -> None:
+    # Given an index of three range shards holding a put entry
+    sent: list[dict[str, Any]] = []
+    facade.client.meta.events.register(
+        "provide-client-params.dynamodb.Query", lambda params, **_: sent.append(dict(params))
+    )
+    index = facade.ordered_index("CONSISTENT")
+    index.configure(OrderedLayout(("g", "p"), (1, 1, 1)))
+    index.put([OrderedItem("a1", "abba"), OrderedItem("z1", "Zebra")])
+    # When it is read whole, by prefix and by range
+    index.query()
+    index.query(prefix="ab")
+    index.query(start="b", end="zz")
+    # Then every Query asked for a strongly consistent read: an entry acknowledged before
+    # the read began is never missed for replication lag
+    assert sent and all(p.get("ConsistentRead") is True for p in sent), sent
+
+
 def test_a_failed_range_shard_query_fails_the_read_naming_its_key(
     facade: Dynashard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
