@@ -30,6 +30,29 @@ def test_adopting_a_shard_of_a_sharded_key_is_refused(facade: Dynashard, ddb_cli
     assert not facade.shard_info("L#7").stored
 
 
+def test_reads_of_a_key_leave_out_another_keys_items_under_its_shard_keys(
+    facade: Dynashard, ddb_client: Any
+) -> None:
+    # Given L's own events on 8 shards, and another program's items under the partition
+    # key "L#7" (its bare key L#7, never adopted: nothing tells dynashard it exists)
+    from dynashard import Event
+
+    ours = [Event(key="L", id=f"l{i}", ts=f"2013-01-01T10:0{i}:00Z") for i in range(6)]
+    facade.set_shard_count("L", 8)
+    assert all(outcome.ok for outcome in facade.put_events(ours))
+    write_bare(ddb_client, legacy_events(3, key="L#7"))
+    # When L is read, page by page and whole, in both orders
+    for descending in (False, True):
+        seen, cursor = [], None
+        while True:
+            page = facade.query_events("L", limit=2, descending=descending, cursor=cursor)
+            seen += [(item["key"], item["id"]) for item in page.items]
+            if (cursor := page.cursor) is None:
+                break
+        # Then exactly L's events come back: the items whose key attribute is L#7 are not L's
+        assert sorted(seen) == sorted(("L", e.id) for e in ours), seen
+
+
 def test_adopting_a_key_whose_prefix_could_grow_onto_it_needs_a_cap(
     facade: Dynashard, ddb_client: Any
 ) -> None:

@@ -45,7 +45,8 @@ class MemoryQueryClient:
         item = {
             "PK": {"S": pk},
             "SK": {"S": sk},
-            "key": {"S": pk},
+            # the logical key, as the writer stores it ("K#1" -> "K"; a bare key is its own)
+            "key": {"S": pk.rpartition("#")[0] or pk},
             "id": {"S": event_id},
             "ts": {"S": ts},
             "data": {"M": {}},

@@ -111,10 +111,14 @@ class _ShardStream:
     the worker thread runs the Query and returns its response.
     """
 
-    def __init__(self, reader: ShardedReader, pk: str, request: dict[str, Any]) -> None:
+    def __init__(
+        self, reader: ShardedReader, pk: str, request: dict[str, Any], owner: str | None = None
+    ) -> None:
         self.reader = reader
         self.pk = pk
         self.request = request
+        #: The logical key whose items this stream yields (:func:`owns_item`); None: any.
+        self.owner = owner
         self.buffer: list[dict[str, Any]] = []
         self.start_key: dict[str, Any] | None = request.get("ExclusiveStartKey")
         self.finished = False
@@ -159,7 +163,11 @@ class _ShardStream:
             return
         response = pending.result()
         items = response.get("Items", [])
-        self.buffer.extend(items)
+        if self.owner is None:
+            self.buffer.extend(items)
+        else:
+            bare = self.pk == self.owner
+            self.buffer.extend(i for i in items if owns_item(i, self.owner, bare=bare))
         self.fetched.extend(item[names.ATTR_SK]["S"] for item in items)
         self.start_key = response.get("LastEvaluatedKey")
         self.finished = self.start_key is None
@@ -394,7 +402,7 @@ class ShardedReader:
             per_shard = shard_page_limit(limit, len(keys), item_bytes)
             for s, pk in keys.items():
                 if s not in streams:
-                    streams[s] = self._stream(pk, lo, hi, per_shard, descending, position)
+                    streams[s] = self._stream(pk, lo, hi, per_shard, descending, position, key)
                     if value is not None:
                         _filter_by(streams[s].request, filter_by or "", value)
                     streams[s].submit()
@@ -475,6 +483,7 @@ class ShardedReader:
         limit: int,
         descending: bool,
         position: Cursor | None,
+        owner: str | None = None,
     ) -> _ShardStream:
         request: dict[str, Any] = {
             "TableName": self.table_name,
@@ -490,7 +499,7 @@ class ShardedReader:
                 names.ATTR_PK: {"S": pk},
                 names.ATTR_SK: {"S": position.position},
             }
-        return _ShardStream(self, pk, request)
+        return _ShardStream(self, pk, request, owner)
 
     def _prefetch(self, streams: dict[int, _ShardStream]) -> dict[str, str]:
         """Run every shard's first Query in parallel; return the failures by physical key."""
@@ -508,6 +517,45 @@ class ShardedReader:
 #: Stream number of an adopted key's bare partition key in :func:`physical_keys_to_query`
 #: and in the cursor's set of exhausted streams (shards are ``0..N-1``).
 BARE_KEY_STREAM: Final = -1
+
+
+def owns_item(item: dict[str, Any], key: str, *, bare: bool = False) -> bool:
+    """Tell whether a stored item is one of a logical key's events.
+
+    Physical keys are ``{logical}#{shard}`` (:func:`~dynashard.core.keys.physical_key`),
+    so a partition key such as ``L#7`` may also hold items that are not ``L``'s: the
+    bare-key items of a key ``L#7`` that another program wrote (adoption of such a key
+    is refused while it could alias, :meth:`ShardMetadata.adopt`, but nothing stops
+    another program writing it). Every item dynashard writes carries its logical key in
+    the ``key`` attribute, so the reader keeps only the items whose ``key`` is the one
+    read; under an adopted key's bare partition key, items without a ``key`` attribute
+    (written before dynashard) are the key's too.
+
+    Parameters
+    ----------
+    item : dict
+        The item in DynamoDB's typed JSON, as a Query returns it.
+    key : str
+        The logical key read.
+    bare : bool
+        Whether the item was read under ``key``'s bare partition key.
+
+    Returns
+    -------
+    bool
+        True when the item belongs to ``key``.
+
+    Examples
+    --------
+    >>> owns_item({"key": {"S": "L"}}, "L"), owns_item({"key": {"S": "L#7"}}, "L")
+    (True, False)
+    >>> owns_item({}, "L", bare=True), owns_item({}, "L")
+    (True, False)
+    """
+    stored = item.get(names.ATTR_KEY)
+    if stored is None:
+        return bare
+    return bool(stored.get("S") == key)
 
 
 def physical_keys_to_query(info: ShardInfo, shards: Iterable[int] | None = None) -> dict[int, str]:
