@@ -107,6 +107,51 @@ def test_hot_against_the_emulator_names_the_throttled_key_and_plans_more_shards(
     assert row["physical_keys"] == [f"{key}#0"]
 
 
+def test_count_and_compact_against_dynamodb_local(
+    dynamodb_local: DynamoDBLocal, sandbox_tables: tuple[str, str]
+) -> None:
+    """AWS's own engine evaluates the compaction's transaction: the ConditionCheck and the
+    conditional Delete compare the ``data`` map for equality."""
+    from dynashard.core.strategies import shard_for
+
+    url = dynamodb_local.endpoint_url
+    data_table, metadata_table = sandbox_tables
+    key = f"DUP#{uuid.uuid4().hex[:6]}"
+    moved = next(f"m{i}" for i in range(1000) if shard_for(f"m{i}", 4) != shard_for(f"m{i}", 8))
+    events = [
+        Event(key=key, id=moved, ts="2013-01-01T10:00:00Z", data={"dest": "ORD", "n": [1, 2]}),
+        Event(key=key, id="other", ts="2013-01-01T11:00:00Z", data={"dest": "SFO"}),
+    ]
+    # Given both events written at N = 4, the key resized to 8, and both redelivered
+    ds = Dynashard(DynashardConfig(data_table, metadata_table), client=local_client(url))
+    ds.set_shard_count(key, 4)
+    assert all(o.ok for o in ds.put_events(events))
+    ds.set_shard_count(key, 8)
+    ds.metadata.invalidate(key)
+    assert all(o.ok for o in ds.put_events(events))
+    stored = 2 if shard_for("other", 4) == shard_for("other", 8) else 3
+    # When counted: every copy is seen, each event once
+    counted = cli(url, sandbox_tables, "count", key, "--json")
+    assert counted.exit_code == 0, counted.output
+    doc = json.loads(counted.output)
+    assert (doc["distinct"], doc["stored"], doc["shards_read"]) == (2, stored + 1, 8)
+    # When compacted (a dry run first): the extra copies go, the ones N = 8 chooses stay
+    dry = json.loads(cli(url, sandbox_tables, "compact", key, "--dry-run", "--json").output)
+    assert len(dry["would_delete"]) == stored - 1 and dry["deleted"] == []
+    done = cli(url, sandbox_tables, "compact", key, "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.output)
+    assert result["skipped"] == [] and len(result["deleted"]) == stored - 1
+    assert {d["kept"] for d in result["deleted"]} <= {
+        f"{key}#{shard_for(moved, 8)}",
+        f"{key}#{shard_for('other', 8)}",
+    }
+    after = json.loads(cli(url, sandbox_tables, "count", key, "--json").output)
+    assert (after["distinct"], after["stored"], after["duplicates"]) == (2, 2, 0)
+    assert [e["id"] for e in ds.query_events(key).items] == [moved, "other"]
+    ds.close()
+
+
 def test_hot_against_dynamodb_local_says_it_is_not_the_emulator(
     dynamodb_local: DynamoDBLocal, sandbox_tables: tuple[str, str]
 ) -> None:

@@ -56,6 +56,8 @@ def run(*args: str) -> Any:
         ["resize"],
         ["adopt"],
         ["boundaries"],
+        ["count"],
+        ["compact"],
     ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
@@ -188,6 +190,82 @@ def test_a_dynamodb_error_exits_1_with_its_code(aws: Any) -> None:
     result = run("--metadata-table", "missing-table", "status", "K")
     assert result.exit_code == ExitCode.ERROR
     assert "ResourceNotFoundException" in result.output
+
+
+# --- count and compact -----------------------------------------------------------------------
+def test_count_and_compact_remove_the_copy_a_redelivery_across_a_resize_left(aws: Any) -> None:
+    from dynashard import Event
+    from dynashard.core.strategies import shard_for
+
+    # Given an event written at N = 4 and redelivered after a resize to 8 (two copies)
+    event_id = next(f"m{i}" for i in range(1000) if shard_for(f"m{i}", 4) != shard_for(f"m{i}", 8))
+    event = Event(key="K", id=event_id, ts="2013-01-01T10:00:00Z")
+    ds = Dynashard(DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name))
+    ds.set_shard_count("K", 4)
+    ds.put_events([event])
+    ds.set_shard_count("K", 8)
+    ds.metadata.invalidate("K")
+    ds.put_events([event])
+    old, new = f"K#{shard_for(event_id, 4)}", f"K#{shard_for(event_id, 8)}"
+    # When it is counted, then the count is exact and the copy named
+    counted = run("count", "K", "--json")
+    assert counted.exit_code == 0, counted.output
+    assert json.loads(counted.output) == {
+        "key": "K",
+        "distinct": 1,
+        "stored": 2,
+        "duplicates": 1,
+        "shards_read": 8,
+    }
+    text = run("count", "K")
+    assert "K: 1 distinct events, 2 items stored, 1 extra copy (8 physical keys read)" in (
+        text.output
+    )
+    assert "dynashard compact 'K'" in text.output
+    # And a dry run lists the copy on the old shard and deletes nothing
+    dry = run("compact", "K", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    doc = json.loads(dry.output)
+    assert (
+        doc["would_delete"] == [{"sort_key": event.sort_key, "physical_key": old, "kept": new}]
+        and doc["deleted"] == []
+    )
+    assert json.loads(run("count", "K", "--json").output)["stored"] == 2
+    # When it is compacted, then that copy is deleted and the count is clean
+    done = run("compact", "K")
+    assert done.exit_code == 0, done.output
+    assert "deleted 1" in done.output and f"{old}  {event.sort_key}  (kept on {new})" in done.output
+    assert json.loads(run("count", "K", "--json").output)["duplicates"] == 0
+    assert [e["id"] for e in ds.query_events("K").items] == [event_id]
+    ds.close()
+
+
+def test_count_with_a_window_and_a_bad_time_is_a_usage_error(aws: Any) -> None:
+    result = run("count", "K", "--from", "yesterday")
+    assert result.exit_code == ExitCode.USAGE
+    assert "--from: not an ISO-8601 time" in result.output
+    empty = run("count", "K", "--from", "2013-01-01T00:00:00Z", "--to", "2013-01-02", "--json")
+    assert empty.exit_code == 0, empty.output
+    assert json.loads(empty.output)["distinct"] == 0
+
+
+def test_compact_that_leaves_copies_exits_3_naming_them(aws: Any) -> None:
+    from dynashard import Event
+    from dynashard.core.strategies import shard_for
+
+    # Given two copies of one event that differ (a redelivery with another payload)
+    event_id = next(f"m{i}" for i in range(1000) if shard_for(f"m{i}", 4) != shard_for(f"m{i}", 8))
+    event = Event(key="K", id=event_id, ts="2013-01-01T10:00:00Z", data={"v": 1})
+    ds = Dynashard(DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name))
+    ds.set_shard_count("K", 4)
+    ds.put_events([event])
+    ds.set_shard_count("K", 8)
+    ds.metadata.invalidate("K")
+    ds.put_events([event.model_copy(update={"data": {"v": 2}})])
+    ds.close()
+    result = run("compact", "K")
+    assert result.exit_code == ExitCode.REFUSED
+    assert "1 extra copy left in place" in result.output and "differs in data" in result.output
 
 
 # --- plan --------------------------------------------------------------------------------------
@@ -429,6 +507,8 @@ def test_the_command_holds_only_operator_commands() -> None:
         "status",
         "resize",
         "adopt",
+        "count",
+        "compact",
         "plan",
         "boundaries",
         "hot",

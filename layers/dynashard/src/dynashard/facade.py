@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from dynashard.core.buckets import TimeBucket, bucket_for
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.dynamodb.compaction import CompactionResult, EventCount
     from dynashard.dynamodb.ordered_index import OrderedIndex
     from dynashard.dynamodb.planned_reader import ReadOptions
     from dynashard.dynamodb.writer import ShardedWriter, WriteOutcome
@@ -482,6 +484,97 @@ class Dynashard:
         gsi = GsiBucketReader(self.client, self.config.data_table, self.executor)
         planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of)
         return planned.query(key, **options)
+
+    def count_events(
+        self, key: str, *, start: datetime | None = None, end: datetime | None = None
+    ) -> EventCount:
+        """Count a logical key's distinct events exactly, and the extra copies stored.
+
+        An event redelivered across a resize can be stored on two shards (invariant 2):
+        reads collapse the copy, a ``Scan`` or ``Select=COUNT`` counts it. This reads
+        every physical key a read of the key queries (metadata read fresh; shards of
+        the whole ``shard_history`` and an adopted key's bare key), projecting the sort
+        key and the ``key`` attribute only, keeps the key's own items as reads do, and
+        counts distinct sort keys; see
+        :func:`dynashard.dynamodb.compaction.count_events`.
+
+        Parameters
+        ----------
+        key : str
+            Logical key (for a time-bucketed family, one of its bucket keys).
+        start : datetime, optional
+            Earliest event time, inclusive (UTC; naive means UTC).
+        end : datetime, optional
+            Latest event time, exclusive.
+
+        Returns
+        -------
+        EventCount
+            ``distinct`` events, ``stored`` items, ``duplicates`` (``stored - distinct``)
+            and ``shards_read`` (physical keys queried); ``to_json()`` for a document.
+            Cost: about ``ceil(bytes stored in the window / 4 KB)`` RCU per shard, the
+            same as reading the events (a projection does not reduce read units).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``start >= end``, or ``key`` is a time-bucketed family key.
+        StateConflictError
+            If ``key`` is an ordered index.
+        ShardQueryError
+            If a shard's Query failed (the physical key and AWS error code named).
+        MetadataError
+            If the shard metadata cannot be read.
+        """
+        from dynashard.dynamodb.compaction import count_events
+
+        info = self.metadata.for_reader(key)
+        return count_events(
+            self.client, self.config.data_table, info, self.executor, start=start, end=end
+        )
+
+    def compact(self, key: str, *, dry_run: bool = False) -> CompactionResult:
+        """Delete the extra copies a resize left of a key's events, keeping one of each.
+
+        For every sort key stored under more than one physical key, the copy on the
+        shard the current N would choose is kept (else the lowest shard number; an
+        adopted key's bare-key copy last) and each other copy is deleted in a
+        transaction that checks the kept copy still exists and both are unchanged, so
+        the last copy is never deleted; a copy that differs from the kept one, or that
+        changed meanwhile, is left and reported. See
+        :func:`dynashard.dynamodb.compaction.compact`.
+
+        Parameters
+        ----------
+        key : str
+            Logical key (for a time-bucketed family, one of its bucket keys).
+        dry_run : bool
+            Report what would be deleted (``would_delete``) and delete nothing.
+
+        Returns
+        -------
+        CompactionResult
+            ``count`` before, ``deleted`` / ``would_delete`` / ``skipped`` copies
+            (``{"sort_key", "physical_key", "kept"}``, plus ``reason`` when skipped).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``key`` is a time-bucketed family key.
+        StateConflictError
+            If ``key`` is an ordered index.
+        ShardQueryError
+            If a shard's Query failed; nothing was deleted.
+        CompactionError
+            If reading or deleting a copy failed (AWS error code named); its
+            ``deleted`` lists the copies deleted before.
+        MetadataError
+            If the shard metadata cannot be read.
+        """
+        from dynashard.dynamodb.compaction import compact
+
+        info = self.metadata.for_reader(key)
+        return compact(self.client, self.config.data_table, info, self.executor, dry_run=dry_run)
 
     def _counters(self) -> ShardedCounter:
         return ShardedCounter(self.client, self.config.data_table, self.metadata)

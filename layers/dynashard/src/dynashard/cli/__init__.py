@@ -10,7 +10,8 @@ Exit codes (also in ``dynashard --help``):
 - 1: error (DynamoDB, CloudWatch or the sandbox failed, or a file could not be read);
 - 2: usage (a bad option or value, named in the message);
 - 3: refused (``resize`` inside the key's cooldown without ``--force``, or of an
-  ordered key, whose count is its range layout's);
+  ordered key, whose count is its range layout's; ``compact`` that left extra copies
+  in place because they differ from the kept one or changed meanwhile);
 - 4: not found (``status`` of a key with no metadata item, ``hot`` on a table without
   Contributor Insights).
 

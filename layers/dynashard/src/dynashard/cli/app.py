@@ -1,4 +1,4 @@
-"""The ``dynashard`` command line (typer): status, hot, plan, resize, boundaries, and more.
+"""The ``dynashard`` command line (typer): status, hot, plan, resize, count, compact, and more.
 
 typer gives the options, ``--help`` and shell completion from the signatures; rich draws
 the tables and progress bars. Every read command takes ``--json``; exit codes are those
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 EXIT_CODES_HELP = (
     "Exit codes: 0 done; 1 error (AWS, the sandbox or a file failed); 2 usage (a bad "
     "option or value); 3 refused (resize inside the cooldown without --force, or of an "
-    "ordered key); 4 not found (status of a key without metadata, hot without "
-    "Contributor Insights)."
+    "ordered key; compact that left copies in place); 4 not found "
+    "(status of a key without metadata, hot without Contributor Insights)."
 )
 
 app = typer.Typer(
@@ -358,6 +358,106 @@ def adopt(
             f"{key}: adopted; reads include the bare partition key {key!r} and shards "
             f"0..{info.max_count - 1} (N = {info.number_of_shards})"
         )
+
+
+# --- count and compact ------------------------------------------------------------------
+def _when(value: str | None, option: str) -> datetime | None:
+    """Parse an ISO-8601 time option (naive means UTC); exit 2 naming the option."""
+    from dynashard.errors import InvalidInputError
+
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InvalidInputError(option, f"not an ISO-8601 time: {value!r}") from exc
+
+
+def _copies(n: int) -> str:
+    return f"{n} extra cop{'y' if n == 1 else 'ies'}"
+
+
+@app.command(
+    help=(
+        "Count a logical key's distinct events exactly: every physical key its shard "
+        "history (and adoption) can have used is queried for its sort keys, and a sort "
+        "key stored on two shards (a redelivery across a resize) counts once. Shows the "
+        "items stored and the extra copies, which a Scan or Select=COUNT counts too."
+    ),
+    epilog="Example: dynashard count 'DEPARTURES#JFK' --from 2013-01-01T00:00:00Z",
+)
+@guarded
+def count(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Logical key (a bucket key for a bucketed family).")],
+    start: Annotated[
+        str | None, typer.Option("--from", help="Earliest event time, inclusive (ISO-8601).")
+    ] = None,
+    end: Annotated[
+        str | None, typer.Option("--to", help="Latest event time, exclusive (ISO-8601).")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Count a key's distinct events and the extra copies stored."""
+    ds = options(ctx).facade()
+    try:
+        result = ds.count_events(key, start=_when(start, "--from"), end=_when(end, "--to"))
+    finally:
+        ds.close()
+    if json_out:
+        emit_json(result.to_json())
+        return
+    console().print(
+        f"{key}: {result.distinct} distinct events, {result.stored} items stored, "
+        f"{_copies(result.duplicates)} ({result.shards_read} physical keys read)"
+    )
+    if result.duplicates:
+        console().print(f"remove the extra copies with: dynashard compact '{key}'")
+
+
+@app.command(
+    help=(
+        "Delete the extra copies of a key's events (stored on two shards by a redelivery "
+        "across a resize), keeping one of each: the copy on the shard the current N "
+        "chooses, else the lowest shard. Each delete is conditional on the kept copy "
+        "still existing and both being unchanged, so the last copy is never deleted. "
+        "--dry-run lists what would be deleted. Exits 3 when copies were left (they "
+        "differ from the kept one, or changed meanwhile)."
+    ),
+    epilog="Example: dynashard compact 'DEPARTURES#JFK' --dry-run",
+)
+@guarded
+def compact(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Logical key (a bucket key for a bucketed family).")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the copies it would delete; delete none.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Delete the extra copies of a key's events."""
+    ds = options(ctx).facade()
+    try:
+        result = ds.compact(key, dry_run=dry_run)
+    finally:
+        ds.close()
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        out = console()
+        done = result.would_delete if dry_run else result.deleted
+        out.print(
+            f"{key}: {result.count.distinct} distinct events, {result.count.stored} items "
+            f"stored, {_copies(result.count.duplicates)}; "
+            + (f"would delete {len(done)}" if dry_run else f"deleted {len(done)}")
+        )
+        for entry in done:
+            out.print(f"  {entry['physical_key']}  {entry['sort_key']}  (kept on {entry['kept']})")
+    if result.skipped:
+        detail = "; ".join(
+            f"{e['physical_key']} {e['sort_key']}: {e['reason']}" for e in result.skipped
+        )
+        fail(ExitCode.REFUSED, f"{_copies(len(result.skipped))} left in place: {detail}")
 
 
 # --- plan -------------------------------------------------------------------------------
