@@ -1241,6 +1241,33 @@ class DynashardModel(RuleBasedStateMachine):
                 self.report.observe("audit:stored-twice", stored - len(distinct))
                 if self.semantics.duplicates_stored_fail:
                     self.diverge("audit:stored-twice", f"{key}: {stored} items, {len(distinct)}")
+            self._audit_compaction(key)
+
+    def _audit_compaction(self, key: str) -> None:
+        """count_events is exact; compact leaves one copy of each event and reads unchanged."""
+        visible = len(self.model.visible(key))
+        count = self.facade.count_events(key)
+        if count.distinct != visible:
+            self.diverge("audit:count", f"count_events({key}) = {count}, model {visible} events")
+            return
+        result = self.facade.compact(key)
+        after = self.facade.count_events(key)
+        if result.skipped or (after.distinct, after.stored) != (visible, visible):
+            self.diverge(
+                "audit:compact",
+                f"compact({key}) deleted {len(result.deleted)}, skipped {result.skipped}; "
+                f"then {after}, model {visible} events",
+            )
+            return
+        self.report.observe("audit:compacted", len(result.deleted))
+        read = OpenRead(
+            "events", self._params(key, (None, None), 100, False, "base", True, None), None, None
+        )
+        for _ in range(visible // 100 + 2):
+            self._page(read)
+            if read.cursor is None:
+                return
+        self.diverge("audit:read-after-compact", f"{key}: the read did not end")
 
     @invariant()
     def count_step(self) -> None:
