@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dynashard.core.buckets import TimeBucket, parse_time_buckets
 from dynashard.core.families import parse_bucketed_keys
+from dynashard.lambda_kit.key_settings import KeySetting, check_key_settings, parse_key_settings
 
 if TYPE_CHECKING:
     from constructs import Node
@@ -134,8 +135,22 @@ class StackParameters(BaseModel):
         Burst of the API stage (and of the usage plan), requests.
     queue_max_receive_count : int
         Receives of one SQS message before it moves to the dead-letter queue.
+    fifo_ingest_queue : bool
+        Make the ingest queue and its dead-letter queue FIFO queues (``.fifo``): events
+        of one message group (send each logical key as its group) are written in order,
+        a group stopping at its first failure. Content-based deduplication is off:
+        producers send the event's ``id`` as ``MessageDeduplicationId``. False (default):
+        standard queues.
+    key_settings : list of KeySetting
+        Keys known at deploy time, each ``{"key", "strategy", "attribute", "shards",
+        "max_shards"}`` (:class:`~dynashard.lambda_kit.key_settings.KeySetting`; on the
+        command line as JSON, ``-c 'key_settings=[{"key": "DEPARTURES#JFK", ...}]'``):
+        the ingest functions create each key that has no metadata yet with them before
+        their first write (``DYNASHARD_KEY_SETTINGS``); a stored key is never changed,
+        a difference is logged. At most 2,048 bytes as JSON.
     sqs_batch_size : int
-        Records per ingest invocation from SQS (1-10 without a batching window).
+        Records per ingest invocation from SQS (1-10 without a batching window; 10 at
+        most for a FIFO queue).
     kinesis_batch_size : int
         Records per ingest invocation from Kinesis (1-10,000).
     kinesis_retry_attempts : int
@@ -196,6 +211,8 @@ class StackParameters(BaseModel):
     api_rate_limit: float = Field(default=1000.0, gt=0)
     api_burst_limit: int = Field(default=2000, ge=1)
     queue_max_receive_count: int = Field(default=5, ge=1, le=1000)
+    fifo_ingest_queue: bool = False
+    key_settings: tuple[KeySetting, ...] = ()
     sqs_batch_size: int = Field(default=10, ge=1, le=10)
     kinesis_batch_size: int = Field(default=100, ge=1, le=10_000)
     kinesis_retry_attempts: int = Field(default=3, ge=0, le=10_000)
@@ -230,6 +247,14 @@ class StackParameters(BaseModel):
             return None
         return value
 
+    @field_validator("key_settings", mode="before")
+    @classmethod
+    def _key_settings_json(cls, value: Any) -> Any:
+        """Read JSON text (a command line's ``-c key_settings=[...]``) as the list."""
+        if isinstance(value, str):
+            return [s.model_dump(exclude_none=True) for s in parse_key_settings(value)]
+        return value
+
     @field_validator("log_retention_days")
     @classmethod
     def _valid_retention(cls, value: int) -> int:
@@ -249,6 +274,20 @@ class StackParameters(BaseModel):
             raise ValueError("shrink_utilization must be below target_utilization")
         parse_time_buckets(self.time_buckets)  # InvalidInputError is a ValueError
         parse_bucketed_keys(self.bucketed_keys)
+        check_key_settings(self.key_settings)
+        for i, setting in enumerate(self.key_settings):
+            for name in ("shards", "max_shards"):
+                value = getattr(setting, name)
+                if value is not None and value > self.max_shards:
+                    raise ValueError(
+                        f"key_settings[{i}].{name} ({value}) exceeds max_shards ({self.max_shards})"
+                    )
+            initial = self.default_shards if setting.shards is None else setting.shards
+            if setting.max_shards is not None and initial > setting.max_shards:
+                raise ValueError(
+                    f"key_settings[{i}].max_shards ({setting.max_shards}) is below the N the "
+                    f"key is created with ({initial}); give shards"
+                )
         return self
 
     @property

@@ -8,9 +8,16 @@ Entry points (deployed as ``app.api_handler``, ``app.sqs_handler``, ``app.kinesi
   success); 422 for an invalid body, 400 for a broken dynashard rule.
   ``PUT /index/{key}/layout``, ``POST /index/{key}``: an ordered index's layout (409
   if another is stored) and entries; bodies parsed by :mod:`dynashard.lambda_kit.bodies` (400).
+  ``PUT /shards/{key}/strategy``, ``PUT /shards/{key}/max-shards``: a key's strategy
+  (409 if it has another one and ``force`` is not given) and its own cap on N (400 below
+  its N in force).
 - :func:`sqs_handler` / :func:`kinesis_handler` -- partial batch responses: one bulk write
   (:func:`dynashard.lambda_kit.ingest.write_batch`); each invalid or unwritten record is
-  reported back.
+  reported back. A FIFO queue's batch stops each message group at its first failure.
+
+Before a container's first write, the stack's key settings (``DYNASHARD_KEY_SETTINGS``)
+create the keys they list that have no metadata yet
+(:class:`~dynashard.lambda_kit.key_settings.KeySettingsApplier`).
 
 The status codes and bodies are in ``functions/README.md``.
 """
@@ -34,6 +41,7 @@ from dynashard import lambda_kit
 from dynashard.core.buckets import TimeBucket
 from dynashard.lambda_kit import bodies as api
 from dynashard.lambda_kit.ingest import IngestPort, parse_event, write_batch, write_events
+from dynashard.lambda_kit.key_settings import KeySettingsApplier
 from dynashard.lambda_kit.kit import Dependency
 from dynashard.lambda_kit.rest import ERROR_CONTENT
 from dynashard.lambda_kit.settings import FunctionSettings
@@ -57,6 +65,22 @@ RETRY_AFTER_S = 1
 
 #: The facade of this invocation: the injected one, else the container's.
 facade_of: Dependency[IngestPort] = Dependency("facade", get_facade)
+
+
+@lambda_kit.container_cache
+def get_key_settings() -> KeySettingsApplier:
+    """Return this container's applier of the stack's key settings (built once)."""
+    return KeySettingsApplier(get_settings().key_setting_list)
+
+
+def _writable(facade: IngestPort) -> IngestPort:
+    """Apply the key settings still pending (none after the first write), then return ``facade``."""
+    applier = get_key_settings()
+    if applier.pending:
+        outcomes = applier.ensure(facade, logger)
+        differs = sum(o.action == "differs" for o in outcomes)
+        metrics.add_metric(name="KeySettingsDiffer", unit=MetricUnit.Count, value=differs)
+    return facade
 
 
 def _time_bucket() -> TimeBucket:
@@ -101,7 +125,7 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
     """
     batch = isinstance(body, api.EventBatch)
     events = body.events if isinstance(body, api.EventBatch) else [body]
-    facade = facade_of()
+    facade = _writable(facade_of())
     outcomes = write_events(
         events, facade, logger=logger, bucket=_time_bucket(), key_of=facade.write_key
     )
@@ -201,6 +225,58 @@ def post_index(key: Annotated[str, Path(min_length=1)]) -> api.OrderedPutRespons
     return api.write_ordered(facade_of().ordered_index(lambda_kit.path_value(key)), body)
 
 
+@app.put(
+    "/shards/<key>/strategy",
+    summary="Set how writers pick a key's shard: random, or calculated by a data attribute",
+    responses=lambda_kit.openapi_responses("The key's metadata, strategy in force", 400, 409, 500),
+)
+def put_strategy(
+    key: Annotated[str, Path(min_length=1)], body: Annotated[api.StrategyBody, Body()]
+) -> api.ShardsBody:
+    """Set ``key``'s strategy; the same one again is a no-op.
+
+    Set it before the key's first write: a key that has another strategy (a stored key
+    without one is ``random``) is a 409 naming ``strategy`` unless ``force`` is true.
+
+    Returns
+    -------
+    ShardsBody
+        ``{"key", "number_of_shards", "strategy", "shard_attribute", "max_shards", ...}``.
+    """
+    info = facade_of().set_strategy(
+        lambda_kit.path_value(key),
+        body.strategy,
+        attribute=body.attribute,
+        force=body.force,
+        initial_shards=body.initial_shards,
+    )
+    logger.info("strategy set", extra={"key": info.key, "strategy": info.strategy_label})
+    return api.ShardsBody.model_validate(info.to_json())
+
+
+@app.put(
+    "/shards/<key>/max-shards",
+    summary="Set or remove a key's own cap on its shard count",
+    responses=lambda_kit.openapi_responses("The key's metadata, max_shards in force", 400, 500),
+)
+def put_max_shards(
+    key: Annotated[str, Path(min_length=1)], body: Annotated[api.MaxShardsBody, Body()]
+) -> api.ShardsBody:
+    """Set ``key``'s cap on N (``null`` removes it); every growth path stops at it.
+
+    A cap below the key's N in force, or one that would let the key grow onto an
+    adopted key's bare partition key, is a 400 naming ``max_shards``.
+
+    Returns
+    -------
+    ShardsBody
+        The key's metadata with ``max_shards`` in force.
+    """
+    info = facade_of().set_max_shards(lambda_kit.path_value(key), body.max_shards)
+    logger.info("max_shards set", extra={"key": info.key, "max_shards": info.max_shards})
+    return api.ShardsBody.model_validate(info.to_json())
+
+
 api_handler = kit.rest_api_handler(app, facade_of, name="api_handler", fallback_field="body")
 """Entry point of the ingest routes (REST API proxy events)."""
 
@@ -210,7 +286,7 @@ def _process(
     event: dict[str, Any], context: LambdaContext, event_type: EventType
 ) -> PartialItemFailureResponse:
     items, redelivered = lambda_kit.batch_payloads(event, event_type)
-    facade = facade_of()
+    facade = _writable(facade_of())
     result = write_batch(
         items,
         facade,
@@ -265,6 +341,7 @@ __all__ = [
     "api_handler",
     "app",
     "get_facade",
+    "get_key_settings",
     "get_settings",
     "kinesis_handler",
     "parse_event",

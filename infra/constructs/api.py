@@ -1,7 +1,8 @@
 """The REST API shared by the ingest and query functions.
 
-``POST /events``, ``POST /counters/{name}``, ``PUT /index/{key}/layout`` and
-``POST /index/{key}`` go to the ingest function (it may write); ``GET /events``,
+``POST /events``, ``POST /counters/{name}``, ``PUT /index/{key}/layout``,
+``POST /index/{key}``, ``PUT /shards/{key}/strategy`` and ``PUT /shards/{key}/max-shards``
+go to the ingest function (it may write); ``GET /events``,
 ``GET /counters/{name}``, ``GET /shards/{key}`` and ``GET /index/{key}`` go to the
 query function. IAM (SigV4) authorization by default; an API key with a usage plan
 as an option (context ``api_auth=api_key``). Requests are validated by API Gateway

@@ -1,9 +1,13 @@
-"""Ingest: ``POST /events`` and ``POST /counters/{name}``, an SQS queue and a Kinesis stream.
+"""Ingest: the API's write and shard-administration routes, an SQS queue, a Kinesis stream.
 
 Three functions share the ingest code (``functions/ingest``), one per trigger, because
 a Lambda function has one handler; each has its own role and log group. All three may
-write the data table and read/update the metadata table (in-band shard growth), and
-nothing else.
+write the data table and read/update the metadata table (in-band shard growth, and the
+stack's key settings, created before a container's first write), and nothing else. The
+API function also serves ``PUT /shards/{key}/strategy`` and ``PUT /shards/{key}/max-shards``.
+
+The queue is a standard queue, or with ``fifo_ingest_queue`` a FIFO queue (and a FIFO
+dead-letter queue, as SQS requires of a FIFO queue's DLQ).
 
 The ingest code logs one ``write load`` line per logical key and invocation
 (:mod:`dynashard.core.load`); a CloudWatch Contributor Insights rule on the three log groups
@@ -15,6 +19,7 @@ environment and policy can name it without a reference to this construct.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -25,7 +30,9 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from dynashard import names
 from dynashard.core.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
+from dynashard.lambda_kit.key_settings import dump_key_settings
 from infra.config import FunctionName, StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import (
@@ -60,6 +67,10 @@ DATA_WRITE_ACTIONS = (
 #: replacing write reads the per-id pointers (BatchGetItem) and deletes an entry that
 #: moved (DeleteItem, inside TransactWriteItems, which IAM checks per action).
 ORDERED_INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:DeleteItem")
+#: What the API function needs more on the metadata table, for ``PUT
+#: /shards/{key}/max-shards``: raising a key's cap first reads whether any shard it would
+#: open is an adopted key's bare partition key (one BatchGetItem of those keys).
+CAP_ACTIONS = ("dynamodb:BatchGetItem",)
 #: Longest Contributor Insights rule name CloudWatch accepts (``PutInsightRule``).
 MAX_INSIGHT_RULE_NAME_LENGTH = 128
 
@@ -110,10 +121,11 @@ def _build_write_statements(
 ) -> list[iam.PolicyStatement]:
     """Return the ingest functions' statements: exact actions on exact table ARNs.
 
-    ``ordered_index`` adds :data:`ORDERED_INDEX_ACTIONS` (the API function only).
+    ``ordered_index`` adds :data:`ORDERED_INDEX_ACTIONS` on the data table and
+    :data:`CAP_ACTIONS` on the metadata table (the API function only).
     """
     extra = ORDERED_INDEX_ACTIONS if ordered_index else ()
-    return [
+    statements = [
         iam.PolicyStatement(
             sid="WriteDataTable",
             actions=[*DATA_WRITE_ACTIONS, *extra],
@@ -121,14 +133,44 @@ def _build_write_statements(
         ),
         build_metadata_statement(tables, update=True),
     ]
+    if ordered_index:
+        statements.append(
+            iam.PolicyStatement(
+                sid="ReadAdoptedKeysForCap",
+                actions=list(CAP_ACTIONS),
+                resources=[tables.metadata_table.table_arn],
+            )
+        )
+    return statements
+
+
+def _fifo_options(config: StackParameters) -> dict[str, Any]:
+    """Return the queue properties of a FIFO ingest queue; none for a standard one.
+
+    Deduplication is by the message deduplication id the producer sends (the event's
+    ``id``), not by content: two events with the same body but different ids are both
+    kept. High-throughput mode (deduplication and throughput per message group, "High
+    throughput for FIFO queues", Amazon SQS Developer Guide): with one group per logical
+    key, keys do not share one queue-wide limit.
+    """
+    if not config.fifo_ingest_queue:
+        return {}
+    return {
+        "fifo": True,
+        "content_based_deduplication": False,
+        "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP,
+        "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+    }
 
 
 def _build_queues(scope: Construct, config: StackParameters) -> tuple[sqs.Queue, sqs.Queue]:
-    """Return the ingest queue and its dead-letter queue.
+    """Return the ingest queue and its dead-letter queue (both FIFO with ``fifo_ingest_queue``).
 
     The visibility timeout is six times the function timeout, as the Lambda
     Developer Guide advises for SQS event sources ("Configuring a queue to use with
-    Lambda"), so a batch retried inside Lambda is not redelivered meanwhile.
+    Lambda"), so a batch retried inside Lambda is not redelivered meanwhile. A FIFO
+    queue's dead-letter queue must be FIFO too (Amazon SQS Developer Guide, "Using
+    dead-letter queues").
     """
     dlq = sqs.Queue(
         scope,
@@ -136,6 +178,7 @@ def _build_queues(scope: Construct, config: StackParameters) -> tuple[sqs.Queue,
         encryption=sqs.QueueEncryption.SQS_MANAGED,
         enforce_ssl=True,
         retention_period=Duration.days(14),
+        fifo=True if config.fifo_ingest_queue else None,
     )
     queue = sqs.Queue(
         scope,
@@ -146,6 +189,7 @@ def _build_queues(scope: Construct, config: StackParameters) -> tuple[sqs.Queue,
         dead_letter_queue=sqs.DeadLetterQueue(
             max_receive_count=config.queue_max_receive_count, queue=dlq
         ),
+        **_fifo_options(config),
     )
     for q in (queue, dlq):
         skip_checkov(q, SSE_SQS)
@@ -196,7 +240,8 @@ class Ingest(Construct):
         The ingest functions (handlers ``app.api_handler``, ``app.sqs_handler``,
         ``app.kinesis_handler``).
     queue, dead_letter_queue : aws_cdk.aws_sqs.Queue
-        The ingest queue and its DLQ (after ``queue_max_receive_count`` receives).
+        The ingest queue and its DLQ (after ``queue_max_receive_count`` receives); FIFO
+        queues with ``fifo_ingest_queue``.
     stream : aws_cdk.aws_kinesis.Stream
         The on-demand ingest stream.
     stream_failure_queue : aws_cdk.aws_sqs.Queue
@@ -223,6 +268,12 @@ class Ingest(Construct):
         self.queue, self.dead_letter_queue = _build_queues(self, config)
         self.stream, self.stream_failure_queue = _build_stream(self)
 
+        key_settings = (
+            {names.ENV_KEY_SETTINGS: dump_key_settings(config.key_settings)}
+            if config.key_settings
+            else {}
+        )
+
         def _function(
             construct_id: str,
             handler: str,
@@ -241,13 +292,14 @@ class Ingest(Construct):
                 memory=memory,
                 description=description,
                 statements=_build_write_statements(tables, ordered_index),
+                environment=key_settings,
             )
 
         self.api_function = _function(
             "ApiFunction",
             "app.api_handler",
             "ingest_api",
-            "dynashard ingest: POST /events, /counters, PUT/POST /index",
+            "dynashard ingest: POST /events, /counters, PUT/POST /index, PUT /shards",
             ordered_index=True,
         )
         self.queue_function = _function(
@@ -273,9 +325,17 @@ class Ingest(Construct):
         api.add_route("POST", "/counters/{name}", self.api_function.function, json_body=True)
         api.add_route("PUT", "/index/{key}/layout", self.api_function.function, json_body=True)
         api.add_route("POST", "/index/{key}", self.api_function.function, json_body=True)
+        for admin in ("/shards/{key}/strategy", "/shards/{key}/max-shards"):
+            api.add_route("PUT", admin, self.api_function.function, json_body=True)
 
     def _build_event_sources(self, config: StackParameters) -> None:
-        """Wire the queue and the stream to their functions with partial batch responses."""
+        """Wire the queue and the stream to their functions with partial batch responses.
+
+        The SQS mapping is the same for a FIFO queue: its batch size is at most 10
+        (``sqs_batch_size`` is) and it has no batching window, which Lambda does not
+        support for FIFO queues ("Lambda parameters for Amazon SQS event source
+        mappings", AWS Lambda Developer Guide).
+        """
         self.queue_function.function.add_event_source(
             sources.SqsEventSource(
                 self.queue,

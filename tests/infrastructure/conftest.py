@@ -12,6 +12,7 @@ import os
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,20 @@ PROD_CONTEXT: dict[str, Any] = {
     "shrink_cool_period_s": "3600",
     "log_retention_days": "90",
     "bucketed_keys": "OPS_LOG=day,THREAT#=month",
+    "fifo_ingest_queue": "true",
+    # As typed on a command line (-c key_settings=...): JSON text
+    "key_settings": json.dumps(
+        [
+            {
+                "key": "DEPARTURES#JFK",
+                "strategy": "calculated",
+                "attribute": "carrier",
+                "shards": 4,
+                "max_shards": 16,
+            },
+            {"key": "OPS_LOG", "max_shards": 8},
+        ]
+    ),
 }
 
 

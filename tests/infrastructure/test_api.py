@@ -19,6 +19,8 @@ ROUTES = {
     ("PUT", "/index/{key}/layout"): "ingest",
     ("POST", "/index/{key}"): "ingest",
     ("GET", "/index/{key}"): "query",
+    ("PUT", "/shards/{key}/strategy"): "ingest",
+    ("PUT", "/shards/{key}/max-shards"): "ingest",
 }
 
 

@@ -428,3 +428,101 @@ def test_real_ingest_handlers_through_both_pollers(
     assert [i["id"] for i in page.items] == [e["id"] for e in events]
     assert [json.loads(b)["id"] for b in drain_bodies(sqs, dlq)] == ["bad"]
     assert kp.stats.records_to_on_failure == 1
+
+
+def test_fifo_ingest_queue_as_the_stack_builds_it_keeps_each_keys_order(
+    moto_server: MotoServer,
+    dynamodb_local: DynamoDBLocal,
+    sandbox_tables: tuple[str, str],
+    function_env: dict[str, str],
+) -> None:
+    # Given a FIFO queue as the stack's fifo_ingest_queue builds it: content-based
+    # deduplication off, producers sending each key as its message group and the
+    # event's id as the deduplication id (a producer's retry of b1 is dropped by SQS)
+    from functions.ingest import app as ingest
+
+    sqs = moto_server.client("sqs")
+    name = f"fifo-{uuid.uuid4().hex[:8]}"
+    dlq = sqs.create_queue(QueueName=f"{name}-dlq.fifo", Attributes={"FifoQueue": "true"})
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])
+    url = sqs.create_queue(
+        QueueName=f"{name}.fifo",
+        Attributes={
+            "FifoQueue": "true",
+            "ContentBasedDeduplication": "false",
+            "VisibilityTimeout": "1",
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn["Attributes"]["QueueArn"], "maxReceiveCount": 5}
+            ),
+        },
+    )["QueueUrl"]
+
+    def event(key: str, eid: str, minute: int) -> dict[str, Any]:
+        return {"key": key, "id": eid, "ts": f"2013-01-01T00:{minute:02d}:00Z", "data": {}}
+
+    sent = [event("FIFO#A", f"a{i}", i) for i in (1, 2, 3)] + [
+        event("FIFO#B", f"b{i}", i) for i in (1, 2)
+    ]
+    for e in [*sent, sent[3]]:  # b1 twice: the second is a duplicate by id
+        sqs.send_message(
+            QueueUrl=url,
+            MessageBody=json.dumps(e),
+            MessageGroupId=e["key"],
+            MessageDeduplicationId=e["id"],
+        )
+    # And a facade whose first write of a2 fails for now (a throttled item)
+    data_table, metadata_table = sandbox_tables
+    ds = Dynashard(
+        DynashardConfig(data_table, metadata_table, endpoint_url=dynamodb_local.endpoint_url)
+    )
+    failed_once: set[str] = set()
+
+    class FlakyFacade:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(ds, name)
+
+        def put_events(self, events: Any) -> Any:
+            import dataclasses
+
+            outcomes = ds.put_events(events)
+            if "a2" not in failed_once and any(o.event_id == "a2" for o in outcomes):
+                failed_once.add("a2")
+                return [
+                    dataclasses.replace(o, ok=False, error="ProvisionedThroughputExceededException")
+                    if o.event_id == "a2"
+                    else o
+                    for o in outcomes
+                ]
+            return outcomes
+
+    acknowledged: list[str] = []
+    batches: list[list[str]] = []
+
+    def invoke(lambda_event: dict[str, Any]) -> Any:
+        response = ingest.sqs_handler(
+            lambda_event, LambdaContext(function_name="ingest"), facade=FlakyFacade()
+        )
+        failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+        ids = [json.loads(r["body"])["id"] for r in lambda_event["Records"]]
+        batches.append(ids)
+        acknowledged.extend(
+            i
+            for i, r in zip(ids, lambda_event["Records"], strict=True)
+            if r["messageId"] not in failed
+        )
+        return response
+
+    # When the FIFO poller drives the real handler (the stack's mapping: batch size 10,
+    # no batching window)
+    with SqsPoller(sqs, url, invoke, SqsEventSourceMapping(batch_size=10)) as poller:
+        assert poller.wait_drained(timeout_s=60)
+    # Then a3 was reported failed with a2 though written, came back after it, and each
+    # key's events were acknowledged in order; b1 was delivered once; nothing dead-lettered
+    assert failed_once == {"a2"}
+    assert [i for i in acknowledged if i.startswith("a")] == ["a1", "a2", "a3"]
+    assert [i for i in acknowledged if i.startswith("b")] == ["b1", "b2"]
+    assert sum(batch.count("b1") for batch in batches) == 1
+    assert drain_bodies(sqs, dlq["QueueUrl"]) == []
+    page = ds.query_events("FIFO#A", limit=10)
+    assert [i["id"] for i in page.items] == ["a1", "a2", "a3"]
+    ds.close()

@@ -58,6 +58,8 @@ def run(*args: str) -> Any:
         ["boundaries"],
         ["count"],
         ["compact"],
+        ["strategy"],
+        ["cap"],
     ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
@@ -102,6 +104,48 @@ def test_resize_creates_then_status_shows_count_history_and_read_paths(aws: Any)
     }
     text = run("status", "DEPARTURES#JFK")
     assert "shard count    4" in text.output and "read paths" in text.output
+
+
+def test_strategy_sets_a_new_key_and_refuses_another_one_without_force(aws: Any) -> None:
+    # Given a key set to calculated by carrier with 4 shards
+    result = run(
+        "strategy", "DEPARTURES#JFK", "calculated", "--attribute", "carrier",
+        "--initial-shards", "4", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert (doc["strategy"], doc["shard_attribute"], doc["number_of_shards"]) == (
+        "calculated",
+        "carrier",
+        4,
+    )
+    # When another strategy is asked without --force, Then it is refused (exit 3)
+    refused = run("strategy", "DEPARTURES#JFK", "random")
+    assert refused.exit_code == ExitCode.REFUSED
+    assert "--force" in refused.output and "calculated(carrier)" in refused.output
+    # A bad strategy or a calculated one without attribute is a usage error
+    assert run("strategy", "K", "sideways").exit_code == ExitCode.USAGE
+    assert run("strategy", "K", "calculated").exit_code == ExitCode.USAGE
+    # With --force it changes; status shows strategy, attribute and cap
+    assert run("strategy", "DEPARTURES#JFK", "random", "--force").exit_code == 0
+    status = run("status", "DEPARTURES#JFK")
+    assert "strategy       random" in status.output
+    assert "max_shards     none" in status.output
+
+
+def test_cap_sets_shows_and_removes_a_keys_max_shards(aws: Any) -> None:
+    assert run("resize", "K", "4").exit_code == 0
+    capped = run("cap", "K", "8", "--json")
+    assert capped.exit_code == 0, capped.output
+    assert json.loads(capped.output)["max_shards"] == 8
+    assert json.loads(run("status", "K", "--json").output)["max_shards"] == 8
+    assert "max_shards     8" in run("status", "K").output
+    # below N in force, or not a number: usage errors
+    assert run("cap", "K", "2").exit_code == ExitCode.USAGE
+    assert run("cap", "K", "many").exit_code == ExitCode.USAGE
+    removed = run("cap", "K", "none")
+    assert removed.exit_code == 0 and "max_shards none" in removed.output
+    assert json.loads(run("status", "K", "--json").output)["max_shards"] is None
 
 
 def test_adopt_keeps_bare_items_readable_after_the_key_is_sharded(aws: Any) -> None:
@@ -512,4 +556,6 @@ def test_the_command_holds_only_operator_commands() -> None:
         "plan",
         "boundaries",
         "hot",
+        "strategy",
+        "cap",
     }

@@ -226,6 +226,7 @@ def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
         "strategy": "random",
         "shard_attribute": None,
         "adopted": False,
+        "max_shards": None,
     }
 
 
@@ -249,6 +250,8 @@ def test_openapi_document_lists_every_route() -> None:
         ("/index/{key}/layout", "put"),
         ("/index/{key}", "post"),
         ("/index/{key}", "get"),
+        ("/shards/{key}/strategy", "put"),
+        ("/shards/{key}/max-shards", "put"),
     }
     params = {p["name"] for p in document["paths"]["/events"]["get"]["parameters"]}
     assert params == {

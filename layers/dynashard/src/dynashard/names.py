@@ -42,6 +42,9 @@ ENV_WRITE_LOAD_RULE: Final = "DYNASHARD_WRITE_LOAD_RULE"
 ENV_SHRINK_UTILIZATION: Final = "DYNASHARD_SHRINK_UTILIZATION"
 #: Seconds a key's load must stay below the low-water mark before the scaler shrinks it.
 ENV_SHRINK_COOL_PERIOD_S: Final = "DYNASHARD_SHRINK_COOL_PERIOD_S"
+#: The stack's settings of keys known at deploy time, JSON (``infra.config`` ``key_settings``):
+#: the ingest functions create those keys with them before their first write.
+ENV_KEY_SETTINGS: Final = "DYNASHARD_KEY_SETTINGS"
 ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 

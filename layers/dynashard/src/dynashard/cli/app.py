@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 EXIT_CODES_HELP = (
     "Exit codes: 0 done; 1 error (AWS, the sandbox or a file failed); 2 usage (a bad "
     "option or value); 3 refused (resize inside the cooldown without --force, or of an "
-    "ordered key; compact that left copies in place); 4 not found "
-    "(status of a key without metadata, hot without Contributor Insights)."
+    "ordered key; strategy of a key that has another one, without --force; compact that "
+    "left copies in place); 4 not found (status of a key without metadata, hot without "
+    "Contributor Insights)."
 )
 
 app = typer.Typer(
@@ -237,6 +238,8 @@ def _print_status(info: ShardInfo, doc: dict[str, Any]) -> None:
     out.print(f"[bold]{info.key}[/bold]  ({doc['metadata_table']})")
     out.print(f"shard count    {info.number_of_shards}")
     out.print(f"strategy       {info.strategy_label}")
+    cap = "none (the configured max_shards only)" if info.max_shards is None else info.max_shards
+    out.print(f"max_shards     {cap}")
     if doc["last_change"]:
         age = int(doc["last_change_age_s"])
         out.print(f"last change    {doc['last_change']} ({_age(age)} ago)")
@@ -458,6 +461,87 @@ def compact(
             f"{e['physical_key']} {e['sort_key']}: {e['reason']}" for e in result.skipped
         )
         fail(ExitCode.REFUSED, f"{_copies(len(result.skipped))} left in place: {detail}")
+
+
+# --- strategy, cap ------------------------------------------------------------------------
+@app.command(
+    help=(
+        "Set how writers pick a key's shard: random, or calculated by a data attribute "
+        "(--attribute). Set it before the key's first write: a key that has another "
+        "strategy is refused (exit 3) unless --force, as its data stays where the old "
+        "strategy put it. The same strategy again changes nothing."
+    ),
+    epilog="Example: dynashard strategy 'DEPARTURES#JFK' calculated --attribute carrier",
+)
+@guarded
+def strategy(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Logical key.")],
+    name: Annotated[str, typer.Argument(metavar="random|calculated", help="The strategy.")],
+    attribute: Annotated[
+        str | None, typer.Option(help="calculated only: the data attribute to shard by.")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option(help="Change a key that already has another strategy.")
+    ] = False,
+    initial_shards: Annotated[
+        int | None, typer.Option(help="N if this creates the key (a stored key keeps its N).")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Set a key's shard strategy."""
+    from dynashard.errors import StrategyConflictError
+
+    ds = options(ctx).facade()
+    try:
+        info = ds.set_strategy(
+            key, name, attribute=attribute, force=force, initial_shards=initial_shards
+        )
+    except StrategyConflictError as exc:
+        fail(ExitCode.REFUSED, exc.message.replace("force=True", "--force"))
+    finally:
+        ds.close()
+    if json_out:
+        emit_json(info.to_json())
+    else:
+        console().print(f"{key}: strategy {info.strategy_label} (N = {info.number_of_shards})")
+
+
+@app.command(
+    help=(
+        "Set a key's own cap on its shard count N (1 up to the configured max_shards, not "
+        "below its N in force), or remove it with 'none'. Every growth path stops at it: "
+        "the scaler, in-band growth and resize (unless forced)."
+    ),
+    epilog="Example: dynashard cap 'DEPARTURES#JFK' 16",
+)
+@guarded
+def cap(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Logical key.")],
+    value: Annotated[str, typer.Argument(metavar="N|none", help="The cap, or none.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Set or remove a key's cap on N."""
+    from dynashard.errors import InvalidInputError
+
+    if value.strip().lower() == "none":
+        limit: int | None = None
+    else:
+        try:
+            limit = int(value)
+        except ValueError:
+            raise InvalidInputError("N", f"must be a whole number or none, got {value!r}") from None
+    ds = options(ctx).facade()
+    try:
+        info = ds.set_max_shards(key, limit)
+    finally:
+        ds.close()
+    if json_out:
+        emit_json(info.to_json())
+    else:
+        shown = "none" if info.max_shards is None else str(info.max_shards)
+        console().print(f"{key}: max_shards {shown} (N = {info.number_of_shards})")
 
 
 # --- plan -------------------------------------------------------------------------------

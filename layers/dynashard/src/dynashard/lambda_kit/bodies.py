@@ -385,6 +385,61 @@ class ShardsBody(BaseModel):
         default=False,
         description="True when items under the bare partition key are read too (adoption)",
     )
+    max_shards: int | None = Field(
+        default=None,
+        description="The key's own cap on number_of_shards; null: only the stack's max_shards",
+    )
+
+
+# --- shard administration (ingest: PUT /shards/{key}/...) -----------------------------------
+class StrategyBody(BaseModel):
+    """Body of ``PUT /shards/{key}/strategy``.
+
+    Attributes
+    ----------
+    strategy : {"random", "calculated"}
+        How writers pick the key's shard.
+    attribute : str or None
+        For ``calculated``: the ``data`` attribute to shard by (e.g. ``carrier``),
+        1 to 255 characters; omitted for ``random``.
+    force : bool
+        Change a key that already has another strategy (its data stays where the old
+        strategy put it; targeted reads will miss it).
+    initial_shards : int or None
+        N of the key if this request creates it, 1..1000; a stored key keeps its N.
+    """
+
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+    strategy: Literal["random", "calculated"]
+    attribute: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="calculated only: the data attribute to shard by, e.g. carrier",
+    )
+    force: bool = Field(
+        default=False, description="Change a key that already has another strategy (409 without)"
+    )
+    initial_shards: int | None = Field(
+        default=None, ge=1, le=MAX_SHARD_COUNT, description="N if this request creates the key"
+    )
+
+
+class MaxShardsBody(BaseModel):
+    """Body of ``PUT /shards/{key}/max-shards``.
+
+    Attributes
+    ----------
+    max_shards : int or None
+        The key's own cap on N, 1..1000 and not below its N in force; null removes it.
+    """
+
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+    max_shards: StrictInt | None = Field(
+        ge=1, le=MAX_SHARD_COUNT, description="1..1000, not below the key's N; null removes it"
+    )
 
 
 # --- ordered index (range shards) --------------------------------------------------------

@@ -37,6 +37,7 @@ from dynashard.core.load import (
     summarize_write_load,
 )
 from dynashard.errors import DynashardError
+from dynashard.lambda_kit.key_settings import KeySettingsPort
 from dynashard.model import Event
 
 if TYPE_CHECKING:
@@ -105,8 +106,12 @@ class EventWriter(Protocol):
         ...
 
 
-class IngestPort(EventWriter, Protocol):
-    """What the ingest function uses of :class:`~dynashard.Dynashard` (a port for tests)."""
+class IngestPort(EventWriter, KeySettingsPort, Protocol):
+    """What the ingest function uses of :class:`~dynashard.Dynashard` (a port for tests).
+
+    Writes, and the shard administration of its ``PUT /shards/{key}/...`` routes and of
+    the stack's key settings (:class:`~dynashard.lambda_kit.key_settings.KeySettingsPort`).
+    """
 
     def increment_counter(self, name: str, by: int, idempotency_key: str | None = None) -> bool:
         """Add ``by`` to a sharded counter; False when ``idempotency_key`` was already applied."""

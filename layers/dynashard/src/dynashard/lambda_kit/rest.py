@@ -31,6 +31,7 @@ from dynashard.errors import (
     NotAnIndexError,
     ShardQueryError,
     StateConflictError,
+    StrategyConflictError,
 )
 from dynashard.lambda_kit.bodies import field_name
 from dynashard.model import MAX_NESTING_LEVELS
@@ -302,7 +303,9 @@ def register_error_handlers(
 
     ``RequestValidationError`` -> 422 with every error; ``InvalidInputError`` (and
     ``CursorError``) -> 400, except ``StateConflictError`` (another layout is stored, a
-    counter shard would overflow) -> 409 and ``NotAnIndexError`` -> 404; ``ShardQueryError``
+    counter shard would overflow) -> 409 and ``NotAnIndexError`` -> 404;
+    ``StrategyConflictError`` (the key has another strategy and ``force`` was not
+    given) -> 409 naming ``strategy``; ``ShardQueryError``
     -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
     A body of another content type than JSON is a 415 naming ``Content-Type``, one that
@@ -350,6 +353,10 @@ def register_error_handlers(
     def state_conflict(exc: StateConflictError) -> Response[Any]:
         return error_response(HTTPStatus.CONFLICT, exc.message, exc.field)
 
+    def strategy_conflict(exc: StrategyConflictError) -> Response[Any]:
+        logger.info("strategy refused", extra={"key": exc.key, "current": exc.current})
+        return error_response(HTTPStatus.CONFLICT, exc.message, "strategy")
+
     def not_an_index(exc: NotAnIndexError) -> Response[Any]:
         return error_response(HTTPStatus.NOT_FOUND, exc.message, exc.field)
 
@@ -375,6 +382,7 @@ def register_error_handlers(
 
     app.exception_handler(RequestValidationError)(request_invalid)
     app.exception_handler(StateConflictError)(state_conflict)
+    app.exception_handler(StrategyConflictError)(strategy_conflict)
     app.exception_handler(NotAnIndexError)(not_an_index)
     app.exception_handler(InvalidInputError)(dynashard_invalid)
     app.exception_handler(ShardQueryError)(shard_failed)

@@ -18,6 +18,7 @@ from dynashard.core.retry import Backoff
 
 if TYPE_CHECKING:
     from dynashard.facade import DynashardConfig
+    from dynashard.lambda_kit.key_settings import KeySetting
 
 
 class FunctionSettings(BaseSettings):
@@ -74,11 +75,16 @@ class FunctionSettings(BaseSettings):
     shrink_cool_period_s : float
         Seconds a key's load must stay below the low-water mark, at least 60 (one
         Contributor Insights period).
+    key_settings : str
+        The stack's settings of keys known at deploy time, JSON
+        (``DYNASHARD_KEY_SETTINGS``; :mod:`dynashard.lambda_kit.key_settings`); empty:
+        none. The ingest functions create those keys with them before their first write.
 
     Raises
     ------
     pydantic.ValidationError
-        If a value is out of range, or ``shrink_utilization >= target_utilization``.
+        If a value is out of range, ``shrink_utilization >= target_utilization``, or
+        ``key_settings`` does not parse.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore")
@@ -112,6 +118,8 @@ class FunctionSettings(BaseSettings):
         1800.0, ge=60, validation_alias=names.ENV_SHRINK_COOL_PERIOD_S
     )
 
+    key_settings: str = Field("", validation_alias=names.ENV_KEY_SETTINGS)
+
     @model_validator(mode="after")
     def _hysteresis(self) -> FunctionSettings:
         """Keep the shrink threshold below the growth one."""
@@ -122,7 +130,15 @@ class FunctionSettings(BaseSettings):
                 f"{names.ENV_SHRINK_UTILIZATION} ({self.shrink_utilization}) must be below "
                 f"{names.ENV_TARGET_UTILIZATION} ({self.target_utilization})"
             )
+        self.key_setting_list  # noqa: B018 -- parsed once here, so a bad value fails the cold start
         return self
+
+    @property
+    def key_setting_list(self) -> tuple[KeySetting, ...]:
+        """Tuple of KeySetting: :attr:`key_settings` parsed (InvalidInputError if malformed)."""
+        from dynashard.lambda_kit.key_settings import parse_key_settings
+
+        return parse_key_settings(self.key_settings)
 
     def to_config(self) -> DynashardConfig:
         """Build the library configuration.
