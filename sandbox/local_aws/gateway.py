@@ -16,6 +16,8 @@ Routes (the API's resources)::
     PUT  /index/{key}/layout -> functions.ingest.app.api_handler
     POST /index/{key}        -> functions.ingest.app.api_handler
     GET  /index/{key}        -> functions.query.app.handler
+    PUT  /shards/{key}/strategy   -> functions.ingest.app.api_handler
+    PUT  /shards/{key}/max-shards -> functions.ingest.app.api_handler
 
 As on API Gateway, ``path`` keeps the percent-encoding the client sent (``#`` in a key
 travels as ``%23``) while ``pathParameters`` and the query string parameters are
@@ -82,6 +84,8 @@ ROUTES: tuple[Route, ...] = (
     Route("PUT", "/index/{key}/layout", INGEST_API_HANDLER),
     Route("POST", "/index/{key}", INGEST_API_HANDLER),
     Route("GET", "/index/{key}", QUERY_HANDLER),
+    Route("PUT", "/shards/{key}/strategy", INGEST_API_HANDLER),
+    Route("PUT", "/shards/{key}/max-shards", INGEST_API_HANDLER),
 )
 
 

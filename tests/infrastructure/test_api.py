@@ -60,6 +60,17 @@ def _target(s: Synth, method: dict[str, Any]) -> str:
     return "other"
 
 
+def test_the_sandbox_gateway_serves_every_route_of_the_template(dev: Synth) -> None:
+    # The local gateway's routes are the synthesized API's, each to the same function
+    from sandbox.local_aws.gateway import INGEST_API_HANDLER, QUERY_HANDLER
+    from sandbox.local_aws.gateway import ROUTES as LOCAL
+
+    function = {INGEST_API_HANDLER: "ingest", QUERY_HANDLER: "query"}
+    local = {(r.method, r.resource): function.get(r.handler, "other") for r in LOCAL}
+    deployed = {route: _target(dev, m) for route, m in _methods(dev).items()}
+    assert local == deployed
+
+
 def test_routes_and_their_functions(dev: Synth) -> None:
     methods = _methods(dev)
     assert set(methods) == set(ROUTES)

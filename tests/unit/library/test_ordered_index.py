@@ -11,7 +11,7 @@ from dynashard import Dynashard
 from dynashard.core.ordered import OrderedLayout, normalise
 from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
 from dynashard.dynamodb.ordered_index import OrderedItem
-from dynashard.errors import LayoutConflictError, ShardQueryError
+from dynashard.errors import LayoutConflictError, ShardQueryError, StateConflictError
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 
@@ -72,6 +72,20 @@ def test_every_range_shard_query_is_strongly_consistent(facade: Dynashard) -> No
     # Then every Query asked for a strongly consistent read: an entry acknowledged before
     # the read began is never missed for replication lag
     assert sent and all(p.get("ConsistentRead") is True for p in sent), sent
+
+
+def test_an_ordered_key_keeps_its_strategy_even_when_forced(facade: Dynashard) -> None:
+    # Given an ordered index holding an entry
+    index = facade.ordered_index("LOCKED")
+    index.configure(OrderedLayout((), (1,)))
+    index.put([OrderedItem("a1", "abba")])
+    # When an operator forces another strategy on it, Then it is a 409-type conflict, and
+    # the key is still an ordered index (event reads of its entries stay refused)
+    with pytest.raises(StateConflictError, match="is an ordered index"):
+        facade.set_strategy("LOCKED", "random", force=True)
+    with pytest.raises(StateConflictError, match="GET /index"):
+        facade.query_events("LOCKED")
+    assert [i["id"] for i in index.query().items] == ["a1"]
 
 
 def test_a_failed_range_shard_query_fails_the_read_naming_its_key(

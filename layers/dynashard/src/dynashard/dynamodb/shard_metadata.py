@@ -24,7 +24,12 @@ from dynashard.core.keys import MAX_SHARD_COUNT, physical_key, split_physical_ke
 from dynashard.core.shard_info import GrowthResult, ShardInfo
 from dynashard.core.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 from dynashard.dynamodb.metadata_store import MetadataStore
-from dynashard.errors import InvalidInputError, MetadataError, StrategyConflictError
+from dynashard.errors import (
+    InvalidInputError,
+    MetadataError,
+    StateConflictError,
+    StrategyConflictError,
+)
 
 if TYPE_CHECKING:
     pass
@@ -592,6 +597,9 @@ class ShardMetadata:
             or ``initial_shards`` is out of range.
         StrategyConflictError
             If the key has a different strategy and ``force`` is False.
+        StateConflictError
+            Naming ``strategy``, if the key is an ordered index (its layout is fixed;
+            ``force`` does not apply).
         MetadataError
             If the metadata table fails, or every attempt lost its race.
         """
@@ -607,6 +615,14 @@ class ShardMetadata:
             if info is not None and (info.strategy, info.shard_attribute) == (wanted, attribute):
                 self._remember(info, now)
                 return info
+            if info is not None and info.strategy is Strategy.ORDERED:
+                # Its items are index entries under range shards, not events: a random or
+                # calculated strategy would send event reads to them (never, even forced).
+                raise StateConflictError(
+                    "strategy",
+                    f"{key!r} is an ordered index: its range layout is fixed and its strategy "
+                    "cannot change, even with force",
+                )
             if info is not None and not force:
                 label = wanted.value if attribute is None else f"{wanted.value}({attribute})"
                 raise StrategyConflictError(key, info.strategy_label, label)

@@ -409,7 +409,27 @@ class StrategyBody(BaseModel):
         N of the key if this request creates it, 1..1000; a stored key keeps its N.
     """
 
-    model_config = ConfigDict(defer_build=True, extra="forbid")
+    # The schema says what the library checks: an attribute with calculated, none with
+    # random (a schema-valid body is never refused for its shape).
+    model_config = ConfigDict(
+        defer_build=True,
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "properties": {"strategy": {"const": "random"}},
+                    "not": {"required": ["attribute"]},
+                },
+                {
+                    "properties": {
+                        "strategy": {"const": "calculated"},
+                        "attribute": {"type": "string"},
+                    },
+                    "required": ["attribute"],
+                },
+            ]
+        },
+    )
 
     strategy: Literal["random", "calculated"]
     attribute: str | None = Field(
@@ -436,6 +456,14 @@ class MaxShardsBody(BaseModel):
     """
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
+
+    @field_validator("max_shards", mode="before")
+    @classmethod
+    def _integral(cls, value: Any) -> Any:
+        # JSON Schema's integer takes 4.0 too (as IncrementBody's ``by``).
+        if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+            return int(value)
+        return value
 
     max_shards: StrictInt | None = Field(
         ge=1, le=MAX_SHARD_COUNT, description="1..1000, not below the key's N; null removes it"
