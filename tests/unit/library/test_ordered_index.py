@@ -88,6 +88,26 @@ def test_an_ordered_key_keeps_its_strategy_even_when_forced(facade: Dynashard) -
     assert [i["id"] for i in index.query().items] == ["a1"]
 
 
+def test_an_entry_moved_after_the_cursor_within_its_shard_is_on_the_next_page(
+    facade: Dynashard,
+) -> None:
+    # Given two range shards, [.., c) and [c, ..), and one entry, "a", read with limit 1
+    index = facade.ordered_index("MOVING")
+    index.configure(OrderedLayout(("c",), (1, 1)))
+    index.put([OrderedItem("e0", "a")])
+    first = index.query(limit=1)
+    assert [i["value"] for i in first.items] == ["a"]
+    # When the id is re-put at "B" (after the cursor, still in the first shard)
+    index.put([OrderedItem("e0", "B")])
+    # Then the rest of the read holds it (found by the model's soak on DynamoDB Local)
+    rest, cursor = [], first.cursor
+    while cursor is not None:
+        page = index.query(limit=1, cursor=cursor)
+        rest += [(i["id"], i["value"]) for i in page.items]
+        cursor = page.cursor
+    assert rest == [("e0", "B")]
+
+
 def test_a_failed_range_shard_query_fails_the_read_naming_its_key(
     facade: Dynashard, monkeypatch: pytest.MonkeyPatch
 ) -> None:

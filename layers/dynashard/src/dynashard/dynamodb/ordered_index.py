@@ -574,7 +574,10 @@ class OrderedIndex:
                 last_sk = item[names.ATTR_SK]["S"]
             position = None
             if len(page.items) == limit and index + 1 < len(remaining):
-                page.cursor = OrderedCursor(fingerprint, remaining[index + 1]).encode()
+                # Resume this shard after its last item, not the next shard from its start:
+                # an entry put (or moved by a re-put) into this shard after that item
+                # before the next page must not be skipped. At worst one empty Query.
+                page.cursor = OrderedCursor(fingerprint, shard, last_sk).encode()
                 return page
         return page
 
