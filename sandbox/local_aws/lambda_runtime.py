@@ -31,13 +31,23 @@ state is on their module's own ``BatchProcessor``, run concurrently.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
+import logging
+import os
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sandbox.local_aws.aws_events import LambdaContext
+    from sandbox.twin.iam import RolePolicy
+
+_log = logging.getLogger(__name__)
 
 Handler = Callable[..., Any]
 
@@ -47,6 +57,29 @@ _COPY_NUMBERS = itertools.count(1)
 #: Held by every invocation of a Powertools REST-resolver handler in this process: the
 #: resolver keeps the current event on a class attribute (see the module docstring).
 API_RESOLVER_LOCK = threading.Lock()
+
+#: Held while a module copy executes with its function's own variables in ``os.environ``
+#: (Powertools' Logger, Tracer and Metrics read ``POWERTOOLS_SERVICE_NAME`` at import).
+_MODULE_ENV_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _module_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set ``values`` in ``os.environ`` while a module copy executes, then restore."""
+    if not values:
+        yield
+        return
+    with _MODULE_ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for key, old in saved.items():
+                if old is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = old
 
 
 def load_module_copy(module_name: str) -> ModuleType:
@@ -98,6 +131,26 @@ class LocalFunction:
     serialize_with : threading.Lock, optional
         Held around each invocation, for handlers whose framework keeps process-wide
         state (:data:`API_RESOLVER_LOCK`); None lets invocations overlap.
+    name : str
+        The function's name (its context's ``function_name``).
+    timeout_s : float
+        The configured timeout, seconds: the context's remaining time counts down from
+        it, and an invocation that outlasts it is counted in :attr:`timeouts` and
+        logged (not cut short: a thread cannot be stopped, and this machine is slower
+        than Lambda's).
+    memory_mb : int
+        The configured memory, MB (the context's ``memory_limit_in_mb``; not enforced).
+    environment : mapping of str to str, optional
+        Variables of this function alone (``POWERTOOLS_SERVICE_NAME``), set while each
+        execution environment's module copy executes.
+    role : RolePolicy, optional
+        Its execution role: clients created during its invocations are checked against
+        it (:mod:`sandbox.twin.iam`); None leaves them unchecked.
+
+    Attributes
+    ----------
+    timeouts : int
+        Invocations that took longer than ``timeout_s``.
 
     Raises
     ------
@@ -110,7 +163,17 @@ class LocalFunction:
     >>> fn(event, context)  # doctest: +SKIP
     """
 
-    def __init__(self, ref: str, serialize_with: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        ref: str,
+        serialize_with: threading.Lock | None = None,
+        *,
+        name: str = "dynashard-local",
+        timeout_s: float = 30.0,
+        memory_mb: int = 512,
+        environment: Mapping[str, str] | None = None,
+        role: RolePolicy | None = None,
+    ) -> None:
         module, sep, attr = ref.partition(":")
         if not sep or not module or not attr:
             raise ValueError(f"handler reference {ref!r} is not of the form module:attribute")
@@ -121,6 +184,34 @@ class LocalFunction:
         self._lock = threading.Lock()
         self._cold_starts = 0
         self._serialize_with = serialize_with
+        self.name = name
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.environment = dict(environment or {})
+        self.role = role
+        self.timeouts = 0
+
+    def context(self) -> LambdaContext:
+        """Return a fresh Lambda context for one invocation of this function.
+
+        Returns
+        -------
+        LambdaContext
+            Its name, memory, timeout and log group.
+        """
+        from sandbox.local_aws.aws_events import LambdaContext
+
+        return LambdaContext(
+            function_name=self.name,
+            memory_limit_in_mb=self.memory_mb,
+            timeout_s=self.timeout_s,
+            log_group_name=f"/aws/lambda/{self.name}",
+        )
+
+    def _load(self) -> Handler:
+        with _module_environment(self.environment):
+            handler: Handler = getattr(load_module_copy(self._module), self._attr)
+        return handler
 
     @property
     def cold_starts(self) -> int:
@@ -146,7 +237,7 @@ class LocalFunction:
         """
         with self._lock:
             missing = max(0, count - len(self._idle))
-        created = [getattr(load_module_copy(self._module), self._attr) for _ in range(missing)]
+        created = [self._load() for _ in range(missing)]
         with self._lock:
             self._idle.extend(created)
             self._cold_starts += len(created)
@@ -156,20 +247,20 @@ class LocalFunction:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        handler: Handler = getattr(load_module_copy(self._module), self._attr)
+        handler = self._load()
         with self._lock:
             self._cold_starts += 1
         return handler
 
-    def __call__(self, event: Any, context: Any) -> Any:
+    def __call__(self, event: Any, context: Any = None) -> Any:
         """Invoke the handler in an idle environment, or in a new one when all are busy.
 
         Parameters
         ----------
         event : Any
             The Lambda event.
-        context : Any
-            The Lambda context.
+        context : Any, optional
+            The Lambda context; default :meth:`context`.
 
         Returns
         -------
@@ -177,15 +268,30 @@ class LocalFunction:
             What the handler returned; what it raised propagates, and the environment
             stays in the pool, as Lambda keeps an environment after a function error.
         """
+        from sandbox.twin.iam import role_scope
+
         handler = self._acquire()
+        started = time.monotonic()
         try:
-            if self._serialize_with is None:
-                return handler(event, context)
-            with self._serialize_with:
-                return handler(event, context)
+            with role_scope(self.role):
+                if self._serialize_with is None:
+                    return handler(event, context if context is not None else self.context())
+                with self._serialize_with:
+                    return handler(event, context if context is not None else self.context())
         finally:
+            elapsed = time.monotonic() - started
             with self._lock:
                 self._idle.append(handler)
+                if elapsed > self.timeout_s:
+                    self.timeouts += 1
+            if elapsed > self.timeout_s:
+                _log.warning(
+                    "%s: invocation took %.2f s, past its %.0f s timeout (Lambda would "
+                    "have stopped it: Task timed out)",
+                    self.name,
+                    elapsed,
+                    self.timeout_s,
+                )
 
 
 def api_function(ref: str) -> LocalFunction:
