@@ -2,7 +2,10 @@
 
 The functions take their settings from the variables named in :mod:`dynashard.names`
 (validated once per container). In the sandbox they run in this process, so the
-variables are set here, before the first invocation, pointing at DynamoDB Local.
+variables are set here, before the first invocation: the synthesized template's
+(:mod:`sandbox.twin`: every function's ``Environment.Variables``, its table references
+resolved to the local tables), with the local endpoint, dummy credentials and the
+switches that keep metrics and traces in the process on top.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from dynashard import names
 from sandbox.engines.dynamodb_local import (
@@ -18,8 +22,37 @@ from sandbox.engines.dynamodb_local import (
     LOCAL_SECRET_ACCESS_KEY,
 )
 
+if TYPE_CHECKING:
+    from sandbox.twin import LocalTwin
+
 #: Powertools service name of every function in the sandbox (one logger for all).
 SERVICE_NAME = "dynashard-local"
+
+
+def local_twin(
+    data_table: str = names.DEFAULT_DATA_TABLE,
+    metadata_table: str = names.DEFAULT_METADATA_TABLE,
+    context: Mapping[str, Any] | None = None,
+) -> LocalTwin:
+    """Return the stack's twin with its tables bound to the local ones.
+
+    Parameters
+    ----------
+    data_table, metadata_table : str
+        Physical names of the local tables.
+    context : mapping, optional
+        CDK context (stack parameters); default the stack's defaults.
+
+    Returns
+    -------
+    LocalTwin
+        Read from the synthesized template (synthesized once, then kept).
+    """
+    from sandbox.twin import LocalTwin
+
+    twin = LocalTwin.load(context, region=LOCAL_REGION)
+    twin.bind_tables({"DataTable": data_table, "MetadataTable": metadata_table})
+    return twin
 
 
 def function_environment(
@@ -28,6 +61,7 @@ def function_environment(
     data_table: str = names.DEFAULT_DATA_TABLE,
     metadata_table: str = names.DEFAULT_METADATA_TABLE,
     extra: Mapping[str, str] | None = None,
+    twin: LocalTwin | None = None,
 ) -> dict[str, str]:
     """Build the environment variables of the functions for a local endpoint.
 
@@ -36,22 +70,24 @@ def function_environment(
     endpoint_url : str
         DynamoDB endpoint (DynamoDB Local or the partition emulator).
     data_table, metadata_table : str
-        Physical table names.
+        Physical table names (ignored when ``twin`` is given: it is bound already).
     extra : mapping, optional
-        More variables (e.g. ``DYNASHARD_DEFAULT_SHARDS``), overriding the above.
+        More variables (e.g. ``DYNASHARD_DEFAULT_SHARDS``), overriding the above; each
+        one that differs from the template is a local override the twin reports.
+    twin : LocalTwin, optional
+        The twin whose template the variables come from; default :func:`local_twin`.
 
     Returns
     -------
     dict of str to str
-        Variables: tables, endpoint, region and dummy credentials, Powertools service
-        name and metrics namespace.
+        The template's variables (every function's, resolved), then the endpoint,
+        region and dummy credentials, the Powertools service name of functions started
+        outside the twin and the metrics and tracing switches, then ``extra``.
     """
-    env = {
-        names.ENV_DATA_TABLE: data_table,
-        names.ENV_METADATA_TABLE: metadata_table,
+    twin = twin or local_twin(data_table, metadata_table)
+    local = {
         names.ENV_DYNAMODB_ENDPOINT: endpoint_url,
         names.ENV_POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-        names.ENV_POWERTOOLS_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
         "AWS_DEFAULT_REGION": LOCAL_REGION,
         "AWS_REGION": LOCAL_REGION,
         "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY_ID,
@@ -63,9 +99,7 @@ def function_environment(
         # growth loop's Contributor Insights rule reads them (sandbox.local_aws.logs).
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
-    if extra:
-        env.update(extra)
-    return env
+    return twin.environment({**local, **(extra or {})})
 
 
 @contextmanager

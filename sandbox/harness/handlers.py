@@ -9,14 +9,18 @@ handler with an API Gateway REST proxy event and decodes its JSON answer.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
+
+if TYPE_CHECKING:
+    from sandbox.twin import LocalTwin
 
 Handler = Callable[..., Any]
 
@@ -41,24 +45,40 @@ class Handlers:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def load(cls) -> Handlers:
-        """Load the real handlers, each as a function with its own execution environments.
+    def load(cls, twin: LocalTwin | None = None) -> Handlers:
+        """Load the real handlers, each as the template's function with its own environments.
+
+        Parameters
+        ----------
+        twin : LocalTwin, optional
+            The stack's twin; default :func:`sandbox.env_vars.local_twin` bound to the
+            tables the environment names (``DYNASHARD_DATA_TABLE``, ...).
 
         Returns
         -------
         Handlers
             Bound to ``functions.ingest.app`` and ``functions.query.app`` through
-            :class:`sandbox.local_aws.lambda_runtime.LocalFunction`: concurrent invocations
-            never share a module's globals, and API invocations never overlap, as on Lambda.
+            :class:`sandbox.local_aws.lambda_runtime.LocalFunction` (from
+            :meth:`sandbox.twin.LocalTwin.function`: the template's name, timeout and
+            role, every call checked against it): concurrent invocations never share a
+            module's globals, and API invocations never overlap, as on Lambda.
         """
+        from dynashard import names
+        from sandbox.env_vars import local_twin
         from sandbox.local_aws.gateway import INGEST_API_HANDLER, QUERY_HANDLER
-        from sandbox.local_aws.lambda_runtime import LocalFunction, api_function
+        from sandbox.twin.iam import install_default
 
+        if twin is None:
+            twin = local_twin(
+                os.environ.get(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE),
+                os.environ.get(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE),
+            )
+        install_default()
         return cls(
-            sqs=LocalFunction("functions.ingest.app:sqs_handler"),
-            api=api_function(INGEST_API_HANDLER),
-            query=api_function(QUERY_HANDLER),
-            kinesis=LocalFunction("functions.ingest.app:kinesis_handler"),
+            sqs=twin.function("functions.ingest.app:sqs_handler"),
+            api=twin.function(INGEST_API_HANDLER),
+            query=twin.function(QUERY_HANDLER),
+            kinesis=twin.function("functions.ingest.app:kinesis_handler"),
         )
 
     def invoke(self, name: str, event: dict[str, Any]) -> Any:
@@ -81,7 +101,10 @@ class Handlers:
         handler: Handler | None = getattr(self, name)
         if handler is None:
             raise ValueError(f"no {name} handler loaded")
-        return handler(event, LambdaContext(function_name=f"dynashard-{name}"))
+        context = getattr(handler, "context", None)
+        return handler(
+            event, context() if context else LambdaContext(function_name=f"dynashard-{name}")
+        )
 
     def count(self, name: str, invocations: int) -> None:
         """Add invocations made elsewhere (a reading process's) to the count.

@@ -104,25 +104,23 @@ class RolePolicy:
             return False
         return PermissionResult.PERMITTED in results
 
-    def check(self, action: str, resources: Sequence[str]) -> None:
-        """Raise AWS's ``AccessDeniedException`` unless every resource is allowed.
+    def check(self, checks: Sequence[tuple[str, str]]) -> None:
+        """Raise AWS's ``AccessDeniedException`` unless every (action, resource) is allowed.
 
         Parameters
         ----------
-        action : str
-            ``service:Operation``.
-        resources : sequence of str
-            ARNs the request names (``["*"]`` when none).
+        checks : sequence of tuple of (str, str)
+            What :func:`request_checks` returns for one request.
 
         Raises
         ------
         botocore.exceptions.ClientError
-            ``AccessDeniedException`` naming the principal, the action and the first
-            resource denied.
+            ``AccessDeniedException`` naming the principal, the first action denied and
+            its resource.
         """
         with self._lock:
             self.checked += 1
-        for resource in resources:
+        for action, resource in checks:
             if not self.allows(action, resource):
                 raise access_denied(self.principal, action, resource)
 
@@ -165,32 +163,53 @@ def _table_arn(region: str, account: str, table: str, index: str | None = None) 
     return f"{base}/index/{index}" if index else base
 
 
-def _dynamodb(params: Mapping[str, Any], region: str, account: str) -> list[str]:
-    if "TableName" in params:
-        return [_table_arn(region, account, params["TableName"], params.get("IndexName"))]
-    if "RequestItems" in params:  # BatchGetItem, BatchWriteItem
-        return [_table_arn(region, account, t) for t in params["RequestItems"]]
+#: A transaction's item kinds and the IAM action each is authorized as ("Using IAM with
+#: DynamoDB transactions", DynamoDB Developer Guide: there is no TransactWriteItems or
+#: TransactGetItems action to allow).
+_TRANSACT_ACTIONS: Final = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+
+
+def _dynamodb(
+    operation: str, params: Mapping[str, Any], region: str, account: str
+) -> list[tuple[str, str]]:
     if "TransactItems" in params:  # TransactGetItems, TransactWriteItems
-        tables = {op["TableName"] for item in params["TransactItems"] for op in item.values() if op}
-        return [_table_arn(region, account, t) for t in sorted(tables)]
+        checks = {
+            (f"dynamodb:{_TRANSACT_ACTIONS[kind]}", _table_arn(region, account, op["TableName"]))
+            for item in params["TransactItems"]
+            for kind, op in item.items()
+        }
+        return sorted(checks)
+    action = f"dynamodb:{operation}"
+    if "TableName" in params:
+        return [(action, _table_arn(region, account, params["TableName"], params.get("IndexName")))]
+    if "RequestItems" in params:  # BatchGetItem, BatchWriteItem
+        return [(action, _table_arn(region, account, t)) for t in params["RequestItems"]]
     if "ResourceArn" in params:
-        return [str(params["ResourceArn"])]
-    return ["*"]
+        return [(action, str(params["ResourceArn"]))]
+    return [(action, "*")]
 
 
 def _queue_arn(region: str, account: str, url: str) -> str:
     return f"arn:aws:sqs:{region}:{account}:{urlparse(url).path.rsplit('/', 1)[-1]}"
 
 
-def request_resources(
-    service: str, params: Mapping[str, Any], region: str, account: str
-) -> list[str]:
-    """Return the ARNs a request is authorized on.
+def request_checks(
+    service: str, operation: str, params: Mapping[str, Any], region: str, account: str
+) -> list[tuple[str, str]]:
+    """Return the (action, resource ARN) pairs a request is authorized on.
 
     Parameters
     ----------
     service : str
         botocore's service name (``dynamodb``, ``sqs``, ``kinesis``, ``cloudwatch``).
+    operation : str
+        The API operation, e.g. ``Query``.
     params : mapping
         The operation's parameters, as the caller passed them.
     region, account : str
@@ -198,32 +217,35 @@ def request_resources(
 
     Returns
     -------
-    list of str
-        One ARN per table, index, queue, stream, alarm or rule the request names;
-        ``["*"]`` for an action without resource-level permissions (``PutMetricData``).
+    list of tuple of (str, str)
+        One pair per table, index, queue, stream, alarm or rule the request names
+        (a transaction: one per item kind and table, as its underlying action); the
+        resource is ``*`` for an action without resource-level permissions
+        (``PutMetricData``).
 
     Examples
     --------
-    >>> request_resources("dynamodb", {"TableName": "t", "IndexName": "GSI1"}, "r", "1")
-    ['arn:aws:dynamodb:r:1:table/t/index/GSI1']
+    >>> request_checks("dynamodb", "Query", {"TableName": "t", "IndexName": "G"}, "r", "1")
+    [('dynamodb:Query', 'arn:aws:dynamodb:r:1:table/t/index/G')]
     """
     if service == "dynamodb":
-        return _dynamodb(params, region, account)
+        return _dynamodb(operation, params, region, account)
+    action = f"{_PREFIX.get(service, service)}:{operation}"
     if service == "sqs" and "QueueUrl" in params:
-        return [_queue_arn(region, account, params["QueueUrl"])]
+        return [(action, _queue_arn(region, account, params["QueueUrl"]))]
     if service == "kinesis":
         if "StreamARN" in params:
-            return [str(params["StreamARN"])]
+            return [(action, str(params["StreamARN"]))]
         if "StreamName" in params:
-            return [f"arn:aws:kinesis:{region}:{account}:stream/{params['StreamName']}"]
+            return [(action, f"arn:aws:kinesis:{region}:{account}:stream/{params['StreamName']}")]
     if service == "cloudwatch":
         if "RuleName" in params:
-            return [f"arn:aws:cloudwatch:{region}:{account}:insight-rule/{params['RuleName']}"]
+            rule = f"arn:aws:cloudwatch:{region}:{account}:insight-rule/{params['RuleName']}"
+            return [(action, rule)]
         if params.get("AlarmNames"):
-            return [
-                f"arn:aws:cloudwatch:{region}:{account}:alarm:{n}" for n in params["AlarmNames"]
-            ]
-    return ["*"]
+            alarm = f"arn:aws:cloudwatch:{region}:{account}:alarm:"
+            return [(action, alarm + name) for name in params["AlarmNames"]]
+    return [(action, "*")]
 
 
 #: The role of the function whose invocation is running in this context.
@@ -267,11 +289,11 @@ class _RoleCheckedClient:
         if role is not None:
             meta = self.meta  # type: ignore[attr-defined]
             service = meta.service_model.service_name
-            prefix = _PREFIX.get(service, service)
 
             def check(params: Mapping[str, Any], model: Any, **_: Any) -> None:
-                resources = request_resources(service, params, role.region, role.account_id)
-                role.check(f"{prefix}:{model.name}", resources)
+                role.check(
+                    request_checks(service, model.name, params, role.region, role.account_id)
+                )
 
             meta.events.register(
                 "before-parameter-build", check, unique_id="dynashard-twin-iam-check"
@@ -294,6 +316,19 @@ def install(session: Any) -> None:
         extending client classes.
     """
     session.register("creating-client-class", _add_mixin, unique_id="dynashard-twin-iam")
+
+
+def install_default() -> None:
+    """Run :func:`install` on boto3's default session.
+
+    ``boto3.client`` (the functions' and the library's clients) creates clients from it.
+    """
+    import boto3
+
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    assert boto3.DEFAULT_SESSION is not None
+    install(boto3.DEFAULT_SESSION._session)
 
 
 def uninstall(session: Any) -> None:

@@ -321,7 +321,8 @@ class LocalTwin:
         with self._lock:
             if function_id not in self.roles:
                 fn = self.spec.functions[function_id]
-                documents = [self.resolver.resolve(d) for d in self.spec.policies[fn.role_id]]
+                resolver = self._with_placeholders()
+                documents = [resolver.resolve(d) for d in self.spec.policies[fn.role_id]]
                 self.roles[function_id] = RolePolicy(
                     role_name=fn.role_id,
                     session_name=self.function_name(function_id),
@@ -330,6 +331,25 @@ class LocalTwin:
                     account_id=LOCAL_ACCOUNT_ID,
                 )
             return self.roles[function_id]
+
+    def _with_placeholders(self) -> Resolver:
+        """Return a resolver that also resolves the resources the sandbox did not create.
+
+        Their ARNs (``arn:aws:twin-unbound:::<logical id>``) match no request, so
+        statements about them (a run without queues) allow nothing.
+        """
+        resources = {
+            rid: LocalResource(
+                f"twin-unbound-{rid}",
+                {
+                    attribute: f"arn:aws:twin-unbound:::{rid}"
+                    for attribute in ("Arn", "QueueName", "QueueUrl", "StreamArn")
+                },
+            )
+            for rid in self.source.template["Resources"]
+        }
+        resources.update(self.resolver.resources)
+        return Resolver(self.region, resources, self.resolver.account_id)
 
     def function(self, handler: str, *, check_iam: bool = True) -> LocalFunction:
         """Return the template's function with this handler, ready to invoke.

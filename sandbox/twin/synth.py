@@ -18,6 +18,7 @@ Usage (what the parent runs)::
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import os
@@ -128,9 +129,15 @@ def synthesized_template(
         return SynthesizedTemplate(template, json.loads(template.read_text()), context)
     stage = str(context.get("stage", "dev"))
     path = CACHE_DIR / f"dynashard-{stage}-{source_hash(context)}.template.json"
-    if not path.exists():
-        _synthesize(context, path)
-    return SynthesizedTemplate(path, json.loads(path.read_text()), context)
+    if path not in _READ:
+        if not path.exists():
+            _synthesize(context, path)
+        _READ[path] = json.loads(path.read_text())
+    return SynthesizedTemplate(path, copy.deepcopy(_READ[path]), context)
+
+
+#: Templates read by this process, by path (the path names their sources' hash).
+_READ: dict[Path, dict[str, Any]] = {}
 
 
 def _synthesize(context: Mapping[str, Any], path: Path) -> None:
