@@ -114,6 +114,15 @@ class StackParameters(BaseModel):
     shrink_cool_period_s : float
         Seconds a key must stay below the low-water mark before it shrinks, >= 60
         (``DYNASHARD_SHRINK_COOL_PERIOD_S``).
+    in_band_growth : bool
+        Whether a writer that meets key-range throttling grows the key itself
+        (``DYNASHARD_IN_BAND_GROWTH``, doubling N, under the cooldown) besides the
+        alarm-driven scaler. Off by default, chosen by measurement
+        (``bench/results/growth_config.json``): with it on, the writers' doubling takes
+        the cooldown the scaler's one-step growth to the planned count then waits on,
+        and a second doubling overshoots (1 -> 2 -> 7 -> 14 for a key that needs 6).
+        The library's own default stays on: without a deployed scaler it is the only
+        growth there is.
     write_max_attempts : int
         Attempts a writer makes on throttled items, the first included, 1-20
         (``DYNASHARD_WRITE_MAX_ATTEMPTS``). Set once for every function: the scaler
@@ -199,6 +208,7 @@ class StackParameters(BaseModel):
     target_utilization: float = Field(default=0.8, gt=0, le=1)
     shrink_utilization: float | None = Field(default=None, ge=0, lt=1)
     shrink_cool_period_s: float = Field(default=1800.0, ge=60)
+    in_band_growth: bool = False
     write_max_attempts: int = Field(default=8, ge=1, le=20)
     max_read_request_units: int | None = Field(default=None, ge=1)
     max_write_request_units: int | None = Field(default=None, ge=1)

@@ -200,6 +200,7 @@ def shared_environment(
         names.ENV_PARTITION_RCU: _num(config.partition_rcu),
         names.ENV_TARGET_UTILIZATION: _num(config.target_utilization),
         names.ENV_WRITE_MAX_ATTEMPTS: str(config.write_max_attempts),
+        names.ENV_IN_BAND_GROWTH: str(config.in_band_growth).lower(),
         names.ENV_POWERTOOLS_SERVICE_NAME: service,
         # only when set: an empty value would say nothing the default does not
         **({names.ENV_TIME_BUCKETS: config.time_buckets} if config.time_buckets else {}),

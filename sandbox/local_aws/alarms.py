@@ -48,8 +48,9 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext as PowertoolsContext
 
     from dynashard.planning.scaling import OfferedLoadSource, ScalerPort
-    from dynashard.planning.shrinking import ShrinkPort
+    from dynashard.planning.shrinking import LoadHistory, ShrinkPort
     from sandbox.emulator.core import PartitionEmulator
+    from sandbox.local_aws.lambda_runtime import LocalFunction
     from sandbox.local_aws.logs import LocalInsightRule
 
 _log = logging.getLogger(__name__)
@@ -664,6 +665,60 @@ class LocalSchedule:
             thread.join(timeout_s)
 
 
+class UnwatchedWriteLoad:
+    """A write-load rule that has watched nothing yet: every key's load unknown.
+
+    Stands in for the stack's rule where the sandbox has none (or has not watched long
+    enough): the scaler's handler would otherwise build the deployed rule's adapter
+    (the template names it) and call CloudWatch. The growth planner then estimates
+    from the hot keys alone, as with no rule, and the shrink sweep keeps every key
+    (absent from the history: :mod:`dynashard.planning.shrinking`, never on missing
+    data).
+    """
+
+    def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
+        """Return no key's offered load.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window.
+
+        Returns
+        -------
+        dict of str to float
+            Empty.
+        """
+        return {}
+
+    def peak_offered_wcu(
+        self, start: datetime, end: datetime, period_s: int, max_contributors: int = 100
+    ) -> LoadHistory:
+        """Return an empty history of the window (no contributor reported).
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window.
+        period_s : int
+            Seconds per datapoint.
+        max_contributors : int
+            Ignored.
+
+        Returns
+        -------
+        LoadHistory
+            No key's peak.
+        """
+        from dynashard.planning.shrinking import LoadHistory
+
+        return LoadHistory(start, end, period_s)
+
+
+#: The one :class:`UnwatchedWriteLoad`.
+UNWATCHED: Final = UnwatchedWriteLoad()
+
+
 def scaler_action(
     emulator: PartitionEmulator,
     facade: ScalerPort | None = None,
@@ -673,6 +728,8 @@ def scaler_action(
     offered_load: OfferedLoadSource | None = None,
     load_history: LocalInsightRule | None = None,
     shrinker: ShrinkPort | None = None,
+    function: LocalFunction | None = None,
+    write_load_rule: str | None = None,
 ) -> AlarmAction:
     """Bind the scaler handler as an alarm action, with hot keys from the emulator.
 
@@ -700,15 +757,22 @@ def scaler_action(
         What a scheduled sweep sees of the alarms; default none in ``ALARM``.
     offered_load : OfferedLoadSource, optional
         The offered write units per logical key (the stack's Contributor Insights rule
-        evaluated locally, :class:`sandbox.local_aws.logs.LocalInsightRule`); default none, so
-        the scaler estimates writes from the hot keys alone.
+        evaluated locally, :class:`sandbox.local_aws.logs.LocalInsightRule`); default
+        :data:`UNWATCHED`, so the scaler estimates writes from the hot keys alone.
     load_history : LocalInsightRule, optional
         The same rule, read per period for the shrink sweep
-        (:meth:`sandbox.local_aws.logs.LocalInsightRule.peak_offered_wcu`); default none: the
-        sweep never shrinks (the sandbox's environment names no AWS rule).
+        (:meth:`sandbox.local_aws.logs.LocalInsightRule.peak_offered_wcu`); default
+        :data:`UNWATCHED`: the sweep never shrinks.
     shrinker : ShrinkPort, optional
         What lists and shrinks the sharded keys (a ``Dynashard``, on the emulated clock
         so that the cooldown is emulated seconds); default the function's own facade.
+    function : LocalFunction, optional
+        The scaler as the template deploys it (:meth:`sandbox.twin.LocalTwin.function`):
+        invoked with its name, timeout and role, and each stand-in above checked against
+        that role for the CloudWatch call it replaces (:mod:`sandbox.twin.ports`);
+        default the handler imported, unchecked.
+    write_load_rule : str, optional
+        The write-load rule's name, for the check of ``GetInsightRuleReport``.
 
     Returns
     -------
@@ -728,24 +792,59 @@ def scaler_action(
 
     if mode not in ("ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"):
         raise ValueError(f"unknown Contributor Insights mode {mode!r}")
-    hot_keys = EmulatorHotKeySource(emulator, mode=mode)
-    states = alarm_states if alarm_states is not None else LocalAlarmStates()
+    hot_keys: Any = EmulatorHotKeySource(emulator, mode=mode)
+    states: Any = alarm_states if alarm_states is not None else LocalAlarmStates()
+    offered: Any = offered_load if offered_load is not None else UNWATCHED
+    role = function.role if function is not None else None
+    if role is not None:
+        from sandbox.twin.ports import CheckedPort, contributor_insights_requests
+
+        rule_report = [("cloudwatch", "GetInsightRuleReport", {"RuleName": write_load_rule})]
+        hot_keys = CheckedPort(hot_keys, role, {"hot_keys": contributor_insights_requests})
+        states = CheckedPort(
+            states,
+            role,
+            {
+                "alarms_in_alarm": lambda names, *_: [
+                    ("cloudwatch", "DescribeAlarms", {"AlarmNames": list(names)})
+                ]
+            },
+        )
+        offered = CheckedPort(offered, role, {"offered_wcu": lambda *_: rule_report})
+        checked_unwatched = CheckedPort(
+            UNWATCHED, role, {"peak_offered_wcu": lambda *_, **__: rule_report}
+        )
+        if load_history is not None:
+            checked_history: Any = CheckedPort(
+                load_history, role, {"peak_offered_wcu": lambda *_, **__: rule_report}
+            )
+    invoke: Callable[..., Any] = function if function is not None else handler
 
     def action(event: dict[str, Any]) -> Any:
         # The stand-in has the attributes Powertools reads; the handler is typed for its.
-        context = cast("PowertoolsContext", LambdaContext(function_name="dynashard-scaler"))
-        history = None
-        if load_history is not None and is_scheduled_event(event):
+        context = (
+            function.context()
+            if function is not None
+            else cast("PowertoolsContext", LambdaContext(function_name="dynashard-scaler"))
+        )
+        history: Any = None
+        if is_scheduled_event(event):
             window_start = parse_time(event.get("time")).timestamp()
             window_start -= get_settings().shrink_cool_period_s
-            history = load_history if window_start >= load_history.started else None
-        return handler(
+            # Before the local rule has watched a whole cool period it knows no key's
+            # load: every key is unknown, so none shrinks (never None: the handler
+            # would then build the deployed rule's adapter and call CloudWatch).
+            if load_history is not None and window_start >= load_history.started:
+                history = checked_history if role is not None else load_history
+            else:
+                history = checked_unwatched if role is not None else UNWATCHED
+        return invoke(
             event,
             context,
             facade=facade,
             hot_keys=hot_keys,
             alarm_states=states,
-            offered_load=offered_load,
+            offered_load=offered,
             load_history=history,
             shrinker=shrinker,
         )

@@ -252,7 +252,7 @@ class LocalFunction:
             self._cold_starts += 1
         return handler
 
-    def __call__(self, event: Any, context: Any = None) -> Any:
+    def __call__(self, event: Any, context: Any = None, **inject: Any) -> Any:
         """Invoke the handler in an idle environment, or in a new one when all are busy.
 
         Parameters
@@ -261,6 +261,9 @@ class LocalFunction:
             The Lambda event.
         context : Any, optional
             The Lambda context; default :meth:`context`.
+        **inject
+            Keyword arguments for handlers that take their ports as parameters (the
+            scaler's local CloudWatch stand-ins).
 
         Returns
         -------
@@ -274,10 +277,11 @@ class LocalFunction:
         started = time.monotonic()
         try:
             with role_scope(self.role):
+                context = context if context is not None else self.context()
                 if self._serialize_with is None:
-                    return handler(event, context if context is not None else self.context())
+                    return handler(event, context, **inject)
                 with self._serialize_with:
-                    return handler(event, context if context is not None else self.context())
+                    return handler(event, context, **inject)
         finally:
             elapsed = time.monotonic() - started
             with self._lock:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from dynashard import names
 from sandbox.harness.dataset import CARRIER_COUNTER, Departure
 from sandbox.harness.delivery import IngestStats
 from sandbox.harness.handlers import Handlers
@@ -234,6 +235,19 @@ def first_act(
     return build_report(departures, stats, reads, counters, shards, handlers, timings)
 
 
+def default_in_band_growth() -> bool:
+    """Return the functions' own default of in-band growth (when no variable sets it).
+
+    Returns
+    -------
+    bool
+        ``FunctionSettings.in_band_growth``'s default.
+    """
+    from dynashard.lambda_kit.settings import FunctionSettings
+
+    return bool(FunctionSettings.model_fields["in_band_growth"].default)
+
+
 def second_act(
     args: argparse.Namespace, console: Any, endpoint: str, departures: Sequence[Departure]
 ) -> dict[str, Any]:
@@ -311,7 +325,7 @@ def second_act(
         with patched_environ(env):
             reset_function_caches()
             try:
-                handlers = Handlers.load()
+                handlers = Handlers.load(loop.twin)
                 timings["setup"] = time.perf_counter() - t0
                 t0 = time.perf_counter()
                 loop_stats, timeline = run_open_loop(
@@ -341,6 +355,11 @@ def second_act(
         history = shard_history(observer, keys, loop)
         alarms = loop.alarm_history()
         tap_errors = loop.log_tap_errors()
+        twin = loop.twin
+        assert twin is not None
+        loop_template = twin.source.path.name
+        loop_overrides = dict(sorted(twin.overrides.items()))
+        iam_checked = {twin.function_name(fid): r.checked for fid, r in twin.roles.items()}
     report = build_report(departures, stats, reads, counters, shards, handlers, timings)
     rows = timeline.rows()
     chart = write_chart(
@@ -398,7 +417,22 @@ def second_act(
     report.update(
         ok=all(checks.values()),
         checks=checks,
-        growth=settings.to_json(),
+        growth={
+            **settings.to_json(),
+            # What the functions ran with: the act's setting, else the deployed one.
+            "in_band_growth": env.get(
+                names.ENV_IN_BAND_GROWTH, str(default_in_band_growth()).lower()
+            )
+            == "true",
+            "in_band_growth_from": "the act"
+            if settings.in_band_growth is not None
+            else "the stack",
+        },
+        template={
+            "path": loop_template,
+            "local_overrides": loop_overrides,
+            "iam_checked_calls": iam_checked,
+        },
         schedule={k: {**t, **per_key.get(k, {})} for k, t in targets.items()},
         machine=machine,
         events_delivered=stats.delivered,

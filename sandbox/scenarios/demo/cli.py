@@ -137,8 +137,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--in-band-growth",
-        action="store_true",
-        help="second act: let throttled writers grow keys too (default: the scaler alone)",
+        nargs="?",
+        const="on",
+        choices=("on", "off"),
+        default=None,
+        help=(
+            "second act: whether throttled writers grow keys too (default: the stack's "
+            "setting, from the synthesized template)"
+        ),
     )
     args = parser.parse_args(argv)
     if args.sample is not None and args.sample < 1:
@@ -157,6 +163,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--load and --duration must be > 0")
     if not 0 < args.target_utilization <= 1:
         parser.error("--target-utilization must be in (0, 1]")
+    if args.in_band_growth is not None:
+        args.in_band_growth = args.in_band_growth == "on"
     return args
 
 

@@ -33,6 +33,9 @@ from typing import TYPE_CHECKING, Any
 from dynashard import names
 from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
+#: The scaler's handler, as the template names its code.
+SCALER_HANDLER = "functions.scaler.app:handler"
+
 if TYPE_CHECKING:
     from botocore.session import Session as BotocoreSession
 
@@ -41,7 +44,9 @@ if TYPE_CHECKING:
     from sandbox.emulator import EmulatorServer
     from sandbox.emulator.inprocess import InProcessEmulator
     from sandbox.local_aws.alarms import LocalAlarm, LocalSchedule
+    from sandbox.local_aws.lambda_runtime import LocalFunction
     from sandbox.local_aws.logs import LocalInsightRule, LogTap
+    from sandbox.twin import LocalTwin
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,10 @@ class GrowthSettings:
         Share of a partition's limit each shard is planned to carry, in (0, 1].
     max_shards : int
         Upper bound of any key's shard count.
-    in_band_growth : bool
-        Whether throttled writers also grow keys themselves; off by default so that
-        the act shows the alarm-driven loop alone.
+    in_band_growth : bool or None
+        Whether throttled writers also grow keys themselves; None (the default): as
+        the stack deploys the functions (the template's ``DYNASHARD_IN_BAND_GROWTH``,
+        else the functions' own default).
     shrink_cool_period_s : float
         Emulated seconds a key's offered load must stay cool before the sweep shrinks
         it (the stack's default, 1,800). The sweep shrinks only once the act's write-load
@@ -88,7 +94,7 @@ class GrowthSettings:
     metadata_cache_ttl_s: float = 30.0
     target_utilization: float = 0.8
     max_shards: int = 64
-    in_band_growth: bool = False
+    in_band_growth: bool | None = None
     shrink_cool_period_s: float = 1800.0
 
     def __post_init__(self) -> None:
@@ -115,16 +121,18 @@ class GrowthSettings:
             maximum shard count, in-band growth switch, shrink cool period, and the
             writers' cache lifetime in wall seconds (their clock is the wall clock).
         """
-        return {
+        env = {
             names.ENV_PARTITION_WCU: str(self.partition_wcu),
             names.ENV_PARTITION_RCU: str(self.partition_rcu),
             names.ENV_TARGET_UTILIZATION: str(self.target_utilization),
             names.ENV_MAX_SHARDS: str(self.max_shards),
             names.ENV_COOLDOWN_S: str(self.cooldown_s),
             names.ENV_METADATA_CACHE_TTL_S: str(self.metadata_cache_ttl_s / self.speed),
-            names.ENV_IN_BAND_GROWTH: str(self.in_band_growth).lower(),
             names.ENV_SHRINK_COOL_PERIOD_S: str(self.shrink_cool_period_s),
         }
+        if self.in_band_growth is not None:
+            env[names.ENV_IN_BAND_GROWTH] = str(self.in_band_growth).lower()
+        return env
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings and the limits they give, for the report.
@@ -200,7 +208,9 @@ class GrowthLoop:
         self.alarms: list[LocalAlarm] = []
         self.sweep: LocalSchedule | None = None
         self.write_load_rule: LocalInsightRule | None = None
-        self._log_tap: LogTap | None = None
+        self._log_taps: list[LogTap] = []
+        self.twin: LocalTwin | None = None
+        self.scaler: LocalFunction | None = None
         self.started_wall = 0.0
 
     @property
@@ -214,9 +224,10 @@ class GrowthLoop:
         Returns
         -------
         dict of str to str
-            :func:`sandbox.env_vars.function_environment` for the act's tables,
-            with :meth:`GrowthSettings.function_environment` and the alarm names the
-            scaler's sweep asks about (``DYNASHARD_SCALER_ALARM_NAMES``).
+            :func:`sandbox.env_vars.function_environment` of the loop's twin (the
+            template's variables, the scaler's alarm names included: the local alarms
+            carry the deployed names), with :meth:`GrowthSettings.function_environment`
+            on top (each a local override the twin reports).
         """
         from sandbox.env_vars import function_environment
 
@@ -224,10 +235,8 @@ class GrowthLoop:
             self.endpoint_url,
             data_table=self.data_table,
             metadata_table=self.metadata_table,
-            extra={
-                **self.settings.function_environment(),
-                names.ENV_SCALER_ALARM_NAMES: ",".join(self.alarm_names),
-            },
+            extra=self.settings.function_environment(),
+            twin=self.twin,
         )
 
     @property
@@ -243,12 +252,10 @@ class GrowthLoop:
 
     def __enter__(self) -> GrowthLoop:
         from dynashard import Dynashard, DynashardConfig
-        from dynashard.core.load import write_load_rule_body
-        from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
         from sandbox.clock import AcceleratedClock
         from sandbox.emulator import EmulatorConfig, EmulatorServer
         from sandbox.engines.dynamodb_local import local_client
-        from sandbox.env_vars import SERVICE_NAME
+        from sandbox.env_vars import local_twin
         from sandbox.local_aws.alarms import (
             LocalAlarm,
             LocalAlarmStates,
@@ -256,8 +263,12 @@ class GrowthLoop:
             scaler_action,
         )
         from sandbox.local_aws.logs import LocalInsightRule, LogTap
+        from sandbox.twin.iam import install_default, role_scope
 
         s = self.settings
+        twin = self.twin = local_twin(self.data_table, self.metadata_table)
+        install_default()
+        scaler = self.scaler = twin.function(SCALER_HANDLER)
         self.clock = clock = AcceleratedClock(speed=s.speed)
         self.started_wall = time.monotonic()
         # The metadata table keeps DynamoDB's real key-range ceilings: its traffic (the
@@ -273,23 +284,32 @@ class GrowthLoop:
             # Every DynamoDB client boto3's default session creates from now on (the
             # functions' facades, the grower's below) is charged in process.
             self._in_process.install(_default_botocore_session(), max_pool_connections=64)
-        grower = Dynashard(
-            DynashardConfig(
-                self.data_table,
-                self.metadata_table,
-                max_shards=s.max_shards,
-                cooldown_s=s.cooldown_s,
-                endpoint_url=self.endpoint_url,
-                partition_wcu=s.partition_wcu,
-                partition_rcu=s.partition_rcu,
-                target_utilization=s.target_utilization,
-            ),
-            client=local_client(self.endpoint_url),
-        )
+        # The scaler's facade, on the emulated clock (its cooldown is emulated seconds);
+        # its client is created as the scaler's, so every call is checked against its role.
+        with role_scope(scaler.role):
+            grower = Dynashard(
+                DynashardConfig(
+                    self.data_table,
+                    self.metadata_table,
+                    max_shards=s.max_shards,
+                    cooldown_s=s.cooldown_s,
+                    endpoint_url=self.endpoint_url,
+                    partition_wcu=s.partition_wcu,
+                    partition_rcu=s.partition_rcu,
+                    target_utilization=s.target_utilization,
+                ),
+                client=local_client(self.endpoint_url),
+            )
         grower.metadata.clock = clock
-        # The stack's rule on the ingest functions' log lines, stamped on the act's clock.
-        self.write_load_rule = LocalInsightRule(write_load_rule_body([SERVICE_NAME]), clock=clock)
-        self._log_tap = LogTap(SERVICE_NAME, [self.write_load_rule]).__enter__()
+        # The stack's write-load rule (its body from the template), on the log lines of
+        # the functions whose log groups it reads, stamped on the act's clock.
+        rule_name = self._environment_of(SCALER_HANDLER)[names.ENV_WRITE_LOAD_RULE]
+        body, writers = twin.insight_rule_body(rule_name)
+        loggers = sorted(
+            {self._environment_of(h)[names.ENV_POWERTOOLS_SERVICE_NAME] for h in writers}
+        )
+        self.write_load_rule = LocalInsightRule(body, clock=clock)
+        self._log_taps = [LogTap(name, [self.write_load_rule]).__enter__() for name in loggers]
         states = LocalAlarmStates()
         action = scaler_action(
             self.server.emulator,
@@ -298,18 +318,29 @@ class GrowthLoop:
             offered_load=self.write_load_rule,
             load_history=self.write_load_rule,
             shrinker=grower,
+            function=scaler,
+            write_load_rule=rule_name,
         )
         metrics = self.server.emulator.metrics
+        # The template's alarms whose action invokes the scaler, under their deployed names.
         self.alarms = [
-            LocalAlarm(spec, self.data_table, metrics, action, clock=clock)
-            for spec in SCALER_ALARMS
+            LocalAlarm(
+                spec, twin.alarm_table(spec.id), metrics, action, clock=clock, alarm_name=name
+            )
+            for name, spec in twin.scaler_alarms(SCALER_HANDLER)
         ]
         states.alarms.extend(self.alarms)
-        self.sweep = LocalSchedule(action, rate_s=SWEEP_RATE_MINUTES * 60.0, clock=clock)
+        self.sweep = LocalSchedule(action, rate_s=twin.sweep_rate_s(SCALER_HANDLER), clock=clock)
         for alarm in self.alarms:
             alarm.start(interval_s=1.0, max_duration_s=24 * 3600.0)
         self.sweep.start(interval_s=1.0)
         return self
+
+    def _environment_of(self, handler: str) -> dict[str, str]:
+        """Return the template's environment of the function with this handler."""
+        if self.twin is None:
+            raise RuntimeError("the growth loop is not started")
+        return self.twin.function_environment(self.twin.function_spec(handler).logical_id)
 
     def stop_scaling(self) -> None:
         """Stop the alarms and the sweep (idempotent); the emulator keeps serving.
@@ -329,8 +360,9 @@ class GrowthLoop:
         tb: TracebackType | None,
     ) -> None:
         self.stop_scaling()
-        if self._log_tap is not None:
-            self._log_tap.__exit__(exc_type, exc, tb)
+        for tap in self._log_taps:
+            tap.__exit__(exc_type, exc, tb)
+        self._log_taps = []
         if self._in_process is not None:
             self._in_process.uninstall(_default_botocore_session())
             self._in_process = None
@@ -345,7 +377,7 @@ class GrowthLoop:
         list of str
             Errors met while formatting or evaluating the functions' log lines.
         """
-        return list(self._log_tap.errors) if self._log_tap is not None else []
+        return [error for tap in self._log_taps for error in tap.errors]
 
     def throttle_reasons(self) -> dict[str, int]:
         """Return the throttle events by reason so far.

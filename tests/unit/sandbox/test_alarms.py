@@ -258,6 +258,10 @@ class FakeFacade:
         previous, self.shards = self.shards, target
         return GrowthResult(key, previous, target, True, "grown")
 
+    def sharded_keys(self) -> list[ShardInfo]:
+        # what the sweep's shrink pass lists (the key, grown; its load is unknown here)
+        return [self.shard_info("HOT")] if self.shards > 1 else []
+
 
 #: Applies the scaler's test settings, with extra environment variables.
 ScalerEnvironment = Callable[[dict[str, str] | None], None]
@@ -397,10 +401,20 @@ def test_a_sweep_shrinks_only_once_the_local_rule_has_watched_a_whole_cool_perio
     for minute in range(1, 5):
         now[0] = T0 + 60 * minute
         run = sweep.tick()
-        # Then it reads no load history yet: no key is listed, none shrinks
+        # Then the rule knows no key's load yet: both keys are kept as unknown, none
+        # shrinks (and the handler never falls back to the deployed rule's adapter,
+        # which the template names: it would call CloudWatch)
         assert run is not None and run.error is None, run
-        assert run.result["shrink"] == {"candidates": 0, "shrunk": [], "kept": [], "errors": []}
-    assert (shrinker.listed, shrinker.shrunk) == (0, [])
+        unknown = (
+            "absent from the write-load report of the cool period: its load is unknown, not idle"
+        )
+        assert run.result["shrink"] == {
+            "candidates": 2,
+            "shrunk": [],
+            "kept": [{"key": k, "reason": unknown} for k in ("BUSY", "COOL")],
+            "errors": [],
+        }
+    assert shrinker.shrunk == []
     # When it runs once the rule has seen 5 minutes
     now[0] = T0 + 300
     run = sweep.tick()

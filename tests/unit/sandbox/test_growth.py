@@ -15,7 +15,10 @@ def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
     env = settings.function_environment()
     assert env[names.ENV_PARTITION_WCU] == "10.0"
     assert env[names.ENV_METADATA_CACHE_TTL_S] == "3.0"  # 30 emulated s at x10
-    assert env[names.ENV_IN_BAND_GROWTH] == "false"
+    # in-band growth as the stack deploys it, unless the act sets it
+    assert names.ENV_IN_BAND_GROWTH not in env
+    env = GrowthSettings(in_band_growth=True).function_environment()
+    assert env[names.ENV_IN_BAND_GROWTH] == "true"
     with pytest.raises(ValueError, match="scale and speed"):
         GrowthSettings(speed=0)
 
