@@ -222,6 +222,12 @@ def test_second_act_throttles_grows_and_reads_back_everything(
     act = whole["second_act"]
     assert act["ok"] is True and all(act["checks"].values()), act["checks"]
     assert act["growth"]["speed"] == 2.0 and act["growth"]["in_band_growth"] is False
+    # as the stack deploys the functions: the template's setting, every call checked
+    assert act["growth"]["in_band_growth_from"] == "the stack"
+    assert act["template"]["path"].startswith("dynashard-dev-")
+    checked = act["template"]["iam_checked_calls"]
+    for function in ("IngestQueueFunction", "IngestApiFunction", "QueryFunction", "Scaler"):
+        assert any(function in name and n > 0 for name, n in checked.items()), (function, checked)
     assert act["machine"]["kept_schedule"] is True
     # every origin key was offered 3 x its limit and grew to its N* in one step
     for key, figures in act["schedule"].items():
@@ -238,7 +244,9 @@ def test_second_act_throttles_grows_and_reads_back_everything(
     # key-range throttling by reason, seen by the alarm, acted on by the scaler
     assert act["throttle_events"]["TableWriteKeyRangeThroughputExceeded"] > 0
     assert act["throttle_events"]["key_range"] <= act["throttle_events"]["total"]
-    assert act["alarms"] and act["alarms"][0]["alarm"].endswith("WriteKeyRange")
+    # the alarms under their deployed names (dynashard-dev-TableWriteKeyRange, ...)
+    assert act["alarms"] and act["alarms"][0]["alarm"].startswith("dynashard-dev-")
+    assert act["alarms"][0]["alarm"].endswith("WriteKeyRange")
     grown = {g["key"] for a in act["alarms"] for g in a["grown"]}
     origins = {k for k in act["shard_counts"] if k.startswith("DEPARTURES#")}
     assert origins and origins <= grown

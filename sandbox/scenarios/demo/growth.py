@@ -429,14 +429,13 @@ class GrowthLoop:
                 grown = result.get("grown", []) if isinstance(result, Mapping) else []
                 fired.append(
                     {
-                        "alarm": alarm.spec.id,
+                        "alarm": alarm.name,
                         "via": "alarm",
                         "at_s": round(self.emulated_to_wall_s(evaluation.timestamp), 1),
                         "grown": grown,
                         "error": evaluation.error,
                     }
                 )
-        by_name = {alarm.name: alarm.spec.id for alarm in self.alarms}
         for run in self.sweep.history if self.sweep is not None else []:
             at_s = round(self.emulated_to_wall_s(run.timestamp), 1)
             if run.error is not None:
@@ -447,7 +446,7 @@ class GrowthLoop:
             for summary in run.result.get("alarms", []) if isinstance(run.result, Mapping) else []:
                 fired.append(
                     {
-                        "alarm": by_name.get(summary.get("alarm"), summary.get("alarm")),
+                        "alarm": summary.get("alarm"),
                         "via": "sweep",
                         "at_s": at_s,
                         "grown": summary.get("grown", []),
