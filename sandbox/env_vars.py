@@ -55,6 +55,30 @@ def local_twin(
     return twin
 
 
+def environ_twin(context: Mapping[str, Any] | None = None) -> LocalTwin:
+    """Return the stack's twin bound to the tables the environment names.
+
+    For code that runs inside an environment :func:`function_environment` set up (the
+    handler driver, the gateway): ``DYNASHARD_DATA_TABLE`` and
+    ``DYNASHARD_METADATA_TABLE``, else the default table names.
+
+    Parameters
+    ----------
+    context : mapping, optional
+        CDK context (stack parameters).
+
+    Returns
+    -------
+    LocalTwin
+        See :func:`local_twin`.
+    """
+    return local_twin(
+        os.environ.get(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE),
+        os.environ.get(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE),
+        context,
+    )
+
+
 def function_environment(
     endpoint_url: str,
     *,

@@ -4,15 +4,24 @@ Usage::
 
     python -m sandbox.serve [--port 8080] [--host 127.0.0.1] [--db-path DIR]
                             [--emulator [--emulator-port 8001] [--scale 1.0]]
+                            [-c NAME=VALUE ...]
 
-(``python -m sandbox up`` runs it.) With ``--emulator`` the partition emulator sits in
-front of DynamoDB Local and the functions talk to it, so hot partitions throttle as on
-AWS. Prints the endpoints, the environment to export (for ``dynashard`` and a user's
-own application) and curl examples once everything answers (the gateway is listening
-by then). Besides the HTTP gateway, an SQS queue (with its DLQ) and a Kinesis stream on
-moto's server feed the ingest function through Lambda's pollers (:mod:`sandbox.local_aws.pollers`),
-as the stack's event source mappings do. Ctrl-C (or SIGTERM) stops the pollers, the
-gateway, moto's server, the emulator and DynamoDB Local cleanly.
+(``python -m sandbox up`` runs it.) What runs is the synthesized stack
+(:mod:`sandbox.twin`): ``cdk synth`` of ``infra/`` with the stack parameters given by
+``-c`` (as ``cdk synth -c``), kept under ``.twin/``. The gateway serves the template's
+routes, each with its function; an SQS queue (with its dead-letter queue) and a
+Kinesis stream on moto's server, created with the template's attributes, feed the
+ingest functions through Lambda's pollers (:mod:`sandbox.local_aws.pollers`) with the
+template's event source mappings; every function runs with the template's name,
+timeout and environment, and every AWS call it makes is checked against its role.
+With ``--emulator`` the partition emulator sits in front of DynamoDB Local and the
+functions talk to it, so hot partitions throttle as on AWS.
+
+Prints the template it runs, the local overrides and what is not modelled, then the
+endpoints, the environment to export (for ``dynashard`` and a user's own application)
+and curl examples once everything answers (the gateway is listening by then). Ctrl-C
+(or SIGTERM) stops the pollers, the gateway, moto's server, the emulator and DynamoDB
+Local cleanly.
 """
 
 from __future__ import annotations
@@ -23,15 +32,21 @@ import contextlib
 import shlex
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dynashard import names
 from dynashard.core.capacity import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from sandbox.engines.dynamodb_local import DynamoDBLocal, SandboxError
 from sandbox.engines.moto_server import MotoServer
-from sandbox.env_vars import function_environment, patched_environ
+from sandbox.env_vars import function_environment, local_twin, patched_environ
 from sandbox.lifecycle import wait_for_stop_signal
 from sandbox.tables import create_tables, data_and_metadata
+from sandbox.twin.stack import TemplateError
+from sandbox.twin.synth import SynthError
+
+if TYPE_CHECKING:
+    from sandbox.local_aws.pollers import EventSources
+    from sandbox.twin import LocalTwin
 
 
 def curl_examples(base_url: str) -> str:
@@ -103,10 +118,51 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--scale", type=float, default=1.0, help="emulator: factor on the per-partition limits"
     )
+    parser.add_argument(
+        "-c",
+        "--context",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a stack parameter, as cdk synth -c takes it (e.g. -c fifo_ingest_queue=true); "
+        "repeatable",
+    )
     return parser.parse_args(argv)
 
 
-def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str) -> str:
+def parse_context(pairs: Sequence[str]) -> dict[str, str]:
+    """Read ``-c NAME=VALUE`` arguments into CDK context, as ``cdk synth -c`` does.
+
+    Parameters
+    ----------
+    pairs : sequence of str
+        ``NAME=VALUE`` each (the value may hold ``=``).
+
+    Returns
+    -------
+    dict of str to str
+        Name to value (a later one wins).
+
+    Raises
+    ------
+    ValueError
+        For an argument without ``=`` or with an empty name.
+
+    Examples
+    --------
+    >>> parse_context(["stage=prod", "bucketed_keys=OPS_LOG=day"])
+    {'stage': 'prod', 'bucketed_keys': 'OPS_LOG=day'}
+    """
+    context: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"-c {pair!r}: expected NAME=VALUE")
+        context[name.strip()] = value
+    return context
+
+
+def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str, *, fifo: bool = False) -> str:
     """Return AWS CLI commands that send an event through the queue and the stream.
 
     Parameters
@@ -115,6 +171,9 @@ def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str) -> str:
         moto's server.
     queue_url, stream : str
         The ingest queue and stream.
+    fifo : bool
+        The queue is a FIFO queue: the message names its group (the event's key) and
+        its deduplication id (the event's id), as the stack's producers do.
 
     Returns
     -------
@@ -125,22 +184,70 @@ def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str) -> str:
         '{"key":"DEPARTURES#JFK","id":"2013-01-01-AA-1141",'
         '"ts":"2013-01-01T10:20:00Z","data":{"carrier":"AA","dest":"MIA"}}'
     )
+    fifo_options = (
+        " --message-group-id 'DEPARTURES#JFK' --message-deduplication-id 2013-01-01-AA-1141"
+        if fifo
+        else ""
+    )
     return "\n".join(
         [
             f"aws --endpoint-url {endpoint_url} sqs send-message --queue-url {queue_url} "
-            f"--message-body '{event}'",
+            f"--message-body '{event}'{fifo_options}",
             f"aws --endpoint-url {endpoint_url} kinesis put-record --stream-name {stream} "
             f"--partition-key JFK --cli-binary-format raw-in-base64-out --data '{event}'",
         ]
     )
 
 
-@contextlib.contextmanager
-def ingest_pollers(endpoint_url: str) -> Iterator[Any]:
-    """Create the ingest queue and stream on moto's server and poll them into the handlers.
+def mapping_lines(twin: LocalTwin, sources: EventSources) -> list[str]:
+    """Return one line per event source mapping the sandbox runs, as the template sets it.
 
     Parameters
     ----------
+    twin : LocalTwin
+        The stack's twin (its sources bound).
+    sources : EventSources
+        The queue and the stream.
+
+    Returns
+    -------
+    list of str
+        The function, its source and the mapping's settings.
+    """
+    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER
+
+    queue = twin.spec.queues[twin.source_of(SQS_HANDLER)]
+    stream = twin.spec.streams[twin.source_of(KINESIS_HANDLER)]
+    sqs, kinesis = twin.sqs_mapping(SQS_HANDLER), twin.kinesis_mapping(KINESIS_HANDLER)
+    kind = "FIFO queue" if queue.fifo else "queue"
+    return [
+        f"  {twin.function_name(twin.function_spec(SQS_HANDLER).logical_id)} <- {kind} "
+        f"(visibility {queue.visibility_timeout_s} s, dead letter after "
+        f"{queue.max_receive_count} receives): batch {sqs.batch_size}, window "
+        f"{sqs.maximum_batching_window_s:g} s, {sqs.concurrency} pollers",
+        f"  {twin.function_name(twin.function_spec(KINESIS_HANDLER).logical_id)} <- stream "
+        f"({stream.shard_count} shards): batch {kinesis.batch_size}, "
+        f"{kinesis.starting_position}, {kinesis.maximum_retry_attempts} retries, bisect "
+        f"{'on' if kinesis.bisect_batch_on_function_error else 'off'}, on failure "
+        f"{sources.on_failure_url}",
+    ]
+
+
+@contextlib.contextmanager
+def ingest_pollers(twin: LocalTwin, endpoint_url: str) -> Iterator[EventSources]:
+    """Create the template's queues and stream on moto's server and poll them into its functions.
+
+    The queues get the template's attributes (visibility timeout, ``RedrivePolicy``,
+    FIFO) and the stream its shards (:func:`sandbox.twin.sources.create_sources`); the
+    pollers run the template's event source mappings (:meth:`LocalTwin.sqs_mapping`,
+    :meth:`LocalTwin.kinesis_mapping`) into the template's functions
+    (:meth:`LocalTwin.function`, every call checked against the function's role), and
+    the Kinesis mapping's on-failure destination is the template's.
+
+    Parameters
+    ----------
+    twin : LocalTwin
+        The stack's twin, its tables bound.
     endpoint_url : str
         moto's server.
 
@@ -149,37 +256,33 @@ def ingest_pollers(endpoint_url: str) -> Iterator[Any]:
     EventSources
         The queue, its DLQ, the stream and the on-failure queue; the pollers run until
         the block ends.
+
+    Raises
+    ------
+    sandbox.local_aws.pollers.PollerConfigError
+        When a mapping of the template is one the pollers refuse (a FIFO queue's batch
+        above 10).
     """
     from sandbox.engines.moto_server import aws_client
-    from sandbox.local_aws.aws_events import LambdaContext
-    from sandbox.local_aws.lambda_runtime import LocalFunction
-    from sandbox.local_aws.pollers import (
-        KinesisEventSourceMapping,
-        KinesisPoller,
-        SqsEventSourceMapping,
-        SqsPoller,
-        create_sources,
-    )
+    from sandbox.local_aws.pollers import KinesisPoller, SqsPoller
+    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, create_sources
 
     sqs, kinesis = aws_client("sqs", endpoint_url), aws_client("kinesis", endpoint_url)
-    sources = create_sources(sqs, kinesis, shards=1)
-    sqs_fn = LocalFunction("functions.ingest.app:sqs_handler")
-    kinesis_fn = LocalFunction("functions.ingest.app:kinesis_handler")
+    sources = create_sources(twin, sqs, kinesis)
+    # The on-failure destination of the stream's mapping, as the template names it.
+    on_failure_id = twin.on_failure_of(KINESIS_HANDLER)
+    assert on_failure_id is not None  # create_sources refuses a template without one
+    on_failure_url = twin.resolver.ref(on_failure_id)
+    sqs_fn, kinesis_fn = twin.function(SQS_HANDLER), twin.function(KINESIS_HANDLER)
     with (
-        SqsPoller(
-            sqs,
-            sources.queue_url,
-            lambda event: sqs_fn(event, LambdaContext(function_name="dynashard-ingest-sqs")),
-            SqsEventSourceMapping(batch_size=10),
-        ),
+        SqsPoller(sqs, sources.queue_url, sqs_fn, twin.sqs_mapping(SQS_HANDLER)),
         KinesisPoller(
             kinesis,
             sources.stream,
-            lambda event: kinesis_fn(event, LambdaContext(function_name="dynashard-ingest")),
-            KinesisEventSourceMapping(
-                batch_size=100, bisect_batch_on_function_error=True, maximum_retry_attempts=5
-            ),
-            on_failure=(sqs, sources.on_failure_url),
+            kinesis_fn,
+            twin.kinesis_mapping(KINESIS_HANDLER),
+            on_failure=(sqs, on_failure_url),
+            function_name=kinesis_fn.name,
         ),
     ):
         yield sources
@@ -214,11 +317,13 @@ def _endpoint(ddb_url: str, emulator: bool, port: int, scale: float) -> Iterator
         yield server.endpoint_url
 
 
-async def serve_gateway(host: str, port: int, banner: str) -> None:
+async def serve_gateway(twin: LocalTwin, host: str, port: int, banner: str) -> None:
     """Serve the gateway until SIGINT or SIGTERM, printing ``banner`` once it listens.
 
     Parameters
     ----------
+    twin : LocalTwin
+        The stack's twin: the gateway serves its routes with its functions.
     host : str
         Interface to bind.
     port : int
@@ -231,7 +336,7 @@ async def serve_gateway(host: str, port: int, banner: str) -> None:
 
     from sandbox.local_aws.gateway import make_app
 
-    runner = web.AppRunner(make_app())
+    runner = web.AppRunner(make_app(twin=twin))
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -251,14 +356,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 after Ctrl-C (or SIGTERM), 2 when the sandbox cannot start.
+        Exit status: 0 after Ctrl-C (or SIGTERM), 2 when the sandbox cannot start (an
+        engine, the synthesis, or a template the sandbox cannot run).
     """
+    from sandbox.local_aws.pollers import PollerConfigError
+    from sandbox.twin.iam import install_default
+    from sandbox.twin.intrinsics import UnresolvedReferenceError
+
     args = parse_args(argv)
+    try:
+        context = parse_context(args.context)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         with DynamoDBLocal(
             port=args.ddb_port, in_memory=args.db_path is None, db_path=args.db_path
         ) as ddb:
             data_table, metadata_table = data_and_metadata(create_tables(ddb.client()))
+            twin = local_twin(data_table, metadata_table, context)
             with (
                 _endpoint(ddb.endpoint_url, args.emulator, args.emulator_port, args.scale) as emu,
             ):
@@ -272,46 +388,100 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if emu
                     else {}
                 )
-                env = function_environment(
-                    emu or ddb.endpoint_url,
-                    data_table=data_table,
-                    metadata_table=metadata_table,
-                    extra=limits,
-                )
+                env = function_environment(emu or ddb.endpoint_url, extra=limits, twin=twin)
+                # Before any function makes a client: each call is checked against its role.
+                install_default()
                 with (
                     patched_environ(env),
                     MotoServer() as moto,
-                    ingest_pollers(moto.endpoint_url) as sources,
+                    ingest_pollers(twin, moto.endpoint_url) as sources,
                 ):
-                    base_url = f"http://{args.host}:{args.port}"
-                    lines = [
-                        f"DynamoDB Local: {ddb.endpoint_url}  tables: {data_table}, "
-                        f"{metadata_table}",
-                        f"SQS, Kinesis:   {moto.endpoint_url}  queue: {sources.queue_url}  "
-                        f"stream: {sources.stream}  (polled into the ingest function)",
-                    ]
-                    if emu:
-                        lines.append(
-                            f"Emulator:       {emu}  (scale {args.scale:g}; admin: "
-                            f"{emu}/_emulator/metrics, {emu}/_emulator/contributors)"
+                    asyncio.run(
+                        serve_gateway(
+                            twin,
+                            args.host,
+                            args.port,
+                            banner(args, twin, env, ddb, emu, moto, sources),
                         )
-                    lines += [
-                        f"Gateway:        {base_url}  (Ctrl-C to stop)",
-                        "",
-                        "# the environment for dynashard and your own application:",
-                        export_lines(env),
-                        "",
-                        curl_examples(base_url),
-                        aws_cli_examples(moto.endpoint_url, sources.queue_url, sources.stream),
-                    ]
-                    asyncio.run(serve_gateway(args.host, args.port, "\n".join(lines)))
+                    )
     except SandboxError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    except SynthError as exc:
+        print(f"error: the stack could not be synthesized: {exc}", file=sys.stderr)
+        return 2
+    except (TemplateError, UnresolvedReferenceError, PollerConfigError) as exc:
+        print(f"error: the synthesized template cannot run locally: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown
         pass
     print("stopped", file=sys.stderr)
     return 0
+
+
+def banner(
+    args: argparse.Namespace,
+    twin: LocalTwin,
+    env: Mapping[str, str],
+    ddb: DynamoDBLocal,
+    emu: str | None,
+    moto: MotoServer,
+    sources: EventSources,
+) -> str:
+    """Return what ``python -m sandbox up`` prints once the gateway listens.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command line.
+    twin : LocalTwin
+        The stack's twin (:meth:`LocalTwin.describe` comes first: the template run, the
+        local overrides, what is not modelled).
+    env : mapping of str to str
+        The functions' environment.
+    ddb : DynamoDBLocal
+        DynamoDB Local.
+    emu : str or None
+        The emulator's endpoint.
+    moto : MotoServer
+        moto's server.
+    sources : EventSources
+        The queue and the stream.
+
+    Returns
+    -------
+    str
+        The lines.
+    """
+    from sandbox.twin.sources import SQS_HANDLER
+
+    base_url = f"http://{args.host}:{args.port}"
+    fifo = twin.spec.queues[twin.source_of(SQS_HANDLER)].fifo
+    lines = [
+        *twin.describe(),
+        "",
+        f"DynamoDB Local: {ddb.endpoint_url}  tables: {env[names.ENV_DATA_TABLE]}, "
+        f"{env[names.ENV_METADATA_TABLE]}",
+        f"SQS, Kinesis:   {moto.endpoint_url}  queue: {sources.queue_url}  "
+        f"stream: {sources.stream}  (polled into the ingest functions)",
+        *mapping_lines(twin, sources),
+    ]
+    if emu:
+        lines.append(
+            f"Emulator:       {emu}  (scale {args.scale:g}; admin: "
+            f"{emu}/_emulator/metrics, {emu}/_emulator/contributors)"
+        )
+    lines += [
+        f"Gateway:        {base_url}  ({len(twin.spec.routes)} routes of the template; "
+        "Ctrl-C to stop)",
+        "",
+        "# the environment for dynashard and your own application:",
+        export_lines(env),
+        "",
+        curl_examples(base_url),
+        aws_cli_examples(moto.endpoint_url, sources.queue_url, sources.stream, fifo=fifo),
+    ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from sandbox.engines.dynamodb_local import (
     LocalServerProcess,
     SandboxError,
 )
+from sandbox.twin.intrinsics import LOCAL_ACCOUNT_ID
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -263,7 +264,8 @@ class MotoServer(LocalServerProcess):
         -------
         tuple of (list of str, Path, dict)
             The argv, the repository root, and the environment with the repository on
-            ``PYTHONPATH``.
+            ``PYTHONPATH`` and ``MOTO_ACCOUNT_ID`` the local account
+            (:data:`sandbox.twin.intrinsics.LOCAL_ACCOUNT_ID`).
 
         Raises
         ------
@@ -285,7 +287,15 @@ class MotoServer(LocalServerProcess):
             str(self.port),
         ]
         path = [str(_REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-        return argv, _REPO_ROOT, {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(path),
+            # Queues and streams in the account every local ARN is written in (the twin
+            # resolves the template's ARNs and checks each role's statements in it);
+            # moto's default, 123456789012, names ARNs no policy of the twin matches.
+            "MOTO_ACCOUNT_ID": LOCAL_ACCOUNT_ID,
+        }
+        return argv, _REPO_ROOT, env
 
     def probe(self) -> Callable[[], object]:
         """Return a ``ListQueues`` call with one attempt and short timeouts.

@@ -9,7 +9,6 @@ handler with an API Gateway REST proxy event and decodes its JSON answer.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -51,8 +50,8 @@ class Handlers:
         Parameters
         ----------
         twin : LocalTwin, optional
-            The stack's twin; default :func:`sandbox.env_vars.local_twin` bound to the
-            tables the environment names (``DYNASHARD_DATA_TABLE``, ...).
+            The stack's twin; default :func:`sandbox.env_vars.environ_twin` (bound to
+            the tables the environment names, ``DYNASHARD_DATA_TABLE``, ...).
 
         Returns
         -------
@@ -63,16 +62,12 @@ class Handlers:
             role, every call checked against it): concurrent invocations never share a
             module's globals, and API invocations never overlap, as on Lambda.
         """
-        from dynashard import names
-        from sandbox.env_vars import local_twin
+        from sandbox.env_vars import environ_twin
         from sandbox.local_aws.gateway import INGEST_API_HANDLER, QUERY_HANDLER
         from sandbox.twin.iam import install_default
 
         if twin is None:
-            twin = local_twin(
-                os.environ.get(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE),
-                os.environ.get(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE),
-            )
+            twin = environ_twin()
         install_default()
         return cls(
             sqs=twin.function("functions.ingest.app:sqs_handler"),

@@ -6,18 +6,13 @@ invoked in a worker thread exactly as Lambda would invoke it, and the proxy resp
 (``statusCode``, ``headers``, ``multiValueHeaders``, ``body``, ``isBase64Encoded``)
 becomes the HTTP response. So ``curl``, load tools and fuzzers work locally.
 
-Routes (the API's resources)::
-
-    POST /events             -> functions.ingest.app.api_handler
-    POST /counters/{name}    -> functions.ingest.app.api_handler
-    GET  /events             -> functions.query.app.handler
-    GET  /counters/{name}    -> functions.query.app.handler
-    GET  /shards/{key}       -> functions.query.app.handler
-    PUT  /index/{key}/layout -> functions.ingest.app.api_handler
-    POST /index/{key}        -> functions.ingest.app.api_handler
-    GET  /index/{key}        -> functions.query.app.handler
-    PUT  /shards/{key}/strategy   -> functions.ingest.app.api_handler
-    PUT  /shards/{key}/max-shards -> functions.ingest.app.api_handler
+The routes are the synthesized API's (:meth:`sandbox.twin.LocalTwin.routes`: each
+``AWS::ApiGateway::Method`` of the template and the function of its proxy
+integration), and each route's function is the template's
+(:meth:`sandbox.twin.LocalTwin.function`: its name, timeout, memory and role, every
+AWS call it makes checked against that role), so the gateway serves what the stack
+deploys and nothing else: a route added to the stack is served at once, and one the
+stack lacks is a 404 here too.
 
 As on API Gateway, ``path`` keeps the percent-encoding the client sent (``#`` in a key
 travels as ``%23``) while ``pathParameters`` and the query string parameters are
@@ -30,17 +25,20 @@ import asyncio
 import base64
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from aiohttp import web
 
 from sandbox.lifecycle import BackgroundServer
 from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
-from sandbox.local_aws.lambda_runtime import api_function
+from sandbox.local_aws.lambda_runtime import LocalFunction, api_function
+
+if TYPE_CHECKING:
+    from sandbox.twin import LocalTwin
 
 #: A Lambda handler: ``(event, context) -> response``.
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -75,22 +73,25 @@ class Route:
         return re.compile(f"^{regex}/?$")
 
 
-ROUTES: tuple[Route, ...] = (
-    Route("POST", "/events", INGEST_API_HANDLER),
-    Route("POST", "/counters/{name}", INGEST_API_HANDLER),
-    Route("GET", "/events", QUERY_HANDLER),
-    Route("GET", "/counters/{name}", QUERY_HANDLER),
-    Route("GET", "/shards/{key}", QUERY_HANDLER),
-    Route("PUT", "/index/{key}/layout", INGEST_API_HANDLER),
-    Route("POST", "/index/{key}", INGEST_API_HANDLER),
-    Route("GET", "/index/{key}", QUERY_HANDLER),
-    Route("PUT", "/shards/{key}/strategy", INGEST_API_HANDLER),
-    Route("PUT", "/shards/{key}/max-shards", INGEST_API_HANDLER),
-)
+def twin_routes(twin: LocalTwin) -> tuple[Route, ...]:
+    """Return the routes of the twin's template: its API's methods, each to its function.
+
+    Parameters
+    ----------
+    twin : LocalTwin
+        The stack's twin.
+
+    Returns
+    -------
+    tuple of Route
+        One per ``AWS::ApiGateway::Method`` (``OPTIONS`` excluded), the handler of the
+        function its proxy integration invokes.
+    """
+    return tuple(Route(method, resource, handler) for method, resource, handler in twin.routes())
 
 
 def match_route(
-    method: str, raw_path: str, routes: tuple[Route, ...] = ROUTES
+    method: str, raw_path: str, routes: Sequence[Route]
 ) -> tuple[Route | None, dict[str, str], bool]:
     """Find the route of a request.
 
@@ -100,7 +101,7 @@ def match_route(
         HTTP method.
     raw_path : str
         Path as sent, percent-encoded.
-    routes : tuple of Route
+    routes : sequence of Route
         The API's routes.
 
     Returns
@@ -120,14 +121,14 @@ def match_route(
     return None, {}, path_known
 
 
-def allowed_methods(raw_path: str, routes: tuple[Route, ...] = ROUTES) -> list[str]:
+def allowed_methods(raw_path: str, routes: Sequence[Route]) -> list[str]:
     """Return the methods the API serves on a path (the ``Allow`` header of a 405).
 
     Parameters
     ----------
     raw_path : str
         Path as sent, percent-encoded.
-    routes : tuple of Route
+    routes : sequence of Route
         The API's routes.
 
     Returns
@@ -137,7 +138,8 @@ def allowed_methods(raw_path: str, routes: tuple[Route, ...] = ROUTES) -> list[s
 
     Examples
     --------
-    >>> allowed_methods("/counters/UA"), allowed_methods("/nowhere")
+    >>> routes = [Route("GET", "/counters/{name}", "q:h"), Route("POST", "/counters/{name}", "i:h")]
+    >>> allowed_methods("/counters/UA", routes), allowed_methods("/nowhere", routes)
     (['GET', 'POST'], [])
     """
     return sorted({r.method for r in routes if r.pattern.match(raw_path)})
@@ -187,10 +189,17 @@ class Gateway:
     Parameters
     ----------
     handlers : mapping of str to callable, optional
-        Handlers by ``module:attribute`` reference, overriding the imports (tests inject
-        fakes here). Missing ones are imported on first use.
-    routes : tuple of Route
-        The API's routes.
+        Handlers by ``module:attribute`` reference, overriding the template's functions
+        (tests inject fakes here).
+    twin : LocalTwin, optional
+        The stack's twin: the routes are its template's (:func:`twin_routes`) and each
+        route's function is :meth:`LocalTwin.function` of its handler, with IAM checks
+        on (:func:`sandbox.twin.iam.install_default`). Default (without ``routes``):
+        :func:`sandbox.env_vars.environ_twin`, the twin bound to the tables the
+        environment names.
+    routes : sequence of Route, optional
+        Other routes than the template's (tests); a route whose handler is neither
+        injected nor the twin's is served by :func:`api_function`, unchecked.
     max_workers : int
         Threads that run handler invocations (concurrent Lambda invocations).
     stage : str
@@ -201,22 +210,37 @@ class Gateway:
         self,
         handlers: Mapping[str, Handler] | None = None,
         *,
-        routes: tuple[Route, ...] = ROUTES,
+        twin: LocalTwin | None = None,
+        routes: Sequence[Route] | None = None,
         max_workers: int = 8,
         stage: str = "local",
     ) -> None:
+        if routes is None:
+            if twin is None:
+                from sandbox.env_vars import environ_twin
+
+                twin = environ_twin()
+            routes = twin_routes(twin)
+        self.routes: tuple[Route, ...] = tuple(routes)
         self._handlers: dict[str, Handler] = dict(handlers or {})
-        self.routes = routes
+        if twin is not None:
+            from sandbox.twin.iam import install_default
+
+            install_default()
+            for ref in sorted({r.handler for r in self.routes} - set(self._handlers)):
+                self._handlers[ref] = twin.function(ref)
         self.stage = stage
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="lambda")
         #: Handler invocations so far.
         self.invocations = 0
 
     def handler_for(self, ref: str) -> Handler:
-        """Return the handler for a reference, made on first use by :func:`api_function`.
+        """Return the function that serves a handler reference.
 
         Every route is a Powertools REST resolver, so invocations run one at a time in
-        execution environments of their own (:mod:`sandbox.local_aws.lambda_runtime`).
+        execution environments of their own (:mod:`sandbox.local_aws.lambda_runtime`):
+        :meth:`sandbox.twin.LocalTwin.function` serializes the template's API functions,
+        and a handler outside the twin is made on first use by :func:`api_function`.
 
         Parameters
         ----------
@@ -226,7 +250,7 @@ class Gateway:
         Returns
         -------
         callable
-            The injected handler, or the function's pool of environments.
+            The injected handler, the template's function, or a pool of environments.
         """
         if ref not in self._handlers:
             self._handlers[ref] = api_function(ref)
@@ -285,7 +309,11 @@ class Gateway:
             stage=self.stage,
         )
         handler = self.handler_for(route.handler)
-        context = LambdaContext(function_name=route.handler.partition(":")[0])
+        context = (
+            handler.context()  # the function's name, timeout and memory
+            if isinstance(handler, LocalFunction)
+            else LambdaContext(function_name=route.handler.partition(":")[0])
+        )
         self.invocations += 1
         loop = asyncio.get_running_loop()
         try:
@@ -313,13 +341,21 @@ class Gateway:
         return application
 
 
-def make_app(handlers: Mapping[str, Handler] | None = None, **kwargs: Any) -> web.Application:
+def make_app(
+    handlers: Mapping[str, Handler] | None = None,
+    *,
+    twin: LocalTwin | None = None,
+    **kwargs: Any,
+) -> web.Application:
     """Build the gateway application (see :class:`Gateway`).
 
     Parameters
     ----------
     handlers : mapping of str to callable, optional
         Injected handlers by ``module:attribute`` reference.
+    twin : LocalTwin, optional
+        The stack's twin whose routes and functions the gateway serves (default: the
+        twin of the tables the environment names).
     **kwargs
         Passed to :class:`Gateway`.
 
@@ -328,7 +364,7 @@ def make_app(handlers: Mapping[str, Handler] | None = None, **kwargs: Any) -> we
     aiohttp.web.Application
         The application.
     """
-    return Gateway(handlers, **kwargs).app()
+    return Gateway(handlers, twin=twin, **kwargs).app()
 
 
 class GatewayServer(BackgroundServer):

@@ -61,14 +61,33 @@ def _target(s: Synth, method: dict[str, Any]) -> str:
 
 
 def test_the_sandbox_gateway_serves_every_route_of_the_template(dev: Synth) -> None:
-    # The local gateway's routes are the synthesized API's, each to the same function
-    from sandbox.local_aws.gateway import INGEST_API_HANDLER, QUERY_HANDLER
-    from sandbox.local_aws.gateway import ROUTES as LOCAL
+    # The local gateway built from the twin of the dev template serves exactly the
+    # synthesized API's methods, each with the template's function of that method's
+    # integration: its name, its role, and serialized as every resolver handler is.
+    from sandbox.env_vars import local_twin
+    from sandbox.local_aws.gateway import Gateway
+    from sandbox.local_aws.lambda_runtime import API_RESOLVER_LOCK, LocalFunction
 
-    function = {INGEST_API_HANDLER: "ingest", QUERY_HANDLER: "query"}
-    local = {(r.method, r.resource): function.get(r.handler, "other") for r in LOCAL}
-    deployed = {route: _target(dev, m) for route, m in _methods(dev).items()}
-    assert local == deployed
+    twin = local_twin()  # the dev template, synthesized with the twin's switches
+    gateway = Gateway(twin=twin)
+    function_id = {
+        "ingest": dev.logical_id(dev.stack.ingest.api_function.function),
+        "query": dev.logical_id(dev.stack.query.function.function),
+    }
+    deployed = {route: function_id[_target(dev, m)] for route, m in _methods(dev).items()}
+    by_name = {twin.function_name(f): f for f in twin.spec.functions}
+    served: dict[tuple[str, str], str] = {}
+    for route in gateway.routes:
+        fn = gateway.handler_for(route.handler)
+        assert isinstance(fn, LocalFunction), route
+        assert fn._serialize_with is API_RESOLVER_LOCK, route
+        fid = by_name.get(fn.name)
+        assert fid is not None, f"{route}: {fn.name} is no function of the template"
+        assert fn.ref == twin.spec.functions[fid].handler, route
+        assert fn.role is twin.role(fid), route
+        served[(route.method, route.resource)] = fid
+    assert len(served) == len(gateway.routes)  # no (method, resource) served twice
+    assert served == deployed
 
 
 def test_routes_and_their_functions(dev: Synth) -> None:

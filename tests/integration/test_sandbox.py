@@ -30,6 +30,7 @@ from sandbox.engines.dynamodb_local import (
     SandboxError,
     free_port,
 )
+from sandbox.env_vars import local_twin
 from sandbox.local_aws.aws_events import (
     api_gateway_event,
     batch_item_failures,
@@ -44,6 +45,7 @@ from sandbox.local_aws.gateway import (
     Gateway,
     make_app,
     match_route,
+    twin_routes,
 )
 from sandbox.local_aws.lambda_runtime import API_RESOLVER_LOCK, LocalFunction
 from sandbox.tables import create_tables, delete_tables
@@ -198,21 +200,22 @@ def test_sqs_and_kinesis_events_have_the_lambda_shape() -> None:
 
 
 def test_route_matching_decodes_parameters_and_tells_405_from_404() -> None:
-    route, params, _ = match_route("GET", "/counters/CARRIER%23UA")
+    routes = twin_routes(local_twin())  # the template's API
+    route, params, _ = match_route("GET", "/counters/CARRIER%23UA", routes)
     assert route is not None and route.handler == QUERY_HANDLER
     assert params == {"name": "CARRIER#UA"}
-    route, _, _ = match_route("POST", "/counters/X")
+    route, _, _ = match_route("POST", "/counters/X", routes)
     assert route is not None and route.handler == INGEST_API_HANDLER
-    route, params, _ = match_route("PUT", "/index/TAIL%23NUM/layout")
+    route, params, _ = match_route("PUT", "/index/TAIL%23NUM/layout", routes)
     assert route is not None and route.handler == INGEST_API_HANDLER
     assert (route.resource, params) == ("/index/{key}/layout", {"key": "TAIL#NUM"})
-    route, _, _ = match_route("POST", "/index/TAILNUM")
+    route, _, _ = match_route("POST", "/index/TAILNUM", routes)
     assert route is not None and route.handler == INGEST_API_HANDLER
-    route, _, _ = match_route("GET", "/index/TAILNUM")
+    route, _, _ = match_route("GET", "/index/TAILNUM", routes)
     assert route is not None and route.handler == QUERY_HANDLER
-    assert match_route("DELETE", "/index/TAILNUM")[0::2] == (None, True)
-    assert match_route("DELETE", "/events")[0::2] == (None, True)
-    assert match_route("GET", "/nowhere")[0::2] == (None, False)
+    assert match_route("DELETE", "/index/TAILNUM", routes)[0::2] == (None, True)
+    assert match_route("DELETE", "/events", routes)[0::2] == (None, True)
+    assert match_route("GET", "/nowhere", routes)[0::2] == (None, False)
 
 
 # --- gateway with the real handlers ------------------------------------------------------

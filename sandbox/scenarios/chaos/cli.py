@@ -17,6 +17,14 @@ the good events has been acknowledged:
 - poison records (not JSON, no ``id``, a ``ts`` that is no time, an empty ``key``) are
   mixed into both sources.
 
+What runs is the synthesized stack (:mod:`sandbox.twin`): the queues and the stream
+have the template's attributes, the pollers run its event source mappings (batch
+sizes, retries, bisection, on-failure destination) into its functions, each AWS call
+of which is checked against the function's role. The run changes one setting of the
+template, the ingest queue's visibility timeout (compressed thirtyfold, so that poison
+is dead-lettered within the run), and sets one AWS does not publish, the Kinesis retry
+back-off; the report names both (``local_overrides``).
+
 Readers read random day windows of random keys all along. The audit afterwards
 (:func:`audit`): every good event is stored exactly once (a ``Scan`` of the data table),
 every poison record is in the SQS dead-letter queue or named by a Kinesis on-failure
@@ -39,20 +47,23 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.lifecycle import exit_on_sigterm
 from sandbox.scenarios.chaos.audit import audit
 from sandbox.scenarios.chaos.faults import FULL_SCHEDULE, SHORT_SCHEDULE
 from sandbox.scenarios.chaos.replay import (
-    MAX_RECEIVES,
-    SHARDS,
+    KINESIS_BACKOFF_MAX_S,
+    KINESIS_BACKOFF_S,
     VISIBILITY_TIMEOUT_S,
     ChaosPlan,
     ChaosRecord,
     ChaosRig,
     replay,
 )
+
+if TYPE_CHECKING:
+    from sandbox.twin import LocalTwin
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -137,13 +148,17 @@ def run(events: int, *, seed: int = 15) -> dict[str, Any]:
     from sandbox.emulator import EmulatorConfig, EmulatorServer
     from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
     from sandbox.engines.moto_server import MotoServer, aws_client
-    from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
-    from sandbox.harness.dataset import load_departures
-    from sandbox.local_aws.lambda_runtime import LocalFunction, api_function
-    from sandbox.local_aws.pollers import (
-        create_sources,
+    from sandbox.env_vars import (
+        function_environment,
+        local_twin,
+        patched_environ,
+        reset_function_caches,
     )
+    from sandbox.harness.dataset import load_departures
+    from sandbox.local_aws.gateway import INGEST_API_HANDLER
     from sandbox.tables import create_tables, data_and_metadata
+    from sandbox.twin.iam import install_default
+    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, create_sources
 
     started = time.monotonic()
     departures = load_departures()[:events]
@@ -157,11 +172,15 @@ def run(events: int, *, seed: int = 15) -> dict[str, Any]:
         try:
             names = create_tables(local_client(ddb.endpoint_url))
             data_table, metadata_table = data_and_metadata(names)
+            twin = local_twin(data_table, metadata_table)
             config = EmulatorConfig(unscaled_tables=frozenset({metadata_table}))
             with EmulatorServer(ddb.endpoint_url, config) as emulator, MotoServer() as moto:
-                env = function_environment(
-                    emulator.endpoint_url, data_table=data_table, metadata_table=metadata_table
-                )
+                env = function_environment(emulator.endpoint_url, twin=twin)
+                # Before any function makes a client: each call is checked against its role.
+                install_default()
+                sqs = aws_client("sqs", moto.endpoint_url)
+                sources = create_sources(twin, sqs, aws_client("kinesis", moto.endpoint_url))
+                overrides = compress_visibility_timeout(twin, sqs, sources.queue_url)
                 direct = Dynashard(
                     DynashardConfig(
                         data_table,
@@ -177,24 +196,18 @@ def run(events: int, *, seed: int = 15) -> dict[str, Any]:
                     client=local_client(ddb.endpoint_url),
                 )
                 rig = ChaosRig(
+                    twin=twin,
                     ddb=ddb,
                     emulator=emulator,
                     moto=moto,
                     direct=direct,
                     readers=readers,
                     functions={
-                        "kinesis": LocalFunction("functions.ingest.app:kinesis_handler"),
-                        "sqs": LocalFunction("functions.ingest.app:sqs_handler"),
-                        "api": api_function("functions.ingest.app:api_handler"),
+                        "kinesis": twin.function(KINESIS_HANDLER),
+                        "sqs": twin.function(SQS_HANDLER),
+                        "api": twin.function(INGEST_API_HANDLER),
                     },
-                    sources=create_sources(
-                        aws_client("sqs", moto.endpoint_url),
-                        aws_client("kinesis", moto.endpoint_url),
-                        SHARDS,
-                        prefix="dynashard-chaos",
-                        visibility_timeout_s=VISIBILITY_TIMEOUT_S,
-                        max_receives=MAX_RECEIVES,
-                    ),
+                    sources=sources,
                 )
                 with patched_environ(env):
                     reset_function_caches()
@@ -212,7 +225,45 @@ def run(events: int, *, seed: int = 15) -> dict[str, Any]:
                     check=record.check,
                     faults=record.faults,
                 )
+                report["template"] = twin.source.path.name
+                report["local_overrides"] = overrides
         finally:
             ddb.stop()
     report["elapsed_s"] = round(time.monotonic() - started, 1)
     return report
+
+
+def compress_visibility_timeout(twin: LocalTwin, sqs: Any, queue_url: str) -> dict[str, str]:
+    """Set the ingest queue's visibility timeout to :data:`VISIBILITY_TIMEOUT_S`.
+
+    Parameters
+    ----------
+    twin : LocalTwin
+        The stack's twin (the template's timeout, for the report).
+    sqs : botocore client
+        moto's SQS.
+    queue_url : str
+        The ingest queue, created with the template's attributes.
+
+    Returns
+    -------
+    dict of str to str
+        What the run sets differently from the template, and why: this timeout and the
+        Kinesis retry back-off.
+    """
+    from sandbox.twin.sources import SQS_HANDLER
+
+    queue = twin.spec.queues[twin.source_of(SQS_HANDLER)]
+    sqs.set_queue_attributes(
+        QueueUrl=queue_url, Attributes={"VisibilityTimeout": str(VISIBILITY_TIMEOUT_S)}
+    )
+    return {
+        f"{queue.logical_id}.VisibilityTimeout": (
+            f"{queue.visibility_timeout_s} s -> {VISIBILITY_TIMEOUT_S} s: time compressed, so "
+            f"poison is dead-lettered after {queue.max_receive_count} receives within the run"
+        ),
+        "Kinesis retry back-off": (
+            f"{KINESIS_BACKOFF_S:g} s doubling to {KINESIS_BACKOFF_MAX_S:g} s: local (Lambda "
+            "does not publish its schedule)"
+        ),
+    }

@@ -34,30 +34,30 @@ if TYPE_CHECKING:
     from sandbox.harness.handlers import Handlers
     from sandbox.local_aws.lambda_runtime import LocalFunction
     from sandbox.local_aws.pollers import EventSources, KinesisPoller, SqsPoller
+    from sandbox.twin import LocalTwin
 
-#: Poison: one in every batch sent to the queue (dead-lettered after
-#: :data:`MAX_RECEIVES` receives, in parallel with the rest), and one per this many good
-#: events on the stream (each holds its shard for its retries, about 25 s).
+#: Poison: one in every batch sent to the queue (dead-lettered after the template's
+#: ``maxReceiveCount`` receives, in parallel with the rest), and one per this many good
+#: events on the stream (each holds its shard while its batch is bisected down to it and
+#: retried the template's ``MaximumRetryAttempts`` times).
 KINESIS_POISON_EVERY = 5_000
 #: One batch of :data:`BATCH` in this many goes to SQS; the rest to Kinesis.
 SQS_EVERY = 10
 BATCH = 100
-#: Kinesis shards (one poller thread each) and SQS pollers.
-SHARDS = 4
-SQS_POLLERS = 2
 #: Messages the producer lets wait in the SQS queue (moto scans the whole queue on each
 #: receive, so a long queue costs it CPU).
 SQS_MAX_BACKLOG = 400
 #: Good departures per client-side counter increment.
 COUNTER_CHUNK = 5_000
-#: The SQS queue: visibility timeout (s), longer than a batch takes, and receives before
-#: the DLQ. Their product (36 s) bounds how long a good message can keep failing before
-#: it is dead-lettered, so it must exceed a restart of DynamoDB Local (about 5 s here).
+#: The ingest queue's visibility timeout in this run, s: the template's (six times the
+#: function timeout, 180 s) compressed thirtyfold, so that a poison message reaches the
+#: dead-letter queue after the template's ``maxReceiveCount`` receives in 30 s rather
+#: than 15 minutes. The product (5 x 6 s) bounds how long a good message can keep failing
+#: before it is dead-lettered, so it must exceed a restart of DynamoDB Local (about
+#: 5 s here). The run's one change to the template, named in the report.
 VISIBILITY_TIMEOUT_S = 6
-MAX_RECEIVES = 6
-#: Kinesis: retries of a batch and their back-off (s), the same bound: 0.25 s doubling
-#: to 5 s over 8 retries is about 25 s.
-KINESIS_MAX_RETRIES = 8
+#: Kinesis retry back-off (s): 0.25 s doubling up to 5 s. Lambda does not publish its
+#: schedule, so this is local; the number of retries is the template's.
 KINESIS_BACKOFF_S = 0.25
 KINESIS_BACKOFF_MAX_S = 5.0
 #: Reader threads.
@@ -88,10 +88,13 @@ class ChaosPlan:
 
 @dataclass(frozen=True)
 class ChaosRig:
-    """What the run stands on: the engines, the library and the functions.
+    """What the run stands on: the engines, the library, the template and its functions.
 
     Attributes
     ----------
+    twin : LocalTwin
+        The stack's twin, its tables, queues and stream bound: the event source
+        mappings the pollers run are its template's.
     ddb : DynamoDBLocal
         Killed and restarted by the faults.
     emulator : EmulatorServer
@@ -103,11 +106,13 @@ class ChaosRig:
     readers : Dynashard
         The library on DynamoDB Local, as a reader has it.
     functions : mapping of str to LocalFunction
-        ``kinesis``, ``sqs`` and ``api``: the ingest function's handlers.
+        ``kinesis``, ``sqs`` and ``api``: the template's ingest functions
+        (:meth:`LocalTwin.function`: their names, timeouts and roles, IAM checks on).
     sources : EventSources
         The queue, its DLQ, the stream and the on-failure queue.
     """
 
+    twin: LocalTwin
     ddb: DynamoDBLocal
     emulator: EmulatorServer
     moto: MotoServer
@@ -236,40 +241,37 @@ class _Replay:
         )
 
     def _invoker(self, name: str) -> Callable[[dict[str, Any]], Any]:
-        from sandbox.local_aws.aws_events import LambdaContext
-
         fn = self.rig.functions[name]
-        return lambda event: fn(event, LambdaContext(function_name=f"dynashard-{name}"))
+        return lambda event: fn(event)  # its own context: the template's name and timeout
 
     def _pollers(self) -> tuple[KinesisPoller, SqsPoller]:
-        from sandbox.local_aws.pollers import (
-            KinesisEventSourceMapping,
-            KinesisPoller,
-            SqsEventSourceMapping,
-            SqsPoller,
-        )
+        """Return the pollers, running the template's event source mappings.
 
-        sources, ledger = self.rig.sources, self.record.ledger
+        Batch sizes, windows, retries, bisection and partial responses are the
+        template's; only the Kinesis retry back-off (:data:`KINESIS_BACKOFF_S`), which
+        AWS does not publish, is set here.
+        """
+        from sandbox.local_aws.pollers import KinesisPoller, SqsPoller
+        from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER
+
+        twin, sources, ledger = self.rig.twin, self.rig.sources, self.record.ledger
         kp = KinesisPoller(
             self.kinesis,
             sources.stream,
             tracked(self._invoker("kinesis"), ledger),
-            KinesisEventSourceMapping(
-                batch_size=500,
-                bisect_batch_on_function_error=True,
-                maximum_retry_attempts=KINESIS_MAX_RETRIES,
+            twin.kinesis_mapping(
+                KINESIS_HANDLER,
                 retry_backoff_s=KINESIS_BACKOFF_S,
                 retry_backoff_max_s=KINESIS_BACKOFF_MAX_S,
             ),
             on_failure=(self.sqs, sources.on_failure_url),
+            function_name=self.rig.functions["kinesis"].name,
         )
         sp = SqsPoller(
             self.sqs,
             sources.queue_url,
             tracked(self._invoker("sqs"), ledger),
-            SqsEventSourceMapping(
-                batch_size=100, maximum_batching_window_s=1.0, concurrency=SQS_POLLERS
-            ),
+            twin.sqs_mapping(SQS_HANDLER),
         )
         return kp, sp
 

@@ -7,11 +7,18 @@ import json
 
 from aiohttp.test_utils import make_mocked_request
 
-from sandbox.local_aws.gateway import Gateway
+from sandbox.local_aws.gateway import Gateway, Route
+
+#: Two methods on one resource, as the template has them (the gateway's own answers do
+#: not depend on where its routes come from).
+ROUTES = (
+    Route("GET", "/counters/{name}", "functions.query.app:handler"),
+    Route("POST", "/counters/{name}", "functions.ingest.app:api_handler"),
+)
 
 
 def _answer(method: str, path: str) -> tuple[int, dict[str, str], dict[str, object]]:
-    gateway = Gateway(handlers={})
+    gateway = Gateway(handlers={}, routes=ROUTES)
     response = asyncio.run(gateway.handle(make_mocked_request(method, path)))
     return response.status, dict(response.headers), json.loads(response.text or "{}")
 
