@@ -42,20 +42,11 @@ BATCH_SIZE = 100
 API_EVERY = 20
 #: One batch in this many goes through the SQS queue (2 %); the rest through Kinesis.
 SQS_EVERY = 50
-#: Deliveries of a record before it goes to the DLQ (the queue's ``maxReceiveCount``);
-#: attempts of a ``POST /events`` or a counter increment by a client.
+#: Attempts of a ``POST /events`` or a counter increment by a client (the queue's own
+#: ``maxReceiveCount`` is the template's).
 MAX_RECEIVES = 5
 #: Departures per chunk that a client aggregates into one increment per carrier.
 COUNTER_CHUNK = 5_000
-#: Kinesis records per invocation (Lambda allows up to 10,000).
-KINESIS_BATCH_SIZE = 500
-#: SQS messages per invocation and the window to gather them (seconds).
-SQS_BATCH_SIZE = 100
-SQS_BATCHING_WINDOW_S = 1.0
-#: The queue's visibility timeout, seconds: a reported failure comes back after it.
-SQS_VISIBILITY_TIMEOUT_S = 10
-#: Retries of a Kinesis batch before it goes to the on-failure destination.
-KINESIS_MAX_RETRIES = 10
 
 
 @dataclass
@@ -253,38 +244,21 @@ def replay(
         and redelivered; ``pollers`` holds each poller's own counts.
     """
     from sandbox.engines.moto_server import MotoServer, aws_client
-    from sandbox.local_aws.pollers import (
-        KinesisEventSourceMapping,
-        KinesisPoller,
-        SqsEventSourceMapping,
-        SqsPoller,
-        create_sources,
-        put_records,
-        queue_depth,
-    )
+    from sandbox.env_vars import environ_twin
+    from sandbox.local_aws.pollers import KinesisPoller, SqsPoller, put_records, queue_depth
+    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, create_sources
 
     stats = stats if stats is not None else IngestStats(offered=len(departures))
     with contextlib.ExitStack() as stack:
         endpoint = moto_endpoint or stack.enter_context(MotoServer()).endpoint_url
         sqs = aws_client("sqs", endpoint, max_pool_connections=workers + 4)
         kinesis = aws_client("kinesis", endpoint, max_pool_connections=workers + 4)
-        sources = create_sources(
-            sqs,
-            kinesis,
-            shards=max(1, workers),
-            visibility_timeout_s=SQS_VISIBILITY_TIMEOUT_S,
-            max_receives=MAX_RECEIVES,
-        )
-        kinesis_mapping = KinesisEventSourceMapping(
-            batch_size=KINESIS_BATCH_SIZE,
-            bisect_batch_on_function_error=True,
-            maximum_retry_attempts=KINESIS_MAX_RETRIES,
-        )
-        sqs_mapping = SqsEventSourceMapping(
-            batch_size=SQS_BATCH_SIZE,
-            maximum_batching_window_s=SQS_BATCHING_WINDOW_S,
-            concurrency=2,
-        )
+        # The template's queues, stream and event source mappings; the stream gets one
+        # shard per worker (an on-demand stream's shards follow its write load).
+        twin = handlers.twin or environ_twin()
+        sources = create_sources(twin, sqs, kinesis, shards=max(1, workers))
+        kinesis_mapping = twin.kinesis_mapping(KINESIS_HANDLER)
+        sqs_mapping = twin.sqs_mapping(SQS_HANDLER)
         kp = KinesisPoller(
             kinesis,
             sources.stream,

@@ -34,12 +34,15 @@ class Handlers:
         ``functions.ingest.app.sqs_handler``, ``...api_handler``,
         ``functions.query.app.handler``, ``functions.ingest.app.kinesis_handler``, each a
         :class:`~sandbox.local_aws.lambda_runtime.LocalFunction`.
+    twin : LocalTwin or None
+        The stack's twin they come from (its event source mappings feed them).
     """
 
     sqs: Handler
     api: Handler
     query: Handler
     kinesis: Handler | None = None
+    twin: LocalTwin | None = None
     invocations: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -74,6 +77,7 @@ class Handlers:
             api=twin.function(INGEST_API_HANDLER),
             query=twin.function(QUERY_HANDLER),
             kinesis=twin.function("functions.ingest.app:kinesis_handler"),
+            twin=twin,
         )
 
     def invoke(self, name: str, event: dict[str, Any]) -> Any:

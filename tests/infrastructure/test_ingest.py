@@ -35,7 +35,7 @@ def test_kinesis_mapping_bisects_retries_bounded_and_has_on_failure(dev: Synth) 
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [dev.logical_id(ingest.stream), "Arn"]}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BisectBatchOnFunctionError"] is True
-    assert mapping["MaximumRetryAttempts"] == 3
+    assert mapping["MaximumRetryAttempts"] == 8
     assert 0 < mapping["MaximumRecordAgeInSeconds"] <= 604_800
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
     failure_queue = dev.logical_id(ingest.stream_failure_queue)
