@@ -265,23 +265,27 @@ def ingest_pollers(twin: LocalTwin, endpoint_url: str) -> Iterator[EventSources]
     """
     from sandbox.engines.moto_server import aws_client
     from sandbox.local_aws.pollers import KinesisPoller, SqsPoller
-    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, create_sources
+    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, create_sources, poller_client
 
     sqs, kinesis = aws_client("sqs", endpoint_url), aws_client("kinesis", endpoint_url)
     sources = create_sources(twin, sqs, kinesis)
+    # The pollers read and report failures with the functions' roles, as Lambda does.
+    sqs_source = poller_client(twin, SQS_HANDLER, "sqs", endpoint_url)
+    stream_source = poller_client(twin, KINESIS_HANDLER, "kinesis", endpoint_url)
+    failures = poller_client(twin, KINESIS_HANDLER, "sqs", endpoint_url, on_failure=True)
     # The on-failure destination of the stream's mapping, as the template names it.
     on_failure_id = twin.on_failure_of(KINESIS_HANDLER)
     assert on_failure_id is not None  # create_sources refuses a template without one
     on_failure_url = twin.resolver.ref(on_failure_id)
     sqs_fn, kinesis_fn = twin.function(SQS_HANDLER), twin.function(KINESIS_HANDLER)
     with (
-        SqsPoller(sqs, sources.queue_url, sqs_fn, twin.sqs_mapping(SQS_HANDLER)),
+        SqsPoller(sqs_source, sources.queue_url, sqs_fn, twin.sqs_mapping(SQS_HANDLER)),
         KinesisPoller(
-            kinesis,
+            stream_source,
             sources.stream,
             kinesis_fn,
             twin.kinesis_mapping(KINESIS_HANDLER),
-            on_failure=(sqs, on_failure_url),
+            on_failure=(failures, on_failure_url),
             function_name=kinesis_fn.name,
         ),
     ):

@@ -246,7 +246,7 @@ def replay(
     from sandbox.engines.moto_server import MotoServer, aws_client
     from sandbox.env_vars import environ_twin
     from sandbox.local_aws.pollers import KinesisPoller, SqsPoller, put_records, queue_depth
-    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, create_sources
+    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, create_sources, poller_client
 
     stats = stats if stats is not None else IngestStats(offered=len(departures))
     with contextlib.ExitStack() as stack:
@@ -259,15 +259,31 @@ def replay(
         sources = create_sources(twin, sqs, kinesis, shards=max(1, workers))
         kinesis_mapping = twin.kinesis_mapping(KINESIS_HANDLER)
         sqs_mapping = twin.sqs_mapping(SQS_HANDLER)
+        # The pollers read and report failures with the functions' roles, as Lambda does.
+        pool_size = workers + 4
+
+        def role_client(handler: str, service: str, on_failure: bool = False) -> Any:
+            return poller_client(
+                twin,
+                handler,
+                service,
+                endpoint,
+                on_failure=on_failure,
+                max_pool_connections=pool_size,
+            )
+
         kp = KinesisPoller(
-            kinesis,
+            role_client(KINESIS_HANDLER, "kinesis"),
             sources.stream,
             lambda event: handlers.invoke("kinesis", event),
             kinesis_mapping,
-            on_failure=(sqs, sources.on_failure_url),
+            on_failure=(role_client(KINESIS_HANDLER, "sqs", True), sources.on_failure_url),
         )
         sp = SqsPoller(
-            sqs, sources.queue_url, lambda event: handlers.invoke("sqs", event), sqs_mapping
+            role_client(SQS_HANDLER, "sqs"),
+            sources.queue_url,
+            lambda event: handlers.invoke("sqs", event),
+            sqs_mapping,
         )
         stack.enter_context(kp)
         stack.enter_context(sp)

@@ -79,6 +79,18 @@ class RolePolicy:
     def __post_init__(self) -> None:
         self._policies = [IAMPolicy(json.dumps(d)) for d in self.documents]
 
+    def set_documents(self, documents: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the policy documents (re-resolved once more resources are bound).
+
+        Parameters
+        ----------
+        documents : sequence of dict
+            Policy documents, every reference resolved.
+        """
+        policies = [IAMPolicy(json.dumps(d)) for d in documents]
+        with self._lock:
+            self.documents, self._policies = documents, policies
+
     @property
     def principal(self) -> str:
         """str: The assumed-role ARN AWS names in a denial."""
@@ -99,7 +111,9 @@ class RolePolicy:
         bool
             True when some statement allows it and none denies it.
         """
-        results = [p.is_action_permitted(action, resource) for p in self._policies]
+        with self._lock:
+            policies = self._policies
+        results = [p.is_action_permitted(action, resource) for p in policies]
         if PermissionResult.DENIED in results:
             return False
         return PermissionResult.PERMITTED in results
@@ -199,6 +213,15 @@ def _queue_arn(region: str, account: str, url: str) -> str:
     return f"arn:aws:sqs:{region}:{account}:{urlparse(url).path.rsplit('/', 1)[-1]}"
 
 
+#: SQS batch operations are authorized as their single action ("Amazon SQS API
+#: permissions: Actions and resource reference", SQS Developer Guide).
+_BATCH_AS: Final = {
+    "DeleteMessageBatch": "DeleteMessage",
+    "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+    "SendMessageBatch": "SendMessage",
+}
+
+
 def request_checks(
     service: str, operation: str, params: Mapping[str, Any], region: str, account: str
 ) -> list[tuple[str, str]]:
@@ -230,7 +253,7 @@ def request_checks(
     """
     if service == "dynamodb":
         return _dynamodb(operation, params, region, account)
-    action = f"{_PREFIX.get(service, service)}:{operation}"
+    action = f"{_PREFIX.get(service, service)}:{_BATCH_AS.get(operation, operation)}"
     if service == "sqs" and "QueueUrl" in params:
         return [(action, _queue_arn(region, account, params["QueueUrl"]))]
     if service == "kinesis":
@@ -252,16 +275,25 @@ def request_checks(
 _CURRENT_ROLE: contextvars.ContextVar[RolePolicy | None] = contextvars.ContextVar(
     "twin_role", default=None
 )
+#: The one resource a client created in this context reads (an event source mapping's
+#: queue or stream): the resource of its requests that name none (``GetRecords`` names
+#: only a shard iterator).
+_CURRENT_SOURCE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "twin_source", default=None
+)
 
 
 @contextlib.contextmanager
-def role_scope(role: RolePolicy | None) -> Iterator[None]:
+def role_scope(role: RolePolicy | None, source_arn: str | None = None) -> Iterator[None]:
     """Run a block as a function with ``role``: clients it creates are checked against it.
 
     Parameters
     ----------
     role : RolePolicy or None
         The role; None runs the block unchecked.
+    source_arn : str, optional
+        For the clients of an event source mapping (Lambda polls with the function's
+        role): its queue or stream, the resource of the requests that name none.
 
     Yields
     ------
@@ -269,9 +301,11 @@ def role_scope(role: RolePolicy | None) -> Iterator[None]:
         Inside the block.
     """
     token = _CURRENT_ROLE.set(role)
+    source = _CURRENT_SOURCE.set(source_arn)
     try:
         yield
     finally:
+        _CURRENT_SOURCE.reset(source)
         _CURRENT_ROLE.reset(token)
 
 
@@ -285,19 +319,18 @@ class _RoleCheckedClient:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        role = _CURRENT_ROLE.get()
+        role, source_arn = _CURRENT_ROLE.get(), _CURRENT_SOURCE.get()
         if role is not None:
             meta = self.meta  # type: ignore[attr-defined]
             service = meta.service_model.service_name
 
             def check(params: Mapping[str, Any], model: Any, **_: Any) -> None:
-                role.check(
-                    request_checks(service, model.name, params, role.region, role.account_id)
-                )
+                checks = request_checks(service, model.name, params, role.region, role.account_id)
+                if source_arn is not None:
+                    checks = [(a, source_arn if r == "*" else r) for a, r in checks]
+                role.check(checks)
 
-            meta.events.register(
-                "before-parameter-build", check, unique_id="dynashard-twin-iam-check"
-            )
+            meta.events.register("before-parameter-build", check, unique_id=_CHECK_ID)
 
 
 def _add_mixin(base_classes: list[type], **_: Any) -> None:

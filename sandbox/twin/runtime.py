@@ -195,6 +195,7 @@ class LocalTwin:
             name = local_names[table_spec.logical_id]
             arn = f"arn:aws:dynamodb:{self.region}:{LOCAL_ACCOUNT_ID}:table/{name}"
             self.resolver.resources[rid] = LocalResource(name, {"Arn": arn})
+        self._refresh_roles()
 
     def bind_queue(self, logical_id: str, url: str) -> None:
         """Bind a template queue to a local queue URL (``Ref`` is the URL).
@@ -211,6 +212,7 @@ class LocalTwin:
         self.resolver.resources[logical_id] = LocalResource(
             url, {"Arn": arn, "QueueName": name, "QueueUrl": url}
         )
+        self._refresh_roles()
 
     def bind_stream(self, logical_id: str, name: str) -> None:
         """Bind a template stream to a local stream (``Ref`` is the name).
@@ -224,6 +226,7 @@ class LocalTwin:
         """
         arn = f"arn:aws:kinesis:{self.region}:{LOCAL_ACCOUNT_ID}:stream/{name}"
         self.resolver.resources[logical_id] = LocalResource(name, {"Arn": arn})
+        self._refresh_roles()
 
     # --- functions -------------------------------------------------------------------------
     def function_spec(self, handler: str) -> FunctionSpec:
@@ -321,16 +324,30 @@ class LocalTwin:
         with self._lock:
             if function_id not in self.roles:
                 fn = self.spec.functions[function_id]
-                resolver = self._with_placeholders()
-                documents = [resolver.resolve(d) for d in self.spec.policies[fn.role_id]]
                 self.roles[function_id] = RolePolicy(
                     role_name=fn.role_id,
                     session_name=self.function_name(function_id),
-                    documents=documents,
+                    documents=self._documents(function_id),
                     region=self.region,
                     account_id=LOCAL_ACCOUNT_ID,
                 )
             return self.roles[function_id]
+
+    def _documents(self, function_id: str) -> list[dict[str, Any]]:
+        resolver = self._with_placeholders()
+        role_id = self.spec.functions[function_id].role_id
+        return [resolver.resolve(d) for d in self.spec.policies[role_id]]
+
+    def _refresh_roles(self) -> None:
+        """Resolve the roles handed out so far again, after a resource was bound.
+
+        A function may be made before its queue or stream exists (the handlers are
+        loaded, then the sources created): its statements about them named no
+        resource until now.
+        """
+        with self._lock:
+            for function_id, role in self.roles.items():
+                role.set_documents(self._documents(function_id))
 
     def _with_placeholders(self) -> Resolver:
         """Return a resolver that also resolves the resources the sandbox did not create.

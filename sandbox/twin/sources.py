@@ -68,6 +68,53 @@ def create_sources(
     return EventSources(ref(stream_id), ref(queue_id), ref(dlq_id), ref(on_failure_id))
 
 
+def poller_client(
+    twin: LocalTwin,
+    handler: str,
+    service: str,
+    endpoint_url: str,
+    *,
+    on_failure: bool = False,
+    max_pool_connections: int = 16,
+) -> Any:
+    """Create the client an event source mapping polls (or reports failures) with.
+
+    Lambda reads a mapping's queue or stream, and sends to its on-failure destination,
+    with the function's execution role; so does this client: created in that role's
+    scope (:func:`sandbox.twin.iam.role_scope`), every call it makes is checked against
+    the role, requests that name no resource (``GetRecords``) against the source's ARN.
+
+    Parameters
+    ----------
+    twin : LocalTwin
+        The twin, its sources bound (:func:`create_sources`).
+    handler : str
+        The function the mapping invokes (``module:attribute``).
+    service : str
+        ``sqs`` or ``kinesis``.
+    endpoint_url : str
+        moto's server.
+    on_failure : bool
+        The client of the mapping's on-failure destination instead of its source.
+    max_pool_connections : int
+        HTTP connections the client may hold.
+
+    Returns
+    -------
+    botocore.client.BaseClient
+        The client.
+    """
+    from sandbox.engines.moto_server import aws_client
+    from sandbox.twin.iam import install_default, role_scope
+
+    install_default()
+    target = twin.on_failure_of(handler) if on_failure else twin.source_of(handler)
+    arn = twin.resolver.get_att(target, "Arn") if target is not None else None
+    role = twin.role(twin.function_spec(handler).logical_id)
+    with role_scope(role, source_arn=arn):
+        return aws_client(service, endpoint_url, max_pool_connections=max_pool_connections)
+
+
 def _wait_active(kinesis: Any, name: str, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while True:

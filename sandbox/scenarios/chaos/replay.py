@@ -252,11 +252,13 @@ class _Replay:
         AWS does not publish, is set here.
         """
         from sandbox.local_aws.pollers import KinesisPoller, SqsPoller
-        from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER
+        from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, poller_client
 
         twin, sources, ledger = self.rig.twin, self.rig.sources, self.record.ledger
+        endpoint = self.rig.moto.endpoint_url
+        # The pollers read and report failures with the functions' roles, as Lambda does.
         kp = KinesisPoller(
-            self.kinesis,
+            poller_client(twin, KINESIS_HANDLER, "kinesis", endpoint),
             sources.stream,
             tracked(self._invoker("kinesis"), ledger),
             twin.kinesis_mapping(
@@ -264,11 +266,14 @@ class _Replay:
                 retry_backoff_s=KINESIS_BACKOFF_S,
                 retry_backoff_max_s=KINESIS_BACKOFF_MAX_S,
             ),
-            on_failure=(self.sqs, sources.on_failure_url),
+            on_failure=(
+                poller_client(twin, KINESIS_HANDLER, "sqs", endpoint, on_failure=True),
+                sources.on_failure_url,
+            ),
             function_name=self.rig.functions["kinesis"].name,
         )
         sp = SqsPoller(
-            self.sqs,
+            poller_client(twin, SQS_HANDLER, "sqs", endpoint),
             sources.queue_url,
             tracked(self._invoker("sqs"), ledger),
             twin.sqs_mapping(SQS_HANDLER),

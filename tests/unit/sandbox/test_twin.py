@@ -371,3 +371,39 @@ def test_a_denied_request_raises_awss_access_denied_naming_the_action() -> None:
         "because no identity-based policy allows the dynamodb:BatchWriteItem action"
     )
     assert role.checked == 1
+
+
+def test_a_poller_polls_with_the_function_role_and_its_source_is_the_resource() -> None:
+    # Given the dev twin with its stream and queues bound after the functions were made
+    # (as the sandbox does: handlers first, then the sources)
+    from botocore.exceptions import HTTPClientError
+
+    from sandbox.twin.sources import KINESIS_HANDLER, SQS_HANDLER, poller_client
+
+    twin = LocalTwin.load()
+    twin.bind_tables({"DataTable": "d", "MetadataTable": "m"})
+    stream_fn = twin.function(KINESIS_HANDLER)
+    stream_id, queue_id = twin.source_of(KINESIS_HANDLER), twin.source_of(SQS_HANDLER)
+    twin.bind_stream(stream_id, "s1")
+    for rid in twin.spec.queues:
+        twin.bind_queue(rid, f"http://127.0.0.1:9/000000000000/{rid}")
+    nowhere = "http://127.0.0.1:9"
+    # When the stream's poller asks for records (the request names only an iterator)
+    kinesis = poller_client(twin, KINESIS_HANDLER, "kinesis", nowhere)
+    with pytest.raises(HTTPClientError):  # allowed: it went on to send (sockets are off here)
+        kinesis.get_records(ShardIterator="AAAA")
+    # the role handed out before the stream existed was resolved again when it was bound
+    assert stream_fn.role is not None and stream_fn.role.checked == 1
+    # When the stream's role is used to read the SQS queue it was never granted
+    stranger = poller_client(twin, KINESIS_HANDLER, "sqs", nowhere)
+    queue_url = twin.resolver.ref(queue_id)
+    with pytest.raises(ClientError) as denied:
+        stranger.receive_message(QueueUrl=queue_url)
+    # Then AWS's answer names the action and the queue
+    error = denied.value.response["Error"]
+    assert error["Code"] == "AccessDeniedException"
+    assert "sqs:ReceiveMessage" in error["Message"] and queue_id in error["Message"]
+    # and a batch delete is authorized as sqs:DeleteMessage on the SQS function's role
+    sqs = poller_client(twin, SQS_HANDLER, "sqs", nowhere)
+    with pytest.raises(HTTPClientError):
+        sqs.delete_message_batch(QueueUrl=queue_url, Entries=[{"Id": "1", "ReceiptHandle": "r"}])
