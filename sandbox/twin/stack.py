@@ -59,6 +59,12 @@ KNOWN_GAPS: Final = (
     "Lambda Timeout: an invocation that outlasts it is counted and logged, not stopped "
     "(a thread cannot be killed, and this machine is slower than Lambda's)",
     "alarms without an action on a function (the queue-depth alarms) are not evaluated",
+    "asynchronous invocation (AWS::Lambda::EventInvokeConfig): the alarms and the schedule "
+    "invoke the scaler synchronously; a failed run is reported, not retried twice and "
+    "sent to its on-failure queue",
+    "Kinesis MaximumRecordAgeInSeconds: records never expire locally",
+    "FIFO deduplication scope and throughput limit (DeduplicationScope, "
+    "FifoThroughputLimit): moto deduplicates across the queue",
 )
 
 
