@@ -50,7 +50,12 @@ from sandbox.clock import AcceleratedClock
 from sandbox.emulator import EmulatorConfig, EmulatorServer, InProcessEmulator, PartitionEmulator
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.engines.dynamodb_local import DynamoDBLocal, local_client
-from sandbox.env_vars import function_environment, patched_environ, reset_function_caches
+from sandbox.env_vars import (
+    deployed_in_band_growth,
+    function_environment,
+    patched_environ,
+    reset_function_caches,
+)
 from sandbox.lifecycle import exit_on_sigterm
 from sandbox.local_aws.alarms import LocalAlarm, scaler_action
 from sandbox.tables import create_tables, data_and_metadata
@@ -171,7 +176,7 @@ def make_facade(
     tables: tuple[str, str],
     clock: AcceleratedClock,
     *,
-    in_band: bool = False,
+    in_band: bool | None = None,
     client: Any = None,
     backoff: Backoff = WRITER_BACKOFF,
 ) -> Dynashard:
@@ -186,7 +191,9 @@ def make_facade(
         # Open-loop load must not queue behind long back-offs: a writer retries a
         # throttled batch at most 4 times within a few hundred wall milliseconds, then
         # reports the events failed (not acknowledged).
-        in_band_growth=in_band,
+        # As the stack deploys its writers (the template's DYNASHARD_IN_BAND_GROWTH),
+        # unless a run sets it (bench/growth_config.py measures both).
+        in_band_growth=deployed_in_band_growth() if in_band is None else in_band,
         write_backoff=backoff,
     )
     ds = Dynashard(config, client=client if client is not None else make_client(endpoint))

@@ -79,6 +79,26 @@ def environ_twin(context: Mapping[str, Any] | None = None) -> LocalTwin:
     )
 
 
+def deployed_in_band_growth(context: Mapping[str, Any] | None = None) -> bool:
+    """Tell whether the stack deploys its writers with in-band growth on.
+
+    Parameters
+    ----------
+    context : mapping, optional
+        CDK context (stack parameters).
+
+    Returns
+    -------
+    bool
+        ``DYNASHARD_IN_BAND_GROWTH`` of the stack's ingest function (the template's),
+        for code that runs the library as a writer outside the handlers (the
+        benchmarks).
+    """
+    twin = local_twin(context=context)
+    fid = twin.function_spec("functions.ingest.app:sqs_handler").logical_id
+    return twin.function_environment(fid)[names.ENV_IN_BAND_GROWTH] == "true"
+
+
 def function_environment(
     endpoint_url: str,
     *,
