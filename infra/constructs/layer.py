@@ -295,11 +295,12 @@ class PipLocalBundling:
         target = Path(output_dir) / "python"
         with tempfile.TemporaryDirectory(prefix="dynashard-layer-") as tmp:
             # Build from a copy: pip builds in-tree and would leave build/ in the repo.
+            # dist/ holds a wheel built in place (python -m build), never the layer's.
             source = Path(tmp) / "dynashard"
             shutil.copytree(
                 self._source,
                 source,
-                ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"),
+                ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"),
             )
             commands = pip_layer_commands(source, target, self._lock)
             if python is not None:
@@ -328,7 +329,8 @@ def _build_layer_code(lock: Path = LAYER_LOCK) -> lambda_.Code:
     """Return the layer's code asset: local pip bundling, Docker as the fallback."""
     return lambda_.Code.from_asset(
         str(LAYER_SOURCE),
-        exclude=["build", "*.egg-info", "**/__pycache__"],
+        # Build output, a wheel built in place (dist/) included: not part of the asset's hash.
+        exclude=["build", "dist", "*.egg-info", "**/__pycache__"],
         bundling=BundlingOptions(
             image=RUNTIME.bundling_image,
             platform="linux/arm64",

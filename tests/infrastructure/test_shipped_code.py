@@ -1,4 +1,4 @@
-"""The wheel and the Lambda layer ship no code that reaches for the repository's dev jobs.
+"""The Lambda layer ships no code that reaches for the repository's dev jobs.
 
 ``sandbox/`` and ``bench/`` live in the repository, not in the library: a wheel or a layer
 that imports them, names one of their modules for ``importlib`` or ``python -m``, or
@@ -8,15 +8,15 @@ import and every string that is not a docstring (f-string parts included); in th
 files (the ``.dist-info`` metadata, ``entry_points.txt``) every line. Docstrings may
 still say "the local sandbox", or name the sandbox's counterpart of a class for the
 reader; they run nowhere.
+
+The wheel is scanned the same way where it is built, with ``python -m build``
+(tests/integration/test_wheel.py imports the scanner from here).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -192,53 +192,6 @@ def test_the_scan_flags_imports_module_strings_and_removed_commands_not_prose() 
 )
 def test_the_scan_of_metadata_lines(text: str, flagged: bool) -> None:
     assert bool(text_references(text)) is flagged
-
-
-# --- the wheel ---------------------------------------------------------------------------------
-def _build_wheel(source: Path, out: Path) -> Path:
-    """Build the library's wheel from a copy of its source; return the ``.whl``.
-
-    Without build isolation first (no index needed, when this environment's setuptools
-    can build wheels), else as pip builds it for the layer (setuptools from the index).
-    """
-    base = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out)]
-    results = []
-    for extra in (["--no-build-isolation"], []):
-        result = subprocess.run(
-            [*base, *extra, str(source)], capture_output=True, text=True, check=False
-        )
-        results.append(result)
-        wheels = list(out.glob("dynashard-*.whl"))
-        if result.returncode == 0 and wheels:
-            return wheels[0]
-    pytest.fail("pip wheel failed:\n" + "\n".join(r.stderr[-2000:] for r in results))
-
-
-def _copy_source(tmp_path: Path) -> Path:
-    """Copy the library's source as the layer bundling does (pip builds in-tree)."""
-    import shutil
-
-    source = tmp_path / "dynashard"
-    shutil.copytree(
-        LAYER_SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
-    )
-    return source
-
-
-def test_the_wheel_holds_no_reference_to_sandbox_or_bench(tmp_path: Path) -> None:
-    # Given the wheel pip builds from layers/dynashard
-    wheel = _build_wheel(_copy_source(tmp_path), tmp_path / "dist")
-    with zipfile.ZipFile(wheel) as archive:
-        files = {name: archive.read(name) for name in archive.namelist()}
-    # Then it is the library alone: its package, its metadata, and no dev package
-    assert "dynashard/cli/app.py" in files and "dynashard/__init__.py" in files
-    assert "dynashard/cli/checkout.py" not in files
-    tops = {name.split("/")[0] for name in files}
-    assert not tops & set(DEV_PACKAGES), tops
-    # and no file of it reaches for sandbox/ or bench/
-    texts = _texts(files)
-    assert any(name.endswith("entry_points.txt") for name in texts)
-    assert scan(texts) == {}
 
 
 # --- the layer ---------------------------------------------------------------------------------

@@ -27,6 +27,10 @@ from typing import TYPE_CHECKING
 
 from dynashard._lazy import lazy_exports
 
+#: The library's version, the one source of the package's (pyproject.toml reads it);
+#: CHANGELOG.md has its entry.
+__version__ = "0.1.0"
+
 if TYPE_CHECKING:
     from dynashard.core.buckets import TimeBucket
     from dynashard.core.shard_info import GrowthResult, ShardInfo
