@@ -30,6 +30,7 @@ BENCHMARKS = {
     "emulator-overhead": "bench.emulator_overhead",
     "gsi-reads": "bench.gsi_reads",
     "bucketed-reads": "bench.bucketed_reads",
+    "growth-config": "bench.growth_config",
 }
 #: Not benchmarks: they read the results the benchmarks wrote and run nothing.
 TOOLS = {
