@@ -106,3 +106,17 @@ def test_a_key_writers_grew_to_n_star_before_the_first_alarm_took_no_round() -> 
 def test_shard_steps_keep_only_changes() -> None:
     timeline = {"t_s": [0, 10, 20, 30], "shards": [1, 1, 2, 2]}
     assert shard_steps(timeline) == [{"t_s": 0, "shards": 1}, {"t_s": 20, "shards": 2}]
+
+
+def test_each_mode_states_its_in_band_setting_to_the_demo() -> None:
+    # never the stack's default: a mode that left it out would measure whatever the
+    # stack deploys, and both modes could end up the same
+    from pathlib import Path
+
+    from bench.growth_config import act2_command
+
+    on = act2_command(True, Path("r.json"), None)
+    off = act2_command(False, Path("r.json"), 2.0)
+    assert on[on.index("--in-band-growth") + 1] == "on"
+    assert off[off.index("--in-band-growth") + 1] == "off"
+    assert off[-2:] == ["--speed", "2"]
