@@ -9,6 +9,7 @@ docs/DEPLOY.md, which imports its table by name and wants the query function too
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,13 @@ def test_imported_table_synthesizes_without_warnings_or_cdk_nag_findings(importe
     assert [w.entry.data for w in annotations.find_warning("*", Match.any_value())] == []
     # the construct carries the reasons of its cdk-nag suppressions into the user's stack
     assert annotations.find_error("*", NAG) == []
+
+
+def test_the_deploy_guide_shows_the_example_as_it_is() -> None:
+    source = (REPO_ROOT / "examples" / "existing_stack" / "app.py").read_text()
+    section = re.search(r"# --8<-- \[start:stack\]\n(.*?)\n+# --8<-- \[end:stack\]", source, re.S)
+    assert section is not None
+    assert section.group(1) in (REPO_ROOT / "docs" / "DEPLOY.md").read_text()
 
 
 # --- what the construct cannot know, and says -------------------------------------------
