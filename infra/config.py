@@ -1,5 +1,10 @@
 """Typed parameters of the stack, read from CDK context.
 
+:class:`DynashardParameters` are dynashard's own (the shard planning, the functions, the
+API, the queue and stream), all a :class:`~infra.constructs.dynashard.Dynashard`
+construct needs on a table it is given; :class:`StackParameters` adds the project's own
+data table (capacity caps, warm throughput, Contributor Insights mode).
+
 Every field of :class:`StackParameters` is a CDK context key of the same name, set on the
 command line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``
 / ``cdk.context.json``. Values given on the command line arrive as strings and are
@@ -9,7 +14,7 @@ synth with a message naming the key. docs/DEPLOY.md lists the same parameters.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -74,15 +79,21 @@ RETENTION_DAYS: dict[int, str] = {
 }
 
 
-class StackParameters(BaseModel):
-    """Parameters of the dynashard stack (each one a CDK context key of the same name).
+class DynashardParameters(BaseModel):
+    """Parameters of dynashard on one data table (the ``Dynashard`` construct's).
+
+    Everything but the data table itself: a stack that brings its own table declares its
+    capacity, warm throughput and Contributor Insights on that table;
+    :class:`StackParameters` adds them for the project's own. Each field is a CDK context
+    key of the same name in the project's app (:meth:`from_context`).
 
     Parameters
     ----------
     stage : str
-        Deployment stage, part of the stack name and the API stage name. ``dev``,
-        ``test`` and ``sandbox`` are throw-away stages (tables destroyed with the
-        stack); any other stage retains its tables and turns on deletion protection.
+        Deployment stage, the API stage name. ``dev``, ``test`` and ``sandbox`` are
+        throw-away stages (the metadata table and the log groups are destroyed with the
+        stack); any other stage retains them and turns on the metadata table's deletion
+        protection.
     default_shards : int
         Shard count N of a logical key never seen before (``DYNASHARD_DEFAULT_SHARDS``).
     max_shards : int
@@ -127,15 +138,6 @@ class StackParameters(BaseModel):
         Attempts a writer makes on throttled items, the first included, 1-20
         (``DYNASHARD_WRITE_MAX_ATTEMPTS``). Set once for every function: the scaler
         divides the throttle count by it to tell retries from demand.
-    max_read_request_units, max_write_request_units : int or None
-        On-demand maximum throughput of the data table (``OnDemandThroughput``), request
-        units per second; None leaves the table uncapped.
-    warm_read_units_per_second, warm_write_units_per_second : int or None
-        Warm throughput of the data table (``WarmThroughput``), units per second;
-        None keeps DynamoDB's default for a new on-demand table.
-    contributor_insights_mode : str
-        ``ACCESSED_AND_THROTTLED_KEYS`` (the scaler sees the hottest keys' load, which it
-        uses to size N) or ``THROTTLED_KEYS`` (cheaper, throttled keys only).
     api_auth : str
         ``iam`` (SigV4, the default) or ``api_key`` (an API key with a usage plan).
     api_rate_limit : float
@@ -214,13 +216,6 @@ class StackParameters(BaseModel):
     shrink_cool_period_s: float = Field(default=1800.0, ge=60)
     in_band_growth: bool = False
     write_max_attempts: int = Field(default=8, ge=1, le=20)
-    max_read_request_units: int | None = Field(default=None, ge=1)
-    max_write_request_units: int | None = Field(default=None, ge=1)
-    warm_read_units_per_second: int | None = Field(default=None, ge=1)
-    warm_write_units_per_second: int | None = Field(default=None, ge=1)
-    contributor_insights_mode: Literal["ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"] = (
-        "ACCESSED_AND_THROTTLED_KEYS"
-    )
     api_auth: Literal["iam", "api_key"] = "iam"
     api_rate_limit: float = Field(default=1000.0, gt=0)
     api_burst_limit: int = Field(default=2000, ge=1)
@@ -245,21 +240,11 @@ class StackParameters(BaseModel):
     function_timeout_s: int = Field(default=30, ge=1, le=900)
     scaler_reserved_concurrency: int = Field(default=2, ge=1, le=1000)
 
-    @field_validator(
-        "function_memory_mb",
-        "shrink_utilization",
-        "max_read_request_units",
-        "max_write_request_units",
-        "warm_read_units_per_second",
-        "warm_write_units_per_second",
-        mode="before",
-    )
+    @field_validator("function_memory_mb", "shrink_utilization", mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         """Read ``""`` or ``none`` (as typed on a command line) as "not set"."""
-        if isinstance(value, str) and value.strip().lower() in {"", "none", "null"}:
-            return None
-        return value
+        return _none_if_empty(value)
 
     @field_validator("key_settings", mode="before")
     @classmethod
@@ -278,7 +263,7 @@ class StackParameters(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> StackParameters:
+    def _consistent(self) -> DynashardParameters:
         """Check the parameters against each other."""
         if self.default_shards > self.max_shards:
             raise ValueError("default_shards must not exceed max_shards")
@@ -346,7 +331,7 @@ class StackParameters(BaseModel):
         return RETENTION_DAYS[self.log_retention_days]
 
     @classmethod
-    def from_context(cls, node: Node) -> StackParameters:
+    def from_context(cls, node: Node) -> Self:
         """Build the config from the CDK context of a construct node.
 
         Parameters
@@ -356,8 +341,9 @@ class StackParameters(BaseModel):
 
         Returns
         -------
-        StackParameters
-            Validated parameters; fields without a context value keep their default.
+        DynashardParameters or StackParameters
+            Validated parameters of the class it is called on; fields without a context
+            value keep their default.
 
         Raises
         ------
@@ -370,3 +356,60 @@ class StackParameters(BaseModel):
             if value is not None:
                 values[name] = value
         return cls.model_validate(values)
+
+
+class StackParameters(DynashardParameters):
+    """Parameters of the project's stack: :class:`DynashardParameters` and its data table.
+
+    The stack (:class:`infra.stack.DynashardStack`) declares its own data table and adds
+    the :class:`~infra.constructs.dynashard.Dynashard` construct on it; these fields are
+    that table's. Every field is a CDK context key of the same name, set on the command
+    line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``.
+
+    Parameters
+    ----------
+    max_read_request_units, max_write_request_units : int or None
+        On-demand maximum throughput of the data table (``OnDemandThroughput``), request
+        units per second; None leaves the table uncapped.
+    warm_read_units_per_second, warm_write_units_per_second : int or None
+        Warm throughput of the data table (``WarmThroughput``), units per second;
+        None keeps DynamoDB's default for a new on-demand table.
+    contributor_insights_mode : str
+        ``ACCESSED_AND_THROTTLED_KEYS`` (the scaler sees the hottest keys' load, which it
+        uses to size N) or ``THROTTLED_KEYS`` (cheaper, throttled keys only), on the data
+        table and GSI1.
+    **kwargs
+        Every field of :class:`DynashardParameters`.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        When a context value does not parse or is out of range.
+    """
+
+    max_read_request_units: int | None = Field(default=None, ge=1)
+    max_write_request_units: int | None = Field(default=None, ge=1)
+    warm_read_units_per_second: int | None = Field(default=None, ge=1)
+    warm_write_units_per_second: int | None = Field(default=None, ge=1)
+    contributor_insights_mode: Literal["ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS"] = (
+        "ACCESSED_AND_THROTTLED_KEYS"
+    )
+
+    @field_validator(
+        "max_read_request_units",
+        "max_write_request_units",
+        "warm_read_units_per_second",
+        "warm_write_units_per_second",
+        mode="before",
+    )
+    @classmethod
+    def _empty_table_setting_is_none(cls, value: Any) -> Any:
+        """Read ``""`` or ``none`` (as typed on a command line) as "not set"."""
+        return _none_if_empty(value)
+
+
+def _none_if_empty(value: Any) -> Any:
+    """Return None for ``""``, ``none`` or ``null`` (as typed on a command line), else ``value``."""
+    if isinstance(value, str) and value.strip().lower() in {"", "none", "null"}:
+        return None
+    return value

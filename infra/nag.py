@@ -42,12 +42,26 @@ INSIGHT_RULE_WILDCARD = NagPackSuppression(
     ),
     applies_to=[
         RegexAppliesTo(
+            # the table's name: a reference to a table of the stack, or the literal name
+            # of an imported one (DynamoDB table names: [a-zA-Z0-9_.-]{3,255})
             regex=(
                 r"/^Resource::arn:<AWS::Partition>:cloudwatch:<AWS::Region>:"
-                r"<AWS::AccountId>:insight-rule\/DynamoDBContributorInsights-\*-<[A-Za-z0-9]+>-\*$/g"
+                r"<AWS::AccountId>:insight-rule\/DynamoDBContributorInsights-\*-"
+                r"(<[A-Za-z0-9]+>|[A-Za-z0-9_.-]{3,255})-\*$/g"
             )
         )
     ],
+)
+
+DATA_KEY_WILDCARDS = NagPackSuppression(
+    id="AwsSolutions-IAM5",
+    reason=(
+        "kms:ReEncrypt* and kms:GenerateDataKey* on the data table's customer managed key "
+        "only (a user's table with its own key, named by its exact ARN): the key actions "
+        "CDK's Table.grant_write_data adds for such a table, which DynamoDB uses on the "
+        "caller's behalf to encrypt the items it writes. Readers get kms:Decrypt only."
+    ),
+    applies_to=["Action::kms:ReEncrypt*", "Action::kms:GenerateDataKey*"],
 )
 
 PINNED_RUNTIME = NagPackSuppression(
@@ -132,15 +146,17 @@ def add_suppressions(
     *,
     functions: Sequence[DynashardFunction],
     scaler: DynashardFunction,
-    stream_failure_queue: sqs.IQueue,
     scaler_failure_queue: sqs.IQueue,
-    api: apigw.RestApi,
     api_auth: Literal["iam", "api_key"],
+    stream_failure_queue: sqs.IQueue | None = None,
+    api: apigw.RestApi | None = None,
+    data_key_writers: Sequence[DynashardFunction] = (),
 ) -> None:
     """Attach the suppressions to the constructs they concern.
 
-    The stack passes what it built; this module knows the findings and their reasons,
-    not the stack's shape (so it does not import it).
+    The :class:`~infra.constructs.dynashard.Dynashard` construct passes what it built, so
+    a stack that adds it and runs cdk-nag gets the same reasons; this module knows the
+    findings and their reasons, not the construct's shape (so it does not import it).
 
     Parameters
     ----------
@@ -148,15 +164,20 @@ def add_suppressions(
         Every function of the stack: X-Ray's wildcard on its role, the pinned runtime.
     scaler : DynashardFunction
         The scaler, whose role reads the Contributor Insights rules by name pattern.
-    stream_failure_queue : aws_cdk.aws_sqs.IQueue
-        The Kinesis event source's on-failure destination (a DLQ without redrive).
     scaler_failure_queue : aws_cdk.aws_sqs.IQueue
         The scaler's asynchronous on-failure destination (a DLQ without redrive).
-    api : aws_cdk.aws_apigateway.RestApi
-        The REST API: its stage (no WAF, no execution logs) and its methods.
     api_auth : {"iam", "api_key"}
-        The API's authorization (``StackParameters.api_auth``), which decides the
+        The API's authorization (``DynashardParameters.api_auth``), which decides the
         methods' suppressions.
+    stream_failure_queue : aws_cdk.aws_sqs.IQueue, optional
+        The Kinesis event source's on-failure destination (a DLQ without redrive), when
+        there are ingest functions.
+    api : aws_cdk.aws_apigateway.RestApi, optional
+        The REST API, when there is one: its stage (no WAF, no execution logs) and its
+        methods.
+    data_key_writers : sequence of DynashardFunction
+        The functions granted the data table's customer managed key to write (none when
+        the table has no such key).
     """
     for fn in functions:
         NagSuppressions.add_resource_suppressions(fn.role, [XRAY_WILDCARD], apply_to_children=True)
@@ -164,8 +185,17 @@ def add_suppressions(
     NagSuppressions.add_resource_suppressions(
         scaler.role, [INSIGHT_RULE_WILDCARD], apply_to_children=True
     )
-    NagSuppressions.add_resource_suppressions(stream_failure_queue, [STREAM_FAILURE_QUEUE_IS_A_DLQ])
+    for fn in data_key_writers:
+        NagSuppressions.add_resource_suppressions(
+            fn.role, [DATA_KEY_WILDCARDS], apply_to_children=True
+        )
     NagSuppressions.add_resource_suppressions(scaler_failure_queue, [FAILURE_DESTINATION_IS_A_DLQ])
+    if stream_failure_queue is not None:
+        NagSuppressions.add_resource_suppressions(
+            stream_failure_queue, [STREAM_FAILURE_QUEUE_IS_A_DLQ]
+        )
+    if api is None:
+        return
     NagSuppressions.add_resource_suppressions(
         api.deployment_stage, [NO_WAF, NO_EXECUTION_LOGS], apply_to_children=True
     )

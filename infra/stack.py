@@ -1,8 +1,8 @@
-"""The dynashard stack: composes one construct per concern and checks it with cdk-nag."""
+"""The dynashard stack: its own data table, the Dynashard construct on it, cdk-nag."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, TypeVar
 
 from aws_cdk import Aspects, CfnOutput, Stack, Tags
 from cdk_nag import AwsSolutionsChecks
@@ -10,17 +10,26 @@ from constructs import Construct
 
 from infra.config import StackParameters
 from infra.constructs.api import EventsApi
+from infra.constructs.dynashard import Dynashard
 from infra.constructs.ingest import Ingest
-from infra.constructs.layer import DynashardLayer
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.query import Query
 from infra.constructs.scaler import Scaler
-from infra.constructs.tables import Tables
-from infra.nag import add_suppressions
+from infra.constructs.tables import DataTable, Tables
+
+#: Construct id of the :class:`Dynashard` construct in this stack. CDK leaves a
+#: construct named ``Default`` out of the logical ids below it (``makeUniqueId`` in
+#: aws-cdk-lib, ``Names.uniqueId``), so every resource keeps the logical id it had
+#: before the stack was built from the construct (``TablesMetadataTable...``,
+#: ``ScalerFunction...``): a deployed stack updates in place instead of replacing its
+#: metadata table, whose ``shard_history`` readers need (design invariant 3).
+CONSTRUCT_ID: Final = "Default"
+
+_T = TypeVar("_T")
 
 
 class DynashardStack(Stack):
-    """The whole application: tables, API, ingest, query, scaler, monitoring.
+    """The whole application: the data table and :class:`Dynashard` on it, with everything.
 
     Parameters
     ----------
@@ -35,8 +44,11 @@ class DynashardStack(Stack):
 
     Attributes
     ----------
-    tables, api, ingest, query, scaler, monitoring
-        The composed constructs.
+    data_table : aws_cdk.aws_dynamodb.TableV2
+        The stack's data table (:class:`~infra.constructs.tables.DataTable`).
+    dynashard : Dynashard
+        The construct, with ingest and query functions; the properties below are its
+        parts.
     """
 
     def __init__(
@@ -44,57 +56,58 @@ class DynashardStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
-        self.tables = Tables(self, "Tables", config=config)
-        layer = DynashardLayer(self, "DynashardLayer").layer
-        self.api = EventsApi(self, "Api", config=config)
-        self.ingest = Ingest(
-            self, "Ingest", config=config, tables=self.tables, layer=layer, api=self.api
-        )
-        self.query = Query(
-            self, "Query", config=config, tables=self.tables, layer=layer, api=self.api
-        )
-        self.scaler = Scaler(
+        # "Tables", the id the data table had beside the metadata table, keeps its
+        # logical id (TablesDataTable...) as CONSTRUCT_ID keeps the others'.
+        self.data_table = DataTable(self, "Tables", config=config).table
+        self.dynashard = Dynashard(
             self,
-            "Scaler",
-            config=config,
-            tables=self.tables,
-            layer=layer,
-            write_load_rule_name=self.ingest.write_load_rule_name,
-        )
-        self.monitoring = Monitoring(
-            self,
-            "Monitoring",
-            config=config,
-            tables=self.tables,
-            api=self.api,
-            ingest=self.ingest,
-            query=self.query,
-            scaler=self.scaler,
+            CONSTRUCT_ID,
+            table=self.data_table,
+            parameters=config,
+            with_ingest=True,
+            with_query=True,
+            name_prefix=self.stack_name,
         )
         self._build_outputs()
         Tags.of(self).add("project", "dynashard")
         Tags.of(self).add("stage", config.stage)
-        add_suppressions(
-            functions=[
-                self.ingest.api_function,
-                self.ingest.queue_function,
-                self.ingest.stream_function,
-                self.query.function,
-                self.scaler.function,
-            ],
-            scaler=self.scaler.function,
-            stream_failure_queue=self.ingest.stream_failure_queue,
-            scaler_failure_queue=self.scaler.failure_queue,
-            api=self.api.api,
-            api_auth=config.api_auth,
-        )
         Aspects.of(self).add(AwsSolutionsChecks(verbose=True))
+
+    @property
+    def tables(self) -> Tables:
+        """Tables: The data table and the metadata table."""
+        return self.dynashard.tables
+
+    @property
+    def api(self) -> EventsApi:
+        """EventsApi: The REST API."""
+        return _built(self.dynashard.api)
+
+    @property
+    def ingest(self) -> Ingest:
+        """Ingest: The ingest functions, queue and stream."""
+        return _built(self.dynashard.ingest)
+
+    @property
+    def query(self) -> Query:
+        """Query: The query function."""
+        return _built(self.dynashard.query)
+
+    @property
+    def scaler(self) -> Scaler:
+        """Scaler: The scaler, its alarms and sweep."""
+        return self.dynashard.scaler
+
+    @property
+    def monitoring(self) -> Monitoring:
+        """Monitoring: The dashboard and the dead-letter alarms."""
+        return self.dynashard.monitoring
 
     def _build_outputs(self) -> None:
         """Export what a user needs after ``cdk deploy`` (see docs/DEPLOY.md)."""
         outputs = {
             "ApiUrl": self.api.api.url,
-            "DataTableName": self.tables.data_table.table_name,
+            "DataTableName": self.data_table.table_name,
             "MetadataTableName": self.tables.metadata_table.table_name,
             "IngestQueueUrl": self.ingest.queue.queue_url,
             "IngestStreamName": self.ingest.stream.stream_name,
@@ -105,3 +118,10 @@ class DynashardStack(Stack):
             outputs["ApiKeyId"] = self.api.api_key.key_id
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)
+
+
+def _built(part: _T | None) -> _T:
+    """Return a part the stack always builds (with_ingest and with_query are on)."""
+    if part is None:
+        raise RuntimeError("the stack builds its Dynashard construct with ingest and query")
+    return part

@@ -20,11 +20,11 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.config import StackParameters
+from infra.config import DynashardParameters
 from infra.deploy_checks import LOGS_SERVICE_ENCRYPTED, NO_API_CACHE, skip_checkov
 
 
-def _build_access_logs(scope: Construct, config: StackParameters) -> logs.LogGroup:
+def _build_access_logs(scope: Construct, config: DynashardParameters) -> logs.LogGroup:
     """Return the API's access log group (retention from the config)."""
     return logs.LogGroup(
         scope,
@@ -34,14 +34,14 @@ def _build_access_logs(scope: Construct, config: StackParameters) -> logs.LogGro
     )
 
 
-def _build_rest_api(scope: Construct, config: StackParameters) -> apigw.RestApi:
-    """Return the regional REST API with its stage: access logs, tracing, throttling."""
+def _build_rest_api(scope: Construct, config: DynashardParameters, name: str) -> apigw.RestApi:
+    """Return the regional REST API named ``name``, its stage: access logs, tracing, throttling."""
     access_logs = _build_access_logs(scope, config)
     skip_checkov(access_logs, LOGS_SERVICE_ENCRYPTED)
     return apigw.RestApi(
         scope,
         "Api",
-        rest_api_name=f"dynashard-{config.stage}",
+        rest_api_name=name,
         description="dynashard: sharded event ingest and scatter-gather reads",
         endpoint_types=[apigw.EndpointType.REGIONAL],
         # Execution logging needs the account-wide API Gateway CloudWatch role, a
@@ -98,8 +98,11 @@ class EventsApi(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackParameters
+    config : DynashardParameters
         Stage name, authorization mode, throttling and log retention.
+    name : str
+        Name of the API and of its usage plan (the stack's name, ``dynashard-<stage>``,
+        in the project's stack).
 
     Attributes
     ----------
@@ -109,10 +112,13 @@ class EventsApi(Construct):
         The API key when ``api_auth == "api_key"``.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: StackParameters) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DynashardParameters, name: str
+    ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
-        self.api = _build_rest_api(self, config)
+        self._name = name
+        self.api = _build_rest_api(self, config, name)
         skip_checkov(self.api.deployment_stage, NO_API_CACHE)
         # The stack exports the URL as ``ApiUrl``; drop RestApi's own hashed duplicate.
         self.api.node.try_remove_child("Endpoint")
@@ -131,7 +137,7 @@ class EventsApi(Construct):
         """Create the usage plan (same throttling as the stage) and its API key."""
         plan = self.api.add_usage_plan(
             "UsagePlan",
-            name=f"dynashard-{self._config.stage}",
+            name=self._name,
             throttle=apigw.ThrottleSettings(
                 rate_limit=self._config.api_rate_limit,
                 burst_limit=self._config.api_burst_limit,

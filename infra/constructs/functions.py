@@ -4,7 +4,8 @@ Runtime, architecture, memory, timeout, log format, tracing, log group and role 
 decided here for every function of the stack, so the five functions cannot drift. So
 is the wiring the ingest, query and scaler constructs share: the environment, the
 function with its statements (:func:`build_function`), the metadata-table statement
-(:func:`build_metadata_statement`) and the ARN of a resource of the stack's own
+(:func:`build_metadata_statement`), the data table's customer managed key, when it
+has one (:func:`grant_data_table_key`), and the ARN of a resource of the stack's own
 (:func:`stack_arn`). The layer the functions share is built in
 :mod:`infra.constructs.layer`.
 """
@@ -16,13 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from dynashard import names
-from infra.config import FunctionName, StackParameters
+from infra.config import DynashardParameters, FunctionName
 from infra.deploy_checks import (
     ENVIRONMENT_NOT_SECRET,
     LOGS_SERVICE_ENCRYPTED,
@@ -69,14 +71,14 @@ class DynashardFunction(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackParameters
-        Stack parameters (memory, timeout, log retention, stage).
+    config : DynashardParameters
+        Parameters (memory, timeout, log retention, stage).
     code_dir : str
         Folder name under ``functions/`` holding the entry module (the code asset).
     handler : str
         Handler in ``module.function`` form, e.g. ``app.sqs_handler``.
     memory : FunctionName
-        Which function's memory size it gets (:meth:`StackParameters.memory_mb`).
+        Which function's memory size it gets (:meth:`DynashardParameters.memory_mb`).
     layer : aws_cdk.aws_lambda.ILayerVersion
         The dynashard layer.
     environment : mapping of str to str
@@ -102,7 +104,7 @@ class DynashardFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackParameters,
+        config: DynashardParameters,
         code_dir: str,
         handler: str,
         memory: FunctionName,
@@ -170,14 +172,14 @@ class DynashardFunction(Construct):
 
 
 def shared_environment(
-    config: StackParameters, data_table_name: str, metadata_table_name: str, service: str
+    config: DynashardParameters, data_table_name: str, metadata_table_name: str, service: str
 ) -> dict[str, str]:
     """Return the environment every function gets (names from :mod:`dynashard.names`).
 
     Parameters
     ----------
-    config : StackParameters
-        Stack parameters.
+    config : DynashardParameters
+        Parameters.
     data_table_name, metadata_table_name : str
         Physical table names (CDK tokens).
     service : str
@@ -212,7 +214,7 @@ def build_function(
     scope: Construct,
     construct_id: str,
     *,
-    config: StackParameters,
+    config: DynashardParameters,
     tables: Tables,
     layer: lambda_.ILayerVersion,
     code_dir: str,
@@ -235,8 +237,8 @@ def build_function(
         Parent construct.
     construct_id : str
         Construct id of the :class:`DynashardFunction`.
-    config : StackParameters
-        Stack parameters (the functions' defaults and the planning parameters).
+    config : DynashardParameters
+        Parameters (the functions' defaults and the planning parameters).
     tables : Tables
         The data and metadata tables (their names go into the environment).
     layer : aws_cdk.aws_lambda.ILayerVersion
@@ -246,7 +248,7 @@ def build_function(
     handler : str
         Handler in ``module.function`` form.
     memory : FunctionName
-        Which function's memory size it gets (:meth:`StackParameters.memory_mb`).
+        Which function's memory size it gets (:meth:`DynashardParameters.memory_mb`).
     description : str
         Function description shown in the console.
     statements : sequence of aws_cdk.aws_iam.PolicyStatement
@@ -304,6 +306,33 @@ def build_metadata_statement(tables: Tables, *, update: bool) -> iam.PolicyState
         actions=list(METADATA_READ_UPDATE_ACTIONS if update else METADATA_READ_ACTIONS),
         resources=[tables.metadata_table.table_arn],
     )
+
+
+def grant_data_table_key(fn: DynashardFunction, table: dynamodb.ITable, *, write: bool) -> None:
+    """Let a function use the data table's customer managed KMS key, if it has one.
+
+    A table encrypted with an AWS owned or AWS managed key needs no grant; one encrypted
+    with a customer managed key (a user's table, ``Table.from_table_attributes(...,
+    encryption_key=...)``) needs the same key actions that ``Table.grant_read_data`` /
+    ``grant_write_data`` would add: ``kms:Decrypt`` to read, and ``kms:Encrypt``,
+    ``kms:ReEncrypt*`` and ``kms:GenerateDataKey*`` as well to write.
+
+    Parameters
+    ----------
+    fn : DynashardFunction
+        The function; its own role gets the grant.
+    table : aws_cdk.aws_dynamodb.ITable
+        The data table (``encryption_key`` None: nothing to grant).
+    write : bool
+        Whether the function writes the table.
+    """
+    key = table.encryption_key
+    if key is None:
+        return
+    if write:
+        key.grant_encrypt_decrypt(fn.role)
+    else:
+        key.grant_decrypt(fn.role)
 
 
 def stack_arn(

@@ -12,7 +12,7 @@ dead-letter queue, as SQS requires of a FIFO queue's DLQ).
 The ingest code logs one ``write load`` line per logical key and invocation
 (:mod:`dynashard.core.load`); a CloudWatch Contributor Insights rule on the three log groups
 ranks logical keys by the write units offered, and the scaler reads its report. The
-rule has a name of its own (``{stack}-offered-write-units``) so that the scaler's
+rule has a name of its own (``{name prefix}-offered-write-units``) so that the scaler's
 environment and policy can name it without a reference to this construct.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
@@ -33,12 +33,13 @@ from constructs import Construct
 from dynashard import names
 from dynashard.core.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
 from dynashard.lambda_kit.key_settings import dump_key_settings
-from infra.config import FunctionName, StackParameters
+from infra.config import DynashardParameters, FunctionName
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import (
     DynashardFunction,
     build_function,
     build_metadata_statement,
+    grant_data_table_key,
 )
 from infra.constructs.tables import Tables
 from infra.deploy_checks import (
@@ -75,18 +76,19 @@ CAP_ACTIONS = ("dynamodb:BatchGetItem",)
 MAX_INSIGHT_RULE_NAME_LENGTH = 128
 
 
-def write_load_rule_name(scope: Construct) -> str:
-    """Return the name of the write-load Contributor Insights rule in the stack of ``scope``.
+def write_load_rule_name(name_prefix: str) -> str:
+    """Return the name of the write-load Contributor Insights rule.
 
     Parameters
     ----------
-    scope : constructs.Construct
-        Any construct of the stack.
+    name_prefix : str
+        The names of one :class:`~infra.constructs.dynashard.Dynashard` construct's
+        resources start with it: its stack's name unless told otherwise.
 
     Returns
     -------
     str
-        ``{stack name}-{WRITE_LOAD_RULE_SUFFIX}``, e.g. ``dynashard-dev-offered-write-units``.
+        ``{name_prefix}-{WRITE_LOAD_RULE_SUFFIX}``, e.g. ``dynashard-dev-offered-write-units``.
 
     Raises
     ------
@@ -94,11 +96,11 @@ def write_load_rule_name(scope: Construct) -> str:
         If the name is longer than the 128 characters CloudWatch allows for a rule name
         (``PutInsightRule``, CloudWatch API Reference).
     """
-    name = f"{Stack.of(scope).stack_name}-{WRITE_LOAD_RULE_SUFFIX}"
+    name = f"{name_prefix}-{WRITE_LOAD_RULE_SUFFIX}"
     if len(name) > MAX_INSIGHT_RULE_NAME_LENGTH:
         raise ValueError(
             f"Contributor Insights rule name {name!r} is longer than "
-            f"{MAX_INSIGHT_RULE_NAME_LENGTH} characters; use a shorter stack name"
+            f"{MAX_INSIGHT_RULE_NAME_LENGTH} characters; use a shorter stack name or prefix"
         )
     return name
 
@@ -144,7 +146,7 @@ def _build_write_statements(
     return statements
 
 
-def _fifo_options(config: StackParameters) -> dict[str, Any]:
+def _fifo_options(config: DynashardParameters) -> dict[str, Any]:
     """Return the queue properties of a FIFO ingest queue; none for a standard one.
 
     Deduplication is by the message deduplication id the producer sends (the event's
@@ -163,7 +165,7 @@ def _fifo_options(config: StackParameters) -> dict[str, Any]:
     }
 
 
-def _build_queues(scope: Construct, config: StackParameters) -> tuple[sqs.Queue, sqs.Queue]:
+def _build_queues(scope: Construct, config: DynashardParameters) -> tuple[sqs.Queue, sqs.Queue]:
     """Return the ingest queue and its dead-letter queue (both FIFO with ``fifo_ingest_queue``).
 
     The visibility timeout is six times the function timeout, as the Lambda
@@ -225,7 +227,7 @@ class Ingest(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackParameters
+    config : DynashardParameters
         Batch sizes, retries, max receive count and the functions' defaults.
     tables : Tables
         The data and metadata tables.
@@ -233,6 +235,8 @@ class Ingest(Construct):
         The dynashard layer.
     api : EventsApi
         The REST API; the POST routes are added to it.
+    name_prefix : str
+        First part of the write-load rule's name (:func:`write_load_rule_name`).
 
     Attributes
     ----------
@@ -259,10 +263,11 @@ class Ingest(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackParameters,
+        config: DynashardParameters,
         tables: Tables,
         layer: lambda_.ILayerVersion,
         api: EventsApi,
+        name_prefix: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.queue, self.dead_letter_queue = _build_queues(self, config)
@@ -281,7 +286,7 @@ class Ingest(Construct):
             description: str,
             ordered_index: bool = False,
         ) -> DynashardFunction:
-            return build_function(
+            fn = build_function(
                 self,
                 construct_id,
                 config=config,
@@ -294,6 +299,8 @@ class Ingest(Construct):
                 statements=_build_write_statements(tables, ordered_index),
                 environment=key_settings,
             )
+            grant_data_table_key(fn, tables.data_table, write=True)
+            return fn
 
         self.api_function = _function(
             "ApiFunction",
@@ -315,7 +322,7 @@ class Ingest(Construct):
         skip_checkov(self.queue_function.function, SQS_SOURCE_NO_DLQ, SQS_CONCURRENCY)
         skip_checkov(self.stream_function.function, KINESIS_SOURCE_NO_DLQ, KINESIS_CONCURRENCY)
         self._build_event_sources(config)
-        self.write_load_rule_name = write_load_rule_name(self)
+        self.write_load_rule_name = write_load_rule_name(name_prefix)
         self.write_load_rule = _build_write_load_rule(
             self,
             self.write_load_rule_name,
@@ -328,7 +335,7 @@ class Ingest(Construct):
         for admin in ("/shards/{key}/strategy", "/shards/{key}/max-shards"):
             api.add_route("PUT", admin, self.api_function.function, json_body=True)
 
-    def _build_event_sources(self, config: StackParameters) -> None:
+    def _build_event_sources(self, config: DynashardParameters) -> None:
         """Wire the queue and the stream to their functions with partial batch responses.
 
         The SQS mapping is the same for a FIFO queue: its batch size is at most 10

@@ -3,12 +3,12 @@
 The dashboard shows throttle events by reason (so a hot partition is told apart from
 a table, account or on-demand-maximum limit, design invariant 6), consumed capacity,
 the shard counts and ingest failures the functions emit (Powertools Metrics, EMF,
-namespace ``dynashard``), DLQ depth and read latency.
+namespace ``dynashard``), DLQ depth and read latency. Without ingest or query functions
+(:class:`~infra.constructs.dynashard.Dynashard` on a table written by other code), it
+leaves their graphs and alarms out.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -17,7 +17,6 @@ from constructs import Construct
 
 from dynashard import names
 from infra.alarm_specs import DYNAMODB_NAMESPACE, AlarmSpec
-from infra.config import StackParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.ingest import Ingest
 from infra.constructs.query import Query
@@ -102,10 +101,11 @@ def _build_dlq_alarm(
     )
 
 
-def _build_throttle_widgets(table_name: str) -> list[cloudwatch.IWidget]:
-    """Return throttle-by-reason and consumed-capacity graphs for the table and GSI1."""
+def _build_throttle_widgets(table_name: str, gsi1: bool) -> list[cloudwatch.IWidget]:
+    """Return throttle-by-reason and consumed-capacity graphs for the table (and GSI1)."""
+    indexes = (None, names.GSI1_NAME) if gsi1 else (None,)
     widgets: list[cloudwatch.IWidget] = []
-    for index in (None, names.GSI1_NAME):
+    for index in indexes:
         where = index or "table"
         widgets.append(
             cloudwatch.GraphWidget(
@@ -120,7 +120,7 @@ def _build_throttle_widgets(table_name: str) -> list[cloudwatch.IWidget]:
             left=[
                 _dynamodb_metric(m, table_name, index)
                 for m in ("ConsumedWriteCapacityUnits", "ConsumedReadCapacityUnits")
-                for index in (None, names.GSI1_NAME)
+                for index in indexes
             ],
             width=12,
         )
@@ -129,7 +129,7 @@ def _build_throttle_widgets(table_name: str) -> list[cloudwatch.IWidget]:
 
 
 class Monitoring(Construct):
-    """The dashboard and the DLQ alarms.
+    """The dashboard and the dead-letter alarms.
 
     Parameters
     ----------
@@ -137,17 +137,25 @@ class Monitoring(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackParameters
-        Stage (dashboard name).
-    tables, api, ingest, query, scaler
-        The constructs whose metrics are shown.
+    dashboard_name : str
+        Name of the dashboard (the stack's name, ``dynashard-<stage>``, in the project's
+        stack).
+    tables, scaler
+        The data table (throttles, capacity, latency) and the scaler (its alarms and its
+        on-failure queue).
+    api, ingest, query : optional
+        The REST API and the ingest and query constructs, when there are: their errors,
+        dead-letter queues and latency.
+    gsi1 : bool
+        Whether the data table has GSI1 (its throttle and capacity graphs).
 
     Attributes
     ----------
     dashboard : aws_cdk.aws_cloudwatch.Dashboard
-        The dashboard, named ``dynashard-<stage>``.
-    dlq_alarm, stream_failure_alarm : aws_cdk.aws_cloudwatch.Alarm
-        Depth alarms of the ingest DLQ and of the stream's on-failure queue.
+        The dashboard.
+    dlq_alarm, stream_failure_alarm : aws_cdk.aws_cloudwatch.Alarm or None
+        Depth alarms of the ingest DLQ and of the stream's on-failure queue; None without
+        ingest functions.
     scaler_failure_alarm : aws_cdk.aws_cloudwatch.Alarm
         Depth alarm of the scaler's on-failure queue (a growth or sweep that failed
         after Lambda's retries).
@@ -158,18 +166,24 @@ class Monitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackParameters,
+        dashboard_name: str,
         tables: Tables,
-        api: EventsApi,
-        ingest: Ingest,
-        query: Query,
         scaler: Scaler,
+        api: EventsApi | None = None,
+        ingest: Ingest | None = None,
+        query: Query | None = None,
+        gsi1: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dlq_alarm = _build_dlq_alarm(self, "DeadLetterQueueDepth", ingest.dead_letter_queue)
-        self.stream_failure_alarm = _build_dlq_alarm(
-            self, "StreamFailureQueueDepth", ingest.stream_failure_queue
-        )
+        self.dlq_alarm: cloudwatch.Alarm | None = None
+        self.stream_failure_alarm: cloudwatch.Alarm | None = None
+        if ingest is not None:
+            self.dlq_alarm = _build_dlq_alarm(
+                self, "DeadLetterQueueDepth", ingest.dead_letter_queue
+            )
+            self.stream_failure_alarm = _build_dlq_alarm(
+                self, "StreamFailureQueueDepth", ingest.stream_failure_queue
+            )
         self.scaler_failure_alarm = _build_dlq_alarm(
             self,
             "ScalerFailureQueueDepth",
@@ -178,76 +192,86 @@ class Monitoring(Construct):
             "done): read the error in the message, fix, and re-invoke with its event",
         )
         table_name = tables.data_table.table_name
-        ingest_fns = (ingest.api_function, ingest.queue_function, ingest.stream_function)
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",
-            dashboard_name=f"dynashard-{config.stage}",
+            dashboard_name=dashboard_name,
             default_interval=Duration.hours(3),
         )
+        queue_alarms = [self.dlq_alarm, self.stream_failure_alarm, self.scaler_failure_alarm]
         self.dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
                 title="Alarms",
-                alarms=[
-                    *scaler.alarms,
-                    self.dlq_alarm,
-                    self.stream_failure_alarm,
-                    self.scaler_failure_alarm,
-                ],
+                alarms=[*scaler.alarms, *(a for a in queue_alarms if a is not None)],
                 width=24,
             )
         )
-        self.dashboard.add_widgets(*_build_throttle_widgets(table_name))
+        self.dashboard.add_widgets(*_build_throttle_widgets(table_name, gsi1))
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Shards grown and queried (the functions' metrics)",
                 left=[_own_metrics("Shards", "Maximum", "shards grown / queried")],
                 width=12,
             ),
-            cloudwatch.GraphWidget(
-                title="Ingest failures",
-                left=[
-                    *(f.function.metric_errors(period=_PERIOD) for f in ingest_fns),
-                    _own_metrics("Failed", "Sum", "failed records"),
-                    api.api.metric_server_error(period=_PERIOD),
-                ],
-                width=12,
-            ),
+            *([_build_ingest_failures_widget(ingest, api)] if ingest is not None else []),
         )
         self.dashboard.add_widgets(
-            *self._build_latency_and_queue_widgets(table_name, ingest, query, scaler)
+            _build_queue_depth_widget(ingest, scaler), _build_latency_widget(table_name, query)
         )
 
-    @staticmethod
-    def _build_latency_and_queue_widgets(
-        table_name: str, ingest: Ingest, query: Query, scaler: Scaler
-    ) -> Sequence[cloudwatch.IWidget]:
-        """Return the DLQ depth and read latency graphs."""
-        query_fn = query.function.function
-        return (
-            cloudwatch.GraphWidget(
-                title="Dead-letter depth (messages)",
-                left=[
-                    _queue_depth(ingest.dead_letter_queue, "ingest DLQ"),
-                    _queue_depth(ingest.stream_failure_queue, "stream on-failure queue"),
-                    _queue_depth(scaler.failure_queue, "scaler on-failure queue"),
-                ],
-                width=12,
+
+def _build_ingest_failures_widget(ingest: Ingest, api: EventsApi | None) -> cloudwatch.IWidget:
+    """Return the graph of the ingest functions' errors, failed records and the API's 5xx."""
+    ingest_fns = (ingest.api_function, ingest.queue_function, ingest.stream_function)
+    return cloudwatch.GraphWidget(
+        title="Ingest failures",
+        left=[
+            *(f.function.metric_errors(period=_PERIOD) for f in ingest_fns),
+            _own_metrics("Failed", "Sum", "failed records"),
+            *([api.api.metric_server_error(period=_PERIOD)] if api is not None else []),
+        ],
+        width=12,
+    )
+
+
+def _build_queue_depth_widget(ingest: Ingest | None, scaler: Scaler) -> cloudwatch.IWidget:
+    """Return the graph of the dead-letter and on-failure queues' depth."""
+    ingest_queues = (
+        [
+            _queue_depth(ingest.dead_letter_queue, "ingest DLQ"),
+            _queue_depth(ingest.stream_failure_queue, "stream on-failure queue"),
+        ]
+        if ingest is not None
+        else []
+    )
+    return cloudwatch.GraphWidget(
+        title="Dead-letter depth (messages)",
+        left=[*ingest_queues, _queue_depth(scaler.failure_queue, "scaler on-failure queue")],
+        width=12,
+    )
+
+
+def _build_latency_widget(table_name: str, query: Query | None) -> cloudwatch.IWidget:
+    """Return the read latency graph: the query function's (if any) and DynamoDB's."""
+    query_latency = []
+    if query is not None:
+        fn = query.function.function
+        query_latency = [
+            fn.metric_duration(statistic="p50", period=_PERIOD, label="query p50"),
+            fn.metric_duration(statistic="p99", period=_PERIOD, label="query p99"),
+        ]
+    return cloudwatch.GraphWidget(
+        title="Read latency (ms)",
+        left=[
+            *query_latency,
+            cloudwatch.Metric(
+                namespace=DYNAMODB_NAMESPACE,
+                metric_name="SuccessfulRequestLatency",
+                dimensions_map={"TableName": table_name, "Operation": "Query"},
+                statistic="Average",
+                period=_PERIOD,
+                label="DynamoDB Query (server side)",
             ),
-            cloudwatch.GraphWidget(
-                title="Read latency (ms)",
-                left=[
-                    query_fn.metric_duration(statistic="p50", period=_PERIOD, label="query p50"),
-                    query_fn.metric_duration(statistic="p99", period=_PERIOD, label="query p99"),
-                    cloudwatch.Metric(
-                        namespace=DYNAMODB_NAMESPACE,
-                        metric_name="SuccessfulRequestLatency",
-                        dimensions_map={"TableName": table_name, "Operation": "Query"},
-                        statistic="Average",
-                        period=_PERIOD,
-                        label="DynamoDB Query (server side)",
-                    ),
-                ],
-                width=12,
-            ),
-        )
+        ],
+        width=12,
+    )

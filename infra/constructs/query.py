@@ -7,12 +7,13 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from dynashard import names
-from infra.config import StackParameters
+from infra.config import DynashardParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import (
     DynashardFunction,
     build_function,
     build_metadata_statement,
+    grant_data_table_key,
 )
 from infra.constructs.tables import Tables
 from infra.deploy_checks import API_CONCURRENCY, SYNC_NO_DLQ, skip_checkov
@@ -24,11 +25,12 @@ DATA_READ_ACTIONS = ("dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetIte
 EVENTS_KEY_PARAM = "key"
 
 
-def _build_read_statements(tables: Tables) -> list[iam.PolicyStatement]:
+def _build_read_statements(tables: Tables, gsi1: bool) -> list[iam.PolicyStatement]:
     """Return the query function's statements: reads only, on exact ARNs."""
     gsi_arns = [
         f"{tables.data_table.table_arn}/index/{name}"
         for name in (names.GSI1_NAME,)  # every index the planner may read
+        if gsi1
     ]
     return [
         iam.PolicyStatement(
@@ -49,7 +51,7 @@ class Query(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackParameters
+    config : DynashardParameters
         The functions' defaults.
     tables : Tables
         The data and metadata tables.
@@ -57,6 +59,10 @@ class Query(Construct):
         The dynashard layer.
     api : EventsApi
         The REST API; the GET routes are added to it.
+    gsi1 : bool
+        Whether the data table has GSI1 (the function may then read it). Without it, a
+        read the planner sends to GSI1 (``consistent=false`` over a window, or
+        ``path=gsi1``) fails; consistent reads, the default, use the base table only.
 
     Attributes
     ----------
@@ -69,10 +75,11 @@ class Query(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackParameters,
+        config: DynashardParameters,
         tables: Tables,
         layer: lambda_.ILayerVersion,
         api: EventsApi,
+        gsi1: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function: DynashardFunction = build_function(
@@ -85,8 +92,9 @@ class Query(Construct):
             handler="app.handler",
             memory="query",
             description="dynashard query: scatter-gather reads, counters, shard info",
-            statements=_build_read_statements(tables),
+            statements=_build_read_statements(tables, gsi1),
         )
+        grant_data_table_key(self.function, tables.data_table, write=False)
         fn = self.function.function
         skip_checkov(fn, SYNC_NO_DLQ, API_CONCURRENCY)
         api.add_route("GET", "/events", fn, required_query=(EVENTS_KEY_PARAM,))

@@ -8,12 +8,14 @@ An action runs only on a state change, so an alarm that stays in ``ALARM`` (the 
 growth was not enough) would never call the scaler again. An EventBridge rule invokes
 the scaler every minute to sweep: it reads which of its alarms are in ``ALARM``
 (``DescribeAlarms``) and handles those. The alarms have names of their own
-(``{stack}-{spec id}``) so that the function's environment and policy can name them
-without a reference to the alarms, which reference the function (a cycle).
+(``{name prefix}-{spec id}``, the prefix being the stack's name by default) so that
+the function's environment and policy can name them without a reference to the
+alarms, which reference the function (a cycle).
 
 The scaler also reads the report of the ingest functions' write-load Contributor
-Insights rule (:mod:`dynashard.core.load`), named in its environment and policy by the
-rule's name, so this construct does not reference the ingest construct either.
+Insights rule (:mod:`dynashard.core.load`), when there are ingest functions, named in its
+environment and policy by the rule's name, so this construct does not reference the
+ingest construct either. A data table without GSI1 gets the table's two alarms only.
 
 Both triggers invoke the function asynchronously. Lambda retries a failed asynchronous
 invocation twice (:data:`ASYNC_RETRY_ATTEMPTS`), then sends the invocation record (the
@@ -33,7 +35,7 @@ write-load rule.
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, Duration, Stack
+from aws_cdk import ArnFormat, Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_events as events
@@ -46,7 +48,7 @@ from constructs import Construct
 
 from dynashard import names
 from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES, AlarmSpec
-from infra.config import StackParameters
+from infra.config import DynashardParameters
 from infra.constructs.functions import (
     DynashardFunction,
     build_function,
@@ -60,6 +62,9 @@ from infra.deploy_checks import SSE_SQS, Suppression, skip_checkov
 #: (Lambda's maximum, also its default: "Configuring error handling for asynchronous
 #: invocation", AWS Lambda Developer Guide).
 ASYNC_RETRY_ATTEMPTS = 2
+
+#: Longest alarm name CloudWatch accepts (``PutMetricAlarm``).
+MAX_ALARM_NAME_LENGTH = 255
 
 #: checkov's CKV_AWS_116 reads only ``DeadLetterConfig``; the scaler has an on-failure
 #: destination instead.
@@ -97,33 +102,58 @@ def alarm_metric(spec: AlarmSpec, table_name: str) -> cloudwatch.Metric:
     )
 
 
-def alarm_name(scope: Construct, spec: AlarmSpec) -> str:
-    """Return the name of a spec's alarm in the stack of ``scope``.
+def alarm_name(name_prefix: str, spec: AlarmSpec) -> str:
+    """Return the name of a spec's alarm.
 
     Parameters
     ----------
-    scope : constructs.Construct
-        Any construct of the stack.
+    name_prefix : str
+        The names of one :class:`~infra.constructs.dynashard.Dynashard` construct's
+        resources start with it: its stack's name unless told otherwise.
     spec : AlarmSpec
         The alarm's definition.
 
     Returns
     -------
     str
-        ``{stack name}-{spec.id}``, e.g. ``dynashard-dev-TableWriteKeyRange`` (CloudWatch
-        allows 255 characters).
+        ``{name_prefix}-{spec.id}``, e.g. ``dynashard-dev-TableWriteKeyRange``.
+
+    Raises
+    ------
+    ValueError
+        If the name is longer than the 255 characters CloudWatch allows
+        (``PutMetricAlarm``, CloudWatch API Reference).
     """
-    return f"{Stack.of(scope).stack_name}-{spec.id}"
+    name = f"{name_prefix}-{spec.id}"
+    if len(name) > MAX_ALARM_NAME_LENGTH:
+        raise ValueError(f"alarm name {name!r} is longer than {MAX_ALARM_NAME_LENGTH} characters")
+    return name
+
+
+def scaler_alarm_specs(gsi1: bool) -> tuple[AlarmSpec, ...]:
+    """Return the alarms of a data table: :data:`SCALER_ALARMS`, GSI1's only if it has one.
+
+    Parameters
+    ----------
+    gsi1 : bool
+        Whether the data table has GSI1.
+
+    Returns
+    -------
+    tuple of AlarmSpec
+        In :data:`SCALER_ALARMS` order.
+    """
+    return tuple(spec for spec in SCALER_ALARMS if gsi1 or spec.index_name is None)
 
 
 def _build_alarm(
-    scope: Construct, spec: AlarmSpec, table_name: str, target: lambda_.IFunction
+    scope: Construct, spec: AlarmSpec, name: str, table_name: str, target: lambda_.IFunction
 ) -> cloudwatch.Alarm:
     """Return the alarm of one spec whose ALARM action invokes ``target``."""
     alarm = cloudwatch.Alarm(
         scope,
         f"{spec.id}Alarm",
-        alarm_name=alarm_name(scope, spec),
+        alarm_name=name,
         metric=alarm_metric(spec, table_name),
         threshold=spec.threshold,
         evaluation_periods=spec.evaluation_periods,
@@ -140,50 +170,67 @@ def _build_alarm(
 
 
 def _build_scaler_statements(
-    scope: Construct, tables: Tables, alarm_names: list[str], write_load_rule_name: str
+    scope: Construct,
+    tables: Tables,
+    alarm_names: list[str],
+    write_load_rule_name: str | None,
+    gsi1: bool,
 ) -> list[iam.PolicyStatement]:
     """Return the scaler's statements: metadata, Contributor Insights, its alarms' states.
 
     DynamoDB names its Contributor Insights rules when they are enabled
     (``DynamoDBContributorInsights-<PKC|SKC|PKT|SKT>-<table>-<epoch ms>``), so the
     rule ARN is matched by table name, and ``DescribeContributorInsights`` on the
-    table and GSI1 tells the scaler the exact names. The stack's own write-load rule
-    has a known name, so its report is allowed on that one ARN.
+    table (and GSI1, when the table has it) tells the scaler the exact names. The
+    ingest functions' write-load rule, when there are ingest functions, has a known
+    name, so its report is allowed on that one ARN.
     """
     table = tables.data_table
     rule_arn = (
         f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:insight-rule/"
         f"DynamoDBContributorInsights-*-{table.table_name}-*"
     )
+    if write_load_rule_name:
+        # the sweep shrinks keys from the write-load report only (no report, no shrink):
+        # it finds the keys above the default count with a Scan of the metadata table
+        shrink = [
+            iam.PolicyStatement(
+                sid="FindShardedKeysToShrink",
+                actions=["dynamodb:Scan"],
+                resources=[tables.metadata_table.table_arn],
+            )
+        ]
+        write_load = [
+            iam.PolicyStatement(
+                sid="ReadWriteLoadReport",
+                actions=["cloudwatch:GetInsightRuleReport"],
+                resources=[
+                    stack_arn(
+                        scope,
+                        "cloudwatch",
+                        "insight-rule",
+                        write_load_rule_name,
+                        ArnFormat.SLASH_RESOURCE_NAME,
+                    )
+                ],
+            )
+        ]
+    else:
+        shrink = write_load = []
+    index_arns = [f"{table.table_arn}/index/{names.GSI1_NAME}"] if gsi1 else []
     return [
         build_metadata_statement(tables, update=True),
-        iam.PolicyStatement(
-            sid="FindShardedKeysToShrink",
-            actions=["dynamodb:Scan"],
-            resources=[tables.metadata_table.table_arn],
-        ),
+        *shrink,
         iam.PolicyStatement(
             sid="ReadContributorInsightsReports",
             actions=["cloudwatch:GetInsightRuleReport"],
             resources=[rule_arn],
         ),
-        iam.PolicyStatement(
-            sid="ReadWriteLoadReport",
-            actions=["cloudwatch:GetInsightRuleReport"],
-            resources=[
-                stack_arn(
-                    scope,
-                    "cloudwatch",
-                    "insight-rule",
-                    write_load_rule_name,
-                    ArnFormat.SLASH_RESOURCE_NAME,
-                )
-            ],
-        ),
+        *write_load,
         iam.PolicyStatement(
             sid="FindContributorInsightsRules",
             actions=["dynamodb:DescribeContributorInsights"],
-            resources=[table.table_arn, f"{table.table_arn}/index/{names.GSI1_NAME}"],
+            resources=[table.table_arn, *index_arns],
         ),
         iam.PolicyStatement(
             sid="SweepOwnAlarms",
@@ -196,7 +243,7 @@ def _build_scaler_statements(
     ]
 
 
-def _shrink_environment(config: StackParameters) -> dict[str, str]:
+def _shrink_environment(config: DynashardParameters) -> dict[str, str]:
     """Return the shrink sweep's settings (the low-water mark only when set)."""
     env = {names.ENV_SHRINK_COOL_PERIOD_S: f"{config.shrink_cool_period_s:g}"}
     if config.shrink_utilization is not None:
@@ -213,23 +260,31 @@ class Scaler(Construct):
         Parent construct.
     construct_id : str
         Construct id.
-    config : StackParameters
+    config : DynashardParameters
         The functions' defaults and the planning parameters (environment).
     tables : Tables
         The data table (alarm dimensions) and the metadata table (shard counts).
     layer : aws_cdk.aws_lambda.ILayerVersion
         The dynashard layer.
-    write_load_rule_name : str
+    name_prefix : str
+        First part of the alarms' names (:func:`alarm_name`).
+    write_load_rule_name : str or None
         Name of the ingest functions' write-load Contributor Insights rule
         (:func:`infra.constructs.ingest.write_load_rule_name`); the function reads its
         report (``DYNASHARD_WRITE_LOAD_RULE``, ``cloudwatch:GetInsightRuleReport``).
+        None without ingest functions: the function plans from DynamoDB's Contributor
+        Insights alone, and the sweep shrinks no key (a key missing from the write-load
+        report is unknown, not idle).
+    gsi1 : bool
+        Whether the data table has GSI1 (its two alarms, ``DescribeContributorInsights``
+        on it).
 
     Attributes
     ----------
     function : DynashardFunction
         The scaler function (handler ``app.handler``).
     alarms : list of aws_cdk.aws_cloudwatch.Alarm
-        One alarm per :data:`SCALER_ALARMS` entry, in that order, named by
+        One alarm per :func:`scaler_alarm_specs` entry, in that order, named by
         :func:`alarm_name`.
     sweep : aws_cdk.aws_events.Rule
         Invokes the function every :data:`SWEEP_RATE_MINUTES` minute(s).
@@ -244,13 +299,16 @@ class Scaler(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: StackParameters,
+        config: DynashardParameters,
         tables: Tables,
         layer: lambda_.ILayerVersion,
-        write_load_rule_name: str,
+        name_prefix: str,
+        write_load_rule_name: str | None,
+        gsi1: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        alarm_names = [alarm_name(self, spec) for spec in SCALER_ALARMS]
+        specs = scaler_alarm_specs(gsi1)
+        alarm_names = [alarm_name(name_prefix, spec) for spec in specs]
         self.function: DynashardFunction = build_function(
             self,
             "Function",
@@ -261,10 +319,16 @@ class Scaler(Construct):
             handler="app.handler",
             memory="scaler",
             description="dynashard scaler: grows shard counts of throttled logical keys",
-            statements=_build_scaler_statements(self, tables, alarm_names, write_load_rule_name),
+            statements=_build_scaler_statements(
+                self, tables, alarm_names, write_load_rule_name, gsi1
+            ),
             environment={
                 names.ENV_SCALER_ALARM_NAMES: ",".join(alarm_names),
-                names.ENV_WRITE_LOAD_RULE: write_load_rule_name,
+                **(
+                    {names.ENV_WRITE_LOAD_RULE: write_load_rule_name}
+                    if write_load_rule_name
+                    else {}
+                ),
                 **_shrink_environment(config),
             },
             reserved_concurrency=config.scaler_reserved_concurrency,
@@ -283,8 +347,8 @@ class Scaler(Construct):
         )
         skip_checkov(self.function.function, ON_FAILURE_DESTINATION)
         self.alarms = [
-            _build_alarm(self, spec, tables.data_table.table_name, self.function.function)
-            for spec in SCALER_ALARMS
+            _build_alarm(self, spec, name, tables.data_table.table_name, self.function.function)
+            for spec, name in zip(specs, alarm_names, strict=True)
         ]
         self.sweep = events.Rule(
             self,

@@ -1,16 +1,23 @@
 """The data table and the metadata table, declared from :mod:`infra.table_specs`.
 
 Key schemas and the GSI come from the specs the sandbox also uses; nothing here
-repeats an attribute or index name.
+repeats an attribute or index name. The project's stack declares its data table
+(:class:`DataTable`); a stack that brings its own hands it to :class:`Tables`, and
+:func:`data_table_errors` and :func:`contributor_insights_state` read what a table of
+the stack says about itself (an imported table says nothing CloudFormation can read).
 """
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import RemovalPolicy, Resource, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra.config import StackParameters
+from dynashard import names
+from infra.config import DynashardParameters, StackParameters
 from infra.table_specs import DATA_TABLE, METADATA_TABLE, TableSpec
 
 
@@ -53,7 +60,7 @@ def _build_warm_throughput(config: StackParameters) -> dynamodb.WarmThroughput |
 def _build_table(
     scope: Construct,
     spec: TableSpec,
-    config: StackParameters,
+    config: DynashardParameters,
     *,
     billing: dynamodb.Billing,
     warm_throughput: dynamodb.WarmThroughput | None = None,
@@ -87,8 +94,11 @@ def _build_table(
     )
 
 
-class Tables(Construct):
-    """The data table (sharded items, GSI1) and the metadata table (shard counts).
+class DataTable(Construct):
+    """The project's own data table: sharded items, GSI1, Contributor Insights on.
+
+    A stack that brings its own table does not use this; it hands its table to
+    :class:`~infra.constructs.dynashard.Dynashard`, which builds :class:`Tables` around it.
 
     Parameters
     ----------
@@ -101,16 +111,14 @@ class Tables(Construct):
 
     Attributes
     ----------
-    data_table : aws_cdk.aws_dynamodb.TableV2
-        ``PK``/``SK`` with GSI1, on-demand, Contributor Insights on (the scaler reads
-        its throttled and hottest keys).
-    metadata_table : aws_cdk.aws_dynamodb.TableV2
-        Partition key ``key``, on-demand.
+    table : aws_cdk.aws_dynamodb.TableV2
+        ``PK``/``SK`` with GSI1, on-demand, Contributor Insights on the table and GSI1 (the
+        scaler reads their throttled and hottest keys).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: StackParameters) -> None:
         super().__init__(scope, construct_id)
-        self.data_table = _build_table(
+        self.table = _build_table(
             self,
             DATA_TABLE,
             config,
@@ -121,6 +129,170 @@ class Tables(Construct):
                 mode=dynamodb.ContributorInsightsMode[config.contributor_insights_mode],
             ),
         )
+
+
+class Tables(Construct):
+    """The data table dynashard is given and the metadata table it creates (shard counts).
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Parent construct.
+    construct_id : str
+        Construct id.
+    config : DynashardParameters
+        Stage (retention and deletion protection of the metadata table).
+    data_table : aws_cdk.aws_dynamodb.ITable
+        The data table: the project's :class:`DataTable`, a user's ``Table`` or
+        ``TableV2``, or one imported with ``Table.from_table_attributes``.
+
+    Attributes
+    ----------
+    data_table : aws_cdk.aws_dynamodb.ITable
+        ``data_table``, as given.
+    metadata_table : aws_cdk.aws_dynamodb.TableV2
+        Partition key ``key``, on-demand, point-in-time recovery.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DynashardParameters,
+        data_table: dynamodb.ITable,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.data_table = data_table
         self.metadata_table = _build_table(
             self, METADATA_TABLE, config, billing=dynamodb.Billing.on_demand()
         )
+
+
+def _owned_resource(
+    table: dynamodb.ITable,
+) -> dynamodb.CfnTable | dynamodb.CfnGlobalTable | None:
+    """Return the L1 resource of a table the app declares; None for an imported one."""
+    if not Resource.is_owned_resource(table):
+        return None
+    child = table.node.default_child
+    if isinstance(child, dynamodb.CfnTable | dynamodb.CfnGlobalTable):
+        return child
+    return None
+
+
+def _key_schema(elements: Sequence[Mapping[str, Any]] | None) -> tuple[tuple[str, str], ...]:
+    """Return a resolved ``KeySchema`` as ``((attribute, HASH|RANGE), ...)``."""
+    return tuple((str(e["attributeName"]), str(e["keyType"])) for e in elements or ())
+
+
+def _gsi1(indexes: Sequence[Mapping[str, Any]] | None) -> Mapping[str, Any] | None:
+    """Return the resolved GSI1 entry of a ``GlobalSecondaryIndexes`` list, if any."""
+    return next((i for i in indexes or () if i.get("indexName") == names.GSI1_NAME), None)
+
+
+def data_table_errors(table: dynamodb.ITable, *, gsi1: bool) -> list[str]:
+    """Say what keeps a table of the app from being dynashard's data table.
+
+    dynashard writes items under fixed attribute names (:mod:`dynashard.names`): string
+    ``PK`` (partition key) and ``SK`` (sort key), and, for the time-bucket view, a GSI
+    ``GSI1`` keyed on string ``GSI1PK``/``GSI1SK`` with projection ``ALL`` (a GSI read
+    returns whole items). A table the app declares (``Table``, ``TableV2``) is checked
+    against :data:`infra.table_specs.DATA_TABLE`; an imported table cannot be, and gets
+    no error.
+
+    Parameters
+    ----------
+    table : aws_cdk.aws_dynamodb.ITable
+        The data table.
+    gsi1 : bool
+        Whether it is meant to have GSI1.
+
+    Returns
+    -------
+    list of str
+        One sentence per problem; empty when it fits or cannot be read.
+    """
+    resource = _owned_resource(table)
+    if resource is None:
+        return []
+    stack = Stack.of(resource)
+    types = {
+        str(a["attributeName"]): str(a["attributeType"])
+        for a in stack.resolve(resource.attribute_definitions) or ()
+    }
+    expected_keys = ((DATA_TABLE.partition_key, "HASH"), (DATA_TABLE.sort_key or "", "RANGE"))
+    errors = []
+    keys = _key_schema(stack.resolve(resource.key_schema))
+    if keys != expected_keys:
+        errors.append(f"its key schema is {keys}, dynashard writes {expected_keys}")
+    index_spec = DATA_TABLE.indexes[0]
+    wanted = [DATA_TABLE.partition_key, DATA_TABLE.sort_key or ""]
+    if gsi1:
+        index = _gsi1(stack.resolve(resource.global_secondary_indexes))
+        expected_index = ((index_spec.partition_key, "HASH"), (index_spec.sort_key, "RANGE"))
+        if index is None:
+            errors.append(f"it has no {index_spec.name}: add it, or pass gsi1=False")
+        else:
+            index_keys = _key_schema(index.get("keySchema"))
+            if index_keys != expected_index:
+                errors.append(
+                    f"{index_spec.name}'s key schema is {index_keys}, dynashard writes "
+                    f"{expected_index}"
+                )
+            projection = (index.get("projection") or {}).get("projectionType")
+            if projection != "ALL":
+                errors.append(f"{index_spec.name} projects {projection}, reads need ALL")
+            wanted += [index_spec.partition_key, index_spec.sort_key]
+    errors += [
+        f"attribute {name} is of type {types[name]}, dynashard writes S"
+        for name in wanted
+        if types.get(name, "S") != "S"
+    ]
+    return errors
+
+
+def _enabled(spec: Any) -> bool:
+    """Tell whether a resolved ``ContributorInsightsSpecification`` enables it."""
+    return isinstance(spec, Mapping) and spec.get("enabled") is True
+
+
+def contributor_insights_state(table: dynamodb.ITable, *, gsi1: bool) -> bool | None:
+    """Tell whether CloudFormation enables Contributor Insights on the table (and GSI1).
+
+    The scaler finds hot partition keys only in the reports of the Contributor Insights
+    rules DynamoDB keeps for the table and for GSI1. For a ``Table``, the table's
+    ``ContributorInsightsSpecification`` and GSI1's own; for a ``TableV2``
+    (``AWS::DynamoDB::GlobalTable``), every replica's and its GSI1 entry's.
+
+    Parameters
+    ----------
+    table : aws_cdk.aws_dynamodb.ITable
+        The data table.
+    gsi1 : bool
+        Whether GSI1 must have it too.
+
+    Returns
+    -------
+    bool or None
+        True when enabled on all of them, False when not, None for an imported table
+        (CloudFormation neither knows nor can change it).
+    """
+    resource = _owned_resource(table)
+    if resource is None:
+        return None
+    stack = Stack.of(resource)
+    if isinstance(resource, dynamodb.CfnTable):
+        specs = [stack.resolve(resource.contributor_insights_specification)]
+        if gsi1:
+            index = _gsi1(stack.resolve(resource.global_secondary_indexes)) or {}
+            specs.append(index.get("contributorInsightsSpecification"))
+        return all(_enabled(spec) for spec in specs)
+    replicas = stack.resolve(resource.replicas) or []
+    specs = []
+    for replica in replicas:
+        specs.append(replica.get("contributorInsightsSpecification"))
+        if gsi1:
+            index = _gsi1(replica.get("globalSecondaryIndexes")) or {}
+            specs.append(index.get("contributorInsightsSpecification"))
+    return bool(specs) and all(_enabled(spec) for spec in specs)

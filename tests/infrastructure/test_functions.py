@@ -38,7 +38,7 @@ def test_five_functions_each_with_the_expected_handler(dev: Synth) -> None:
 
 
 def test_defaults_defined_once_apply_to_every_function(dev: Synth) -> None:
-    layer_id = dev.logical_id(dev.stack.node.find_child("DynashardLayer").node.find_child("Layer"))
+    layer_id = dev.logical_id(dev.stack.dynashard.layer)
     roles, log_groups = set(), set()
     for name, fn in _functions(dev).items():
         props = dev.resources[dev.logical_id(fn.function)]["Properties"]

@@ -1,0 +1,289 @@
+"""dynashard for one data table, in any stack: the construct a user adds to their own.
+
+:class:`Dynashard` takes a data table, one the stack declares (``Table``, ``TableV2``) or
+one it imports (``Table.from_table_attributes``), and builds around it everything that
+shards its hot keys: the shard-metadata table, the layer, the scaler (function,
+key-range throttle alarms on the table and GSI1, its one-minute sweep, its on-failure
+queue), the dashboard and dead-letter alarms, and, on request, the ingest functions
+(REST API, SQS queue, Kinesis stream, the write-load Contributor Insights rule) and the
+query function (REST API). The project's own stack (:class:`infra.stack.DynashardStack`)
+is its data table plus this construct.
+
+What CloudFormation cannot do on a table the stack does not own is left to the user and
+said at synth time, not faked:
+
+- Contributor Insights. The scaler finds hot partition keys only in the reports of the
+  Contributor Insights rules DynamoDB keeps for the table and GSI1, and CloudFormation
+  enables them only on a table it manages. For an imported table the user enables it
+  (``aws dynamodb update-contributor-insights``, see docs/DEPLOY.md) and says so with
+  ``contributor_insights_enabled=True``; until then the synth warns. For a table the
+  stack declares, the table's own ``contributor_insights_specification`` is read, and a
+  table without it gets the same warning.
+- The key schema. dynashard writes fixed attribute names (``PK``, ``SK``, ``GSI1PK``,
+  ``GSI1SK``, :mod:`dynashard.names`). A table the stack declares is checked against
+  them when the app is synthesized (an error names what differs); an imported one
+  cannot be read, and the user answers for it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import jsii
+from aws_cdk import Annotations, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct, IValidation
+
+from dynashard import names
+from infra.config import DynashardParameters
+from infra.constructs.api import EventsApi
+from infra.constructs.functions import DynashardFunction
+from infra.constructs.ingest import Ingest
+from infra.constructs.layer import DynashardLayer
+from infra.constructs.monitoring import Monitoring
+from infra.constructs.query import Query
+from infra.constructs.scaler import Scaler
+from infra.constructs.tables import Tables, contributor_insights_state, data_table_errors
+from infra.nag import add_suppressions
+
+#: Id of the synth warning about Contributor Insights (``Annotations.acknowledge_warning``
+#: takes it, for a stack that knowingly runs without).
+CONTRIBUTOR_INSIGHTS_WARNING: Final = "dynashard:contributorInsightsNotEnabled"
+#: What a name prefix may hold: a CloudWatch dashboard name's characters
+#: (``PutDashboard``: letters, digits, ``-`` and ``_``), which alarm and rule names allow too.
+NAME_PREFIX: Final = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+
+
+@jsii.implements(IValidation)
+class _DataTableCheck:
+    """Checks the data table when the app is synthesized (the whole tree is built then)."""
+
+    def __init__(self, owner: Dynashard, table: dynamodb.ITable, *, gsi1: bool) -> None:
+        self._owner, self._table, self._gsi1 = owner, table, gsi1
+
+    def validate(self) -> list[str]:
+        """Return the key-schema errors; warn when Contributor Insights is off."""
+        path = self._table.node.path
+        if contributor_insights_state(self._table, gsi1=self._gsi1) is False:
+            where = f"{path} and its {names.GSI1_NAME}" if self._gsi1 else path
+            Annotations.of(self._owner).add_warning_v2(
+                CONTRIBUTOR_INSIGHTS_WARNING,
+                f"Contributor Insights is not enabled on {where}: the scaler finds hot "
+                "partition keys only in its reports, so no shard count grows from the "
+                "throttle alarms. Set contributor_insights_specification on the table"
+                + (f" and on {names.GSI1_NAME}." if self._gsi1 else "."),
+            )
+        return [
+            f"{path} cannot be dynashard's data table: {error}"
+            for error in data_table_errors(self._table, gsi1=self._gsi1)
+        ]
+
+
+class Dynashard(Construct):
+    """dynashard on one data table: metadata table, scaler, alarms, layer, dashboard.
+
+    Parameters
+    ----------
+    scope : constructs.Construct
+        Parent construct, usually the user's stack.
+    construct_id : str
+        Construct id.
+    table : aws_cdk.aws_dynamodb.ITable
+        The data table. Its items are dynashard's: string partition key ``PK`` and sort
+        key ``SK``, and (for time-window reads from the index and its alarms) a GSI
+        named ``GSI1`` on string ``GSI1PK``/``GSI1SK`` with projection ``ALL``. A
+        ``Table`` or ``TableV2`` of the app is checked at synth time; for an imported
+        table (``Table.from_table_attributes(self, "Orders", table_name="orders",
+        global_indexes=["GSI1"])``, with ``encryption_key=`` if it uses a customer
+        managed key) the user answers for it.
+    parameters : DynashardParameters, optional
+        Shard planning, functions, API, queue and stream settings; defaults when not
+        given.
+    with_ingest : bool
+        Also build the ingest functions: ``POST`` routes of a REST API, an SQS queue with
+        its dead-letter queue, a Kinesis stream with its on-failure queue, and the
+        write-load Contributor Insights rule on their logs, which the scaler reads to
+        size growth and to shrink. Default False: the table is written by the user's own
+        code (with the library in the layer).
+    with_query : bool
+        Also build the query function and the ``GET`` routes of the REST API. Default
+        False.
+    gsi1 : bool
+        Whether the table has GSI1 (default True): its two throttle alarms, the scaler's
+        ``DescribeContributorInsights`` on it, the query function's reads of it and its
+        dashboard graphs. The functions know the index by this name only.
+    contributor_insights_enabled : bool, optional
+        For an imported table only: True once Contributor Insights is enabled on it (and
+        on GSI1) outside CloudFormation, which cannot enable it on a table it does not
+        manage. None (default) or False: the synth warns (:data:`CONTRIBUTOR_INSIGHTS_WARNING`).
+        A table the app declares says it itself (``contributor_insights_specification``).
+    name_prefix : str, optional
+        First part of the names of the alarms (``{prefix}-TableWriteKeyRange``), of the
+        write-load rule (``{prefix}-offered-write-units``), of the dashboard and of the
+        API: letters, digits, ``-`` and ``_``. Default ``{stack name}-{construct_id}``,
+        unique per construct in an account and region as long as stack names are.
+
+    Attributes
+    ----------
+    tables : Tables
+        ``data_table`` (the table given) and ``metadata_table`` (created here).
+    layer : aws_cdk.aws_lambda.LayerVersion
+        The dynashard layer (the library and its pinned dependencies), which the user's
+        own functions may use too.
+    api : EventsApi or None
+        The REST API, when there are ingest or query functions.
+    ingest : Ingest or None
+        The ingest functions, queue and stream (``with_ingest``).
+    query : Query or None
+        The query function (``with_query``).
+    scaler : Scaler
+        The scaler function, its alarms, its sweep and its on-failure queue.
+    monitoring : Monitoring
+        The dashboard and the dead-letter alarms.
+    functions : list of DynashardFunction
+        Every function built, the scaler last.
+    name_prefix : str
+        The prefix the names were built with.
+
+    Raises
+    ------
+    ValueError
+        If ``name_prefix`` has other characters, or ``contributor_insights_enabled`` is
+        given for a table the app declares.
+
+    Examples
+    --------
+    In a user's stack, for a table it already has (``examples/existing_stack/app.py``)::
+
+        orders = dynamodb.Table.from_table_attributes(
+            self, "Orders", table_name="orders", global_indexes=["GSI1"]
+        )
+        Dynashard(
+            self,
+            "Dynashard",
+            table=orders,
+            parameters=DynashardParameters(stage="prod", max_shards=64),
+            with_query=True,
+            contributor_insights_enabled=True,
+        )
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: dynamodb.ITable,
+        parameters: DynashardParameters | None = None,
+        with_ingest: bool = False,
+        with_query: bool = False,
+        gsi1: bool = True,
+        contributor_insights_enabled: bool | None = None,
+        name_prefix: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        config = parameters or DynashardParameters()
+        self.name_prefix = name_prefix or f"{Stack.of(self).stack_name}-{construct_id}"
+        if not NAME_PREFIX.match(self.name_prefix):
+            raise ValueError(
+                f"name_prefix {self.name_prefix!r}: use 1-100 letters, digits, '-' or '_'"
+            )
+        self._check_contributor_insights(table, gsi1, contributor_insights_enabled)
+        self.node.add_validation(_DataTableCheck(self, table, gsi1=gsi1))
+
+        self.tables = Tables(self, "Tables", config=config, data_table=table)
+        self.layer: lambda_.LayerVersion = DynashardLayer(self, "DynashardLayer").layer
+        self.api: EventsApi | None = None
+        self.ingest: Ingest | None = None
+        self.query: Query | None = None
+        if with_ingest or with_query:
+            api = self.api = EventsApi(self, "Api", config=config, name=self.name_prefix)
+            if with_ingest:
+                self.ingest = Ingest(
+                    self,
+                    "Ingest",
+                    config=config,
+                    tables=self.tables,
+                    layer=self.layer,
+                    api=api,
+                    name_prefix=self.name_prefix,
+                )
+            if with_query:
+                self.query = Query(
+                    self,
+                    "Query",
+                    config=config,
+                    tables=self.tables,
+                    layer=self.layer,
+                    api=api,
+                    gsi1=gsi1,
+                )
+        self.scaler = Scaler(
+            self,
+            "Scaler",
+            config=config,
+            tables=self.tables,
+            layer=self.layer,
+            name_prefix=self.name_prefix,
+            write_load_rule_name=self.ingest.write_load_rule_name if self.ingest else None,
+            gsi1=gsi1,
+        )
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            dashboard_name=self.name_prefix,
+            tables=self.tables,
+            scaler=self.scaler,
+            api=self.api,
+            ingest=self.ingest,
+            query=self.query,
+            gsi1=gsi1,
+        )
+        ingest_functions = (
+            (self.ingest.api_function, self.ingest.queue_function, self.ingest.stream_function)
+            if self.ingest
+            else ()
+        )
+        self.functions: list[DynashardFunction] = [
+            *ingest_functions,
+            *((self.query.function,) if self.query else ()),
+            self.scaler.function,
+        ]
+        add_suppressions(
+            functions=self.functions,
+            scaler=self.scaler.function,
+            scaler_failure_queue=self.scaler.failure_queue,
+            api_auth=config.api_auth,
+            stream_failure_queue=self.ingest.stream_failure_queue if self.ingest else None,
+            api=self.api.api if self.api else None,
+            data_key_writers=ingest_functions if table.encryption_key is not None else (),
+        )
+
+    def _check_contributor_insights(
+        self, table: dynamodb.ITable, gsi1: bool, enabled: bool | None
+    ) -> None:
+        """Refuse a claim about a table the app declares; warn for an imported one not enabled."""
+        declared = contributor_insights_state(table, gsi1=gsi1)
+        if declared is not None:
+            if enabled is not None:
+                raise ValueError(
+                    "contributor_insights_enabled is for an imported table; "
+                    f"{table.node.path} says it itself (contributor_insights_specification)"
+                )
+            return  # read again, and warned about, when the app is synthesized
+        if enabled:
+            return
+        index = f" --index-name {names.GSI1_NAME}" if gsi1 else ""
+        Annotations.of(self).add_warning_v2(
+            CONTRIBUTOR_INSIGHTS_WARNING,
+            f"{table.node.path} is imported: CloudFormation cannot enable Contributor "
+            "Insights on a table it does not manage, and the scaler finds hot partition "
+            "keys only in its reports, so no shard count grows from the throttle alarms "
+            "until it is on. Enable it (aws dynamodb update-contributor-insights "
+            "--table-name <name> --contributor-insights-action ENABLE "
+            "--contributor-insights-mode ACCESSED_AND_THROTTLED_KEYS"
+            + (f", and again with{index}" if gsi1 else "")
+            + ") and pass contributor_insights_enabled=True.",
+        )
