@@ -67,7 +67,7 @@ chaos: install ## replay 50,000 events through the pollers while DynamoDB Local 
 soak: install ## the model of the whole library (tests/model) on DynamoDB Local: 2,000 random sequences of up to 60 steps (SOAK_ARGS adds options, e.g. --seed N or --keep-going); prints the seed, writes soak-report.json, fails on any divergence
 	$(PY) -m tests.model.soak $(SOAK_ARGS)
 
-sandbox: install ## run DynamoDB Local and the local HTTP gateway until Ctrl-C (python -m sandbox up --emulator adds the partition emulator)
+sandbox: install ## run the synthesized stack locally until Ctrl-C: DynamoDB Local, the gateway, the pollers, IAM checked on every call; prints the template it runs (python -m sandbox up --emulator adds the partition emulator, -c NAME=VALUE a stack parameter)
 	$(PY) -m sandbox up
 
 test: install ## lint, type-check, the docs site (strict), every test (unit, integration, infrastructure, e2e) and the library's docstring examples, on PYTEST_WORKERS xdist workers (default auto)
