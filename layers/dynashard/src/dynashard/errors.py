@@ -192,3 +192,29 @@ class StrategyConflictError(DynashardError):
         super().__init__(
             f"{key!r} already has strategy {current}, not {wanted}; pass force=True to change it"
         )
+
+
+class TableSchemaError(DynashardError):
+    """The data table does not have the key schema dynashard is configured for.
+
+    Raised at start-up by :func:`dynashard.dynamodb.table_check.check_table_schema`,
+    before any item is written or read with the wrong keys.
+
+    Parameters
+    ----------
+    mismatches : sequence of str
+        One sentence per mismatch (missing table, a key attribute's name or type, the
+        GSI missing or its keys differing).
+
+    Examples
+    --------
+    >>> error = TableSchemaError(["table 't': has no GSI 'GSI1'"])
+    >>> error.message
+    "the data table does not match the configured schema: table 't': has no GSI 'GSI1'"
+    """
+
+    default_message = "the data table does not match the configured schema"
+
+    def __init__(self, mismatches: Sequence[str]) -> None:
+        self.mismatches = list(mismatches)
+        super().__init__(f"{self.default_message}: {'; '.join(self.mismatches)}")

@@ -20,6 +20,7 @@ from dynashard.core.buckets import TimeBucket, bucket_for
 from dynashard.core.families import BucketFamily, bucket_key, family_of
 from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.retry import CLIENT_MAX_ATTEMPTS, Backoff
+from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
 from dynashard.core.shard_info import GrowthResult, ShardInfo
 from dynashard.core.strategies import Strategy
 from dynashard.dynamodb.bucketed_reader import BucketedReader
@@ -94,6 +95,17 @@ class DynashardConfig:
     write_backoff : Backoff
         Retry budget of a write: full-jitter back-off between attempts on throttled
         or unprocessed items; default 8 attempts, 50 ms base, 5 s cap.
+    schema : TableSchema
+        The data table's key schema, its GSI, and how an event maps onto an item
+        (:mod:`dynashard.core.schema`); dynashard's own table by default. Writes, the
+        base-table reads (plain, targeted, time-bucketed families) and the GSI reads
+        (``iso_time_then_id`` only) follow it; counters, the ordered index, event
+        counts and compaction need the default and refuse another
+        (``InvalidInputError``, field ``schema``).
+    check_schema : bool
+        Whether the facade checks the table against ``schema`` with ``DescribeTable``
+        before its first write or read (:meth:`Dynashard.check`). Off by default:
+        dynashard's own stack creates its table with the default schema.
     """
 
     data_table: str
@@ -112,6 +124,8 @@ class DynashardConfig:
     target_utilization: float = 0.8
     in_band_growth: bool = True
     write_backoff: Backoff = field(default_factory=Backoff)
+    schema: TableSchema = DEFAULT_SCHEMA
+    check_schema: bool = False
 
     def __post_init__(self) -> None:
         if self.max_workers < 1:
@@ -249,6 +263,7 @@ class Dynashard:
         self._executor: ThreadPoolExecutor | None = None
         self.gsi1_recorder = Gsi1BucketRecorder(self.client, config.metadata_table)
         self._family_units: dict[str, TimeBucket] = {}
+        self._checked = not config.check_schema
         #: What reads learned of each key (item size, last shard set): makes later reads cheaper.
         self.read_memory = ReadMemory()
         self.metadata = ShardMetadata(
@@ -285,10 +300,35 @@ class Dynashard:
                 )
             return self._executor
 
+    def check(self) -> None:
+        """Check the data table has the configured key schema (``DescribeTable``).
+
+        With ``config.check_schema`` the first write or read calls it; a passing check
+        is not repeated.
+
+        Raises
+        ------
+        TableSchemaError
+            Naming each mismatch: the table missing, a key attribute's name or type, the
+            GSI missing or its keys (:func:`dynashard.dynamodb.table_check.check_table_schema`).
+        """
+        from dynashard.dynamodb.table_check import check_table_schema
+
+        check_table_schema(self.client, self.config.data_table, self.config.schema)
+        self._checked = True
+
+    def _ensure_checked(self) -> None:
+        if not self._checked:
+            self.check()
+
+    def _default_schema_only(self, what: str) -> None:
+        self.config.schema.require_default(what)
+
     def _writer(self) -> ShardedWriter:
         # Imported on first write: a facade that only reads does not load the write path.
         from dynashard.dynamodb.writer import ShardedWriter
 
+        self._ensure_checked()
         return ShardedWriter(
             self.write_client,
             self.config.data_table,
@@ -298,6 +338,7 @@ class Dynashard:
             backoff=self.config.write_backoff,
             grow_on_key_range_throttle=self.config.in_band_growth,
             gsi1_recorder=self.gsi1_recorder,
+            schema=self.config.schema,
         )
 
     def put_events(self, events: Sequence[Event]) -> list[WriteOutcome]:
@@ -475,14 +516,21 @@ class Dynashard:
         MetadataError
             If the shard metadata cannot be read.
         """
+        self._ensure_checked()
+        schema = self.config.schema
         reader = ShardedReader(
-            self.client, self.config.data_table, self.metadata, self.executor, self.read_memory
+            self.client,
+            self.config.data_table,
+            self.metadata,
+            self.executor,
+            self.read_memory,
+            schema=schema,
         )
         family = self.config.bucketed_family(key)
         if family is not None:
             return BucketedReader(reader).query(key, self.read_unit(key, family), **options)
-        gsi = GsiBucketReader(self.client, self.config.data_table, self.executor)
-        planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of)
+        gsi = GsiBucketReader(self.client, self.config.data_table, self.executor, schema=schema)
+        planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of, schema)
         return planned.query(key, **options)
 
     def count_events(
@@ -528,6 +576,7 @@ class Dynashard:
         """
         from dynashard.dynamodb.compaction import count_events
 
+        self._default_schema_only("counting events")
         info = self.metadata.for_reader(key)
         return count_events(
             self.client, self.config.data_table, info, self.executor, start=start, end=end
@@ -573,10 +622,12 @@ class Dynashard:
         """
         from dynashard.dynamodb.compaction import compact
 
+        self._default_schema_only("compaction")
         info = self.metadata.for_reader(key)
         return compact(self.client, self.config.data_table, info, self.executor, dry_run=dry_run)
 
     def _counters(self) -> ShardedCounter:
+        self._default_schema_only("sharded counters")
         return ShardedCounter(self.client, self.config.data_table, self.metadata)
 
     def increment_counter(self, name: str, by: int = 1, idempotency_key: str | None = None) -> bool:
@@ -856,6 +907,7 @@ class Dynashard:
         """
         from dynashard.dynamodb.ordered_index import OrderedIndex
 
+        self._default_schema_only("the ordered index")
         return OrderedIndex(
             key,
             self.config.data_table,

@@ -45,6 +45,23 @@ ENV_SHRINK_COOL_PERIOD_S: Final = "DYNASHARD_SHRINK_COOL_PERIOD_S"
 #: The stack's settings of keys known at deploy time, JSON (``infra.config`` ``key_settings``):
 #: the ingest functions create those keys with them before their first write.
 ENV_KEY_SETTINGS: Final = "DYNASHARD_KEY_SETTINGS"
+# The data table's own key schema (:class:`dynashard.core.schema.TableSchema`), for a
+# table brought by its owner; unset, each is dynashard's own name below.
+ENV_PARTITION_KEY_ATTR: Final = "DYNASHARD_PARTITION_KEY_ATTR"
+ENV_SORT_KEY_ATTR: Final = "DYNASHARD_SORT_KEY_ATTR"
+#: ``iso_time_then_id`` (default), ``epoch_ms_number`` or ``plain_string``.
+ENV_SORT_KEY_CODEC: Final = "DYNASHARD_SORT_KEY_CODEC"
+#: The time-bucket GSI's name; an empty value means the table has none.
+ENV_GSI_NAME: Final = "DYNASHARD_GSI_NAME"
+ENV_GSI_PARTITION_KEY_ATTR: Final = "DYNASHARD_GSI_PARTITION_KEY_ATTR"
+ENV_GSI_SORT_KEY_ATTR: Final = "DYNASHARD_GSI_SORT_KEY_ATTR"
+ENV_KEY_ATTR: Final = "DYNASHARD_KEY_ATTR"
+ENV_ID_ATTR: Final = "DYNASHARD_ID_ATTR"
+ENV_TS_ATTR: Final = "DYNASHARD_TS_ATTR"
+ENV_SHARD_ATTR: Final = "DYNASHARD_SHARD_ATTR"
+ENV_DATA_ATTR: Final = "DYNASHARD_DATA_ATTR"
+#: ``nested`` (default: under the data attribute) or ``flat`` (the item's own attributes).
+ENV_PAYLOAD: Final = "DYNASHARD_PAYLOAD"
 ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 

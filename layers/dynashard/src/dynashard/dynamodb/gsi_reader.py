@@ -34,6 +34,7 @@ from dynashard import names
 from dynashard.core.buckets import TimeBucket
 from dynashard.core.keys import MAX_SHARD_COUNT, SEPARATOR, format_ts
 from dynashard.core.merge import Cursor, merge_page, query_fingerprint
+from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
 from dynashard.core.times import as_utc
 from dynashard.dynamodb.reader import (
     Page,
@@ -123,6 +124,7 @@ class _GsiStream:
         self.client = client
         self.pk = pk
         self.label = f"{names.GSI1_NAME}:{pk}"
+        self.sort_attr = names.ATTR_GSI1SK
         self.request = request
         self.skip = skip
         self.buffer: list[dict[str, Any]] = []
@@ -147,7 +149,7 @@ class _GsiStream:
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         while True:
             for item in self.buffer:
-                sk = item[names.ATTR_GSI1SK]["S"]
+                sk = item[self.sort_attr]["S"]
                 if sk != self.skip:  # the resume bound is inclusive: drop the last item
                     yield sk, item
             self.buffer = []
@@ -173,8 +175,13 @@ class GsiBucketReader:
         The data table (GSI1 is its index).
     executor : Executor
         Runs the GSI1 shard queries of a bucket in parallel.
-    index_name : str
-        The index, ``GSI1``.
+    index_name : str, optional
+        The index; the schema's GSI (``GSI1``) when omitted.
+    schema : TableSchema
+        The table's key schema (:mod:`dynashard.core.schema`): the GSI's key attributes
+        and the item attributes. GSI reads cover the ``iso_time_then_id`` codec only
+        (:meth:`~dynashard.core.schema.TableSchema.gsi_unavailable`); the planner never
+        sends another schema's reads here, and :meth:`query` refuses them.
     """
 
     def __init__(
@@ -182,12 +189,14 @@ class GsiBucketReader:
         client: DynamoDBClient,
         table_name: str,
         executor: Executor,
-        index_name: str = names.GSI1_NAME,
+        index_name: str | None = None,
+        schema: TableSchema = DEFAULT_SCHEMA,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.executor = executor
-        self.index_name = index_name
+        self.index_name = index_name or schema.gsi_name or names.GSI1_NAME
+        self.schema = schema
 
     def query(
         self,
@@ -249,6 +258,9 @@ class GsiBucketReader:
         """
         if not 1 <= limit <= MAX_PAGE_LIMIT:
             raise InvalidInputError("limit", f"must be within 1..{MAX_PAGE_LIMIT}, got {limit}")
+        unavailable = self.schema.gsi_unavailable()
+        if unavailable:
+            raise InvalidInputError("path", f"GSI reads cannot serve this table: {unavailable}")
         start, end = as_utc(start, "from"), as_utc(end, "to")  # naive means UTC
         lo, hi = format_ts(start), format_ts(end)
         if lo >= hi:
@@ -307,7 +319,7 @@ class GsiBucketReader:
         if not finished and last is not None:
             next_cursor = Cursor(fingerprint, last, frozenset(done)).encode()
         return Page(
-            items=[item_to_event(item) for item in items],
+            items=[item_to_event(item, self.schema) for item in items],
             cursor=next_cursor,
             missing_shards=sorted(failures),
             shards_queried=sum(1 for s in streams_used if s.queries),
@@ -335,12 +347,18 @@ class GsiBucketReader:
             "TableName": self.table_name,
             "IndexName": self.index_name,
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
-            "ExpressionAttributeNames": {"#pk": names.ATTR_GSI1PK, "#sk": names.ATTR_GSI1SK},
+            "ExpressionAttributeNames": {
+                "#pk": self.schema.gsi_partition_key,
+                "#sk": self.schema.gsi_sort_key,
+            },
             "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
             "ScanIndexForward": not descending,
             "Limit": limit,
         }
-        return _GsiStream(self.client, pk, request, last)
+        stream = _GsiStream(self.client, pk, request, last)
+        stream.sort_attr = self.schema.gsi_sort_key
+        stream.label = f"{self.index_name}:{pk}"
+        return stream
 
     def _prefetch(self, streams: list[_GsiStream]) -> dict[str, str]:
         """Run every stream's first Query in parallel; return the failures by GSI1 key."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from dynashard.core.buckets import TimeBucket, window_buckets
+from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
 from dynashard.core.times import as_utc
 from dynashard.dynamodb.gsi_reader import GsiBucketReader, is_gsi1_cursor
 from dynashard.dynamodb.reader import (
@@ -76,6 +77,10 @@ class PlannedReader:
     bucket_of : callable
         Logical key -> the configured bucket unit of its GSI1 partition keys, used only
         for a key with no unit stored (:func:`~dynashard.planning.reads.gsi1_unit`).
+    schema : TableSchema
+        The table's key schema: where it rules the GSI out
+        (:meth:`~dynashard.core.schema.TableSchema.gsi_unavailable`), every read is
+        served by the base table and ``path="gsi1"`` is refused, saying why.
     """
 
     def __init__(
@@ -84,11 +89,13 @@ class PlannedReader:
         gsi: GsiBucketReader,
         metadata: ShardMetadata,
         bucket_of: Callable[[str], TimeBucket],
+        schema: TableSchema = DEFAULT_SCHEMA,
     ) -> None:
         self.base = base
         self.gsi = gsi
         self.metadata = metadata
         self.bucket_of = bucket_of
+        self.gsi_unavailable = schema.gsi_unavailable()
 
     def query(
         self,
@@ -144,8 +151,10 @@ class PlannedReader:
         expected = limit * DEFAULT_ITEM_BYTES
         cursor = options.get("cursor")
         descending = options.get("descending", False)
-        unavailable = ""
-        if start is None or end is None:
+        unavailable = self.gsi_unavailable
+        if unavailable:
+            pass
+        elif start is None or end is None:
             unavailable = "it needs a bounded window (from and to)"
         elif options.get("attribute_value") is not None:
             unavailable = "a targeted read (attr) is served by the base table"

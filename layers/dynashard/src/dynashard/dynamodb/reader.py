@@ -43,6 +43,7 @@ from dynashard import names
 from dynashard.core.capacity import wire_item_size
 from dynashard.core.keys import format_ts, physical_key
 from dynashard.core.merge import Cursor, merge_page, query_fingerprint
+from dynashard.core.schema import DEFAULT_SCHEMA, Payload, TableSchema
 from dynashard.core.shard_info import ShardInfo
 from dynashard.core.strategies import Strategy, calculated_shards
 from dynashard.core.times import as_utc
@@ -125,8 +126,12 @@ class _ShardStream:
         self.queries = 0
         self.tolerate_failure = False
         self.failure: dict[str, str] = {}
-        #: Sort keys of every item fetched for this page of the read, in stream order.
+        #: Order keys of every item fetched for this page of the read, in stream order.
         self.fetched: list[str] = []
+        #: The item -> order key of the merge (the sort key itself in dynashard's table).
+        self.order_of = reader.order_of
+        #: A resumed stream of an inexact codec drops what is not past this order key.
+        self.after: str | None = None
         self.pending: Future[dict[str, Any]] | None = None
         #: Called after each page arrives during the merge (read-ahead policy).
         self.on_page: Callable[[_ShardStream], None] | None = None
@@ -163,12 +168,21 @@ class _ShardStream:
             return
         response = pending.result()
         items = response.get("Items", [])
+        order_of = self.order_of
+        if self.after is not None:
+            after, descending = self.after, not self.request["ScanIndexForward"]
+            items = [
+                i for i in items if (order_of(i) < after if descending else order_of(i) > after)
+            ]
         if self.owner is None:
             self.buffer.extend(items)
         else:
             bare = self.pk == self.owner
-            self.buffer.extend(i for i in items if owns_item(i, self.owner, bare=bare))
-        self.fetched.extend(item[names.ATTR_SK]["S"] for item in items)
+            key_attr = self.reader.schema.key_attr
+            self.buffer.extend(
+                i for i in items if owns_item(i, self.owner, bare=bare, key_attr=key_attr)
+            )
+        self.fetched.extend(order_of(item) for item in items)
         self.start_key = response.get("LastEvaluatedKey")
         self.finished = self.start_key is None
 
@@ -181,8 +195,9 @@ class _ShardStream:
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         while True:
+            order_of = self.order_of
             for item in self.buffer:
-                yield item[names.ATTR_SK]["S"], item
+                yield order_of(item), item
             self.buffer = []
             if self.finished:
                 return
@@ -296,6 +311,10 @@ class ShardedReader:
     memory : ReadMemory, optional
         What earlier reads learned of each key; pass the same one to every reader of a
         process (the facade does) so later reads use it. A new one when None.
+    schema : TableSchema
+        The table's key schema and attribute names (:mod:`dynashard.core.schema`);
+        dynashard's own by default. Its sort-key codec orders the merge; a codec whose
+        sort key holds no time (``plain_string``) refuses a time window.
     """
 
     def __init__(
@@ -305,12 +324,15 @@ class ShardedReader:
         metadata: ShardMetadata,
         executor: Executor,
         memory: ReadMemory | None = None,
+        schema: TableSchema = DEFAULT_SCHEMA,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.metadata = metadata
         self.executor = executor
         self.memory = memory if memory is not None else ReadMemory()
+        self.schema = schema
+        self.order_of: Callable[[dict[str, Any]], str] = order_function(schema)
 
     def query(
         self,
@@ -389,6 +411,10 @@ class ShardedReader:
         hi = format_ts(end) if end is not None else _SK_CEILING
         if start is not None and end is not None and lo >= hi:
             raise InvalidInputError("from", f"must be earlier than to ({lo} >= {hi})")
+        window: tuple[str, str] | None = (lo, hi)
+        if self.schema is not DEFAULT_SCHEMA and not self.schema.is_default:
+            window = self.schema.sort_key_codec.window(start, end)
+            lo, hi = window if window is not None else ("", "")
         value = None if attribute_value is None else _attribute_text(attribute_value)
         target = () if value is None else ("attr", value)
         fingerprint = query_fingerprint(key, lo, hi, descending, *target)
@@ -402,9 +428,9 @@ class ShardedReader:
             per_shard = shard_page_limit(limit, len(keys), item_bytes)
             for s, pk in keys.items():
                 if s not in streams:
-                    streams[s] = self._stream(pk, lo, hi, per_shard, descending, position, key)
+                    streams[s] = self._stream(pk, window, per_shard, descending, position, key)
                     if value is not None:
-                        _filter_by(streams[s].request, filter_by or "", value)
+                        _filter_by(streams[s].request, filter_by or "", value, self.schema)
                     streams[s].submit()
 
         # Start the shards the key had at its last read while its metadata is read
@@ -456,7 +482,7 @@ class ShardedReader:
         if merged.last_sort_key is not None and len(done & every.keys()) < len(every):
             next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
         return Page(
-            items=[item_to_event(item) for item in merged.items],
+            items=[item_to_event(item, self.schema) for item in merged.items],
             cursor=next_cursor,
             missing_shards=sorted(failures),
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
@@ -478,28 +504,55 @@ class ShardedReader:
     def _stream(
         self,
         pk: str,
-        lo: str,
-        hi: str,
+        window: tuple[str, str] | None,
         limit: int,
         descending: bool,
         position: Cursor | None,
         owner: str | None = None,
     ) -> _ShardStream:
+        schema = self.schema
+        codec, kind = schema.sort_key_codec, schema.sort_key_type
+        after = None
+        if position is not None and not codec.exact:
+            # The order key holds more than the sort key (epoch_ms_number: the id breaks
+            # ties across shards): resume at the position's sort key inclusively and
+            # drop what is not past the position, not with ExclusiveStartKey, which
+            # would skip a same-millisecond item of this shard the page has not had.
+            after = position.position
+            at = codec.sort_key_of(after)
+            if window is not None:
+                lo, hi = window
+                window = (lo, at) if descending else (at, hi)
+            else:
+                window = (at, at)  # pragma: no cover - inexact codecs are time-ordered
+        if window is None:
+            condition = "#pk = :pk"
+            values: dict[str, Any] = {":pk": {"S": pk}}
+        else:
+            condition = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+            values = {":pk": {"S": pk}, ":lo": {kind: window[0]}, ":hi": {kind: window[1]}}
         request: dict[str, Any] = {
             "TableName": self.table_name,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
-            "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+            "KeyConditionExpression": condition,
+            # DynamoDB refuses a name no expression uses: "#sk" only with a range.
+            "ExpressionAttributeNames": (
+                schema.key_condition_names()
+                if window is not None
+                else {"#pk": schema.partition_key}
+            ),
+            "ExpressionAttributeValues": values,
             "ScanIndexForward": not descending,
             "Limit": limit,
             "ConsistentRead": True,
         }
-        if position is not None:
+        if position is not None and after is None:
             request["ExclusiveStartKey"] = {
-                names.ATTR_PK: {"S": pk},
-                names.ATTR_SK: {"S": position.position},
+                schema.partition_key: {"S": pk},
+                schema.sort_key: {kind: position.position},
             }
-        return _ShardStream(self, pk, request, owner)
+        stream = _ShardStream(self, pk, request, owner)
+        stream.after = after
+        return stream
 
     def _prefetch(self, streams: dict[int, _ShardStream]) -> dict[str, str]:
         """Run every shard's first Query in parallel; return the failures by physical key."""
@@ -519,7 +572,9 @@ class ShardedReader:
 BARE_KEY_STREAM: Final = -1
 
 
-def owns_item(item: dict[str, Any], key: str, *, bare: bool = False) -> bool:
+def owns_item(
+    item: dict[str, Any], key: str, *, bare: bool = False, key_attr: str = names.ATTR_KEY
+) -> bool:
     """Tell whether a stored item is one of a logical key's events.
 
     Physical keys are ``{logical}#{shard}`` (:func:`~dynashard.core.keys.physical_key`),
@@ -539,6 +594,8 @@ def owns_item(item: dict[str, Any], key: str, *, bare: bool = False) -> bool:
         The logical key read.
     bare : bool
         Whether the item was read under ``key``'s bare partition key.
+    key_attr : str
+        The attribute holding an item's logical key (:attr:`TableSchema.key_attr`).
 
     Returns
     -------
@@ -552,7 +609,7 @@ def owns_item(item: dict[str, Any], key: str, *, bare: bool = False) -> bool:
     >>> owns_item({}, "L", bare=True), owns_item({}, "L")
     (True, False)
     """
-    stored = item.get(names.ATTR_KEY)
+    stored = item.get(key_attr)
     if stored is None:
         return bare
     return bool(stored.get("S") == key)
@@ -666,18 +723,25 @@ def _attribute_text(value: str | int) -> str:
     return text
 
 
-def _filter_by(request: dict[str, Any], attribute: str, value: str) -> None:
+def _filter_by(
+    request: dict[str, Any], attribute: str, value: str, schema: TableSchema = DEFAULT_SCHEMA
+) -> None:
     """Add ``data.{attribute} = value`` as the Query's FilterExpression (in place).
 
     A value that is an integer's canonical text matches the number too, as the writer
-    hashed both to the same shard.
+    hashed both to the same shard. With a ``flat`` payload the attribute is the item's own.
     """
-    request["ExpressionAttributeNames"].update({"#d": names.ATTR_DATA, "#a": attribute})
+    if schema.payload is Payload.FLAT:
+        request["ExpressionAttributeNames"]["#a"] = attribute
+        path = "#a"
+    else:
+        request["ExpressionAttributeNames"].update({"#d": schema.data_attr, "#a": attribute})
+        path = "#d.#a"
     request["ExpressionAttributeValues"][":v"] = {"S": value}
-    request["FilterExpression"] = "#d.#a = :v"
+    request["FilterExpression"] = f"{path} = :v"
     if value.lstrip("-").isdigit() and str(int(value)) == value:
         request["ExpressionAttributeValues"][":vn"] = {"N": value}
-        request["FilterExpression"] = "#d.#a IN (:v, :vn)"
+        request["FilterExpression"] = f"{path} IN (:v, :vn)"
 
 
 def run_query(client: DynamoDBClient, request: dict[str, Any], label: str) -> dict[str, Any]:
@@ -715,7 +779,42 @@ def run_query(client: DynamoDBClient, request: dict[str, Any], label: str) -> di
         raise ShardQueryError({label: f"{type(exc).__name__}: {exc}"}) from exc
 
 
-def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
+def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, Any]], str]:
+    """Return the function that gives a stored item's merge order key under a schema.
+
+    Parameters
+    ----------
+    schema : TableSchema
+        The table's key schema; its codec's :meth:`~dynashard.core.schema.SortKeyCodec.order_key`.
+
+    Returns
+    -------
+    callable
+        Item (DynamoDB typed JSON) -> order key: the sort key itself for an exact codec
+        (dynashard's own ``SK``), else the codec's order key of the sort key and the id.
+
+    Examples
+    --------
+    >>> order_function()({"SK": {"S": "2013-01-01T10:15:00.000000Z#f1"}})
+    '2013-01-01T10:15:00.000000Z#f1'
+    """
+    sk, kind, codec = schema.sort_key, schema.sort_key_type, schema.sort_key_codec
+    if codec.exact:
+
+        def exact(item: dict[str, Any]) -> str:
+            text: str = item[sk][kind]
+            return text
+
+        return exact
+    id_attr = schema.id_attr
+
+    def order_of(item: dict[str, Any]) -> str:
+        return codec.order_key(item[sk][kind], item[id_attr]["S"])
+
+    return order_of
+
+
+def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) -> dict[str, Any]:
     """Return the event a stored data item (or its GSI1 projection) stands for.
 
     Both read paths, the base-table fan-out (:class:`ShardedReader`) and the GSI1
@@ -726,6 +825,9 @@ def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
     item : dict of str to Any
         The item in DynamoDB's typed JSON (``{"key": {"S": ...}, ...}``) as a Query
         returns it; it must hold the key, id and timestamp attributes.
+    schema : TableSchema
+        Its table's schema: the attribute names, and whether the payload is the
+        ``data`` map (``nested``) or every attribute not of the schema's own (``flat``).
 
     Returns
     -------
@@ -745,6 +847,19 @@ def item_to_event(item: dict[str, Any]) -> dict[str, Any]:
     ...                "data": {"M": {"n": {"N": "2"}}}})
     {'key': 'K', 'id': 'e1', 'ts': 't', 'data': {'n': 2}}
     """
+    if schema is not DEFAULT_SCHEMA and not schema.is_default:
+        if schema.payload is Payload.FLAT:
+            reserved = schema.reserved
+            payload = {k: plain_value(v) for k, v in item.items() if k not in reserved}
+        else:
+            nested = item.get(schema.data_attr)
+            payload = {} if nested is None else plain_value(nested)
+        return {
+            "key": plain_value(item[schema.key_attr]),
+            "id": plain_value(item[schema.id_attr]),
+            "ts": plain_value(item[schema.ts_attr]),
+            "data": payload,
+        }
     data = item.get(names.ATTR_DATA)
     return {
         "key": plain_value(item[names.ATTR_KEY]),

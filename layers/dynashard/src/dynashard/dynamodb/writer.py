@@ -29,16 +29,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.core.buckets import TimeBucket, time_bucket
-from dynashard.core.capacity import attribute_value_size, number_size, write_units
+from dynashard.core.capacity import attribute_value_size, item_size, number_size, write_units
 from dynashard.core.keys import (
     TS_WIDTH,
     bucket_partition_key,
     check_item_size,
+    format_ts,
     gsi1_partition_key,
     physical_key,
     utf8_len,
 )
 from dynashard.core.retry import RETRYABLE_ERROR_CODES, Backoff
+from dynashard.core.schema import DEFAULT_SCHEMA, Payload, TableSchema
 from dynashard.core.strategies import choose_shard
 from dynashard.core.throttling import (
     THROTTLING_ERROR_CODES,
@@ -189,7 +191,12 @@ def _item_size(event: Event, sk: str, pk: str, gsi1_pk: str, shard: int) -> int:
 
 
 def build_item(
-    event: Event, shard: int, bucket: TimeBucket, *, label: str | None = None
+    event: Event,
+    shard: int,
+    bucket: TimeBucket,
+    *,
+    label: str | None = None,
+    schema: TableSchema = DEFAULT_SCHEMA,
 ) -> tuple[dict[str, Any], int]:
     """Build the data-table item of an event and measure it.
 
@@ -203,6 +210,9 @@ def build_item(
         Time bucket of the GSI1 partition key.
     label : str, optional
         ``time_bucket(event.ts, bucket)`` when the caller has it already.
+    schema : TableSchema
+        The table's key schema and attribute names (:mod:`dynashard.core.schema`);
+        dynashard's own by default.
 
     Returns
     -------
@@ -214,7 +224,12 @@ def build_item(
     ------
     KeyLimitExceededError
         If the sort key or the item is over a DynamoDB limit.
+    InvalidInputError
+        With a ``flat`` payload, for a ``data`` field named like one of the schema's own
+        attributes (field ``data.{name}``).
     """
+    if schema is not DEFAULT_SCHEMA and not schema.is_default:
+        return _build_schema_item(event, shard, bucket, label, schema)
     sk = event.sort_key
     ts = sk[:TS_WIDTH]  # format_ts(event.ts): the sort key's fixed-width prefix
     pk = physical_key(event.key, shard)
@@ -234,7 +249,56 @@ def build_item(
     return item, size
 
 
-def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
+def _build_schema_item(
+    event: Event, shard: int, bucket: TimeBucket, label: str | None, schema: TableSchema
+) -> tuple[dict[str, Any], int]:
+    """:func:`build_item` for a table of another schema than dynashard's own."""
+    sk = schema.sort_key_codec.encode(event.ts, event.id)
+    sk_size = utf8_len(sk) if schema.sort_key_type == "S" else number_size(sk)
+    pk = physical_key(event.key, shard)
+    sk_value = schema.sort_value(sk)
+    # Sizes from Python values, as DynamoDB counts them (names plus values).
+    strings: dict[str, str] = {
+        schema.partition_key: pk,
+        schema.key_attr: event.key,
+        schema.id_attr: event.id,
+        schema.ts_attr: format_ts(event.ts),
+    }
+    item: dict[str, Any] = {name: {"S": value} for name, value in strings.items()}
+    item[schema.sort_key] = sk_value
+    item[schema.shard_attr] = {"N": str(shard)}
+    size = (
+        item_size(strings)
+        + utf8_len(schema.sort_key)
+        + sk_size
+        + utf8_len(schema.shard_attr)
+        + number_size(str(shard))
+    )
+    if schema.gsi_name is not None:
+        gsi_pk = bucket_partition_key(event.key, label or time_bucket(event.ts, bucket), shard)
+        item[schema.gsi_partition_key] = {"S": gsi_pk}
+        item[schema.gsi_sort_key] = sk_value
+        size += item_size({schema.gsi_partition_key: gsi_pk})
+        size += utf8_len(schema.gsi_sort_key) + sk_size
+    if schema.payload is Payload.NESTED:
+        item[schema.data_attr] = serialize_value(event.data)
+        size += utf8_len(schema.data_attr) + attribute_value_size(event.data)
+    else:
+        for name, value in event.data.items():
+            if name in schema.reserved:
+                raise InvalidInputError(
+                    f"data.{name}",
+                    "is an attribute of the table's own schema; a flat payload cannot use "
+                    "its name (rename the field, or store the payload nested)",
+                )
+            item[name] = serialize_value(value)
+        size += item_size(event.data)
+    return item, check_item_size(size)
+
+
+def event_write_units(
+    event: Event, bucket: TimeBucket = TimeBucket.DAY, schema: TableSchema = DEFAULT_SCHEMA
+) -> int:
     """Return the write units an event's item will take, before its shard is chosen.
 
     Parameters
@@ -243,6 +307,8 @@ def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
         The event.
     bucket : TimeBucket
         Time bucket of GSI1 keys (the writer's).
+    schema : TableSchema
+        The table's key schema (:mod:`dynashard.core.schema`).
 
     Returns
     -------
@@ -256,6 +322,8 @@ def event_write_units(event: Event, bucket: TimeBucket = TimeBucket.DAY) -> int:
     KeyLimitExceededError
         If the sort key or the item is over a DynamoDB limit.
     """
+    if schema is not DEFAULT_SCHEMA and not schema.is_default:
+        return write_units(build_item(event, 0, bucket, schema=schema)[1])
     sk = event.sort_key
     gsi1_pk = gsi1_partition_key(event.key, event.ts, bucket, 0)
     return write_units(
@@ -292,6 +360,9 @@ class ShardedWriter:
         (``gsi1_units``, so readers use the unit the items were written with); an event
         whose record fails fails. None records nothing (GSI1 readers then query every
         shard the key ever had, with the configured unit).
+    schema : TableSchema
+        The table's key schema and attribute names (:mod:`dynashard.core.schema`);
+        dynashard's own by default. A schema without a GSI records no GSI1 buckets.
 
     Attributes
     ----------
@@ -311,6 +382,7 @@ class ShardedWriter:
         sleep: Callable[[float], None] = time.sleep,
         grow_on_key_range_throttle: bool = True,
         gsi1_recorder: Gsi1BucketRecorder | None = None,
+        schema: TableSchema = DEFAULT_SCHEMA,
     ) -> None:
         self.client = client
         self.table_name = table_name
@@ -322,7 +394,10 @@ class ShardedWriter:
         self.backoff = backoff or Backoff()
         self.sleep = sleep
         self.grow_on_key_range_throttle = grow_on_key_range_throttle
-        self.gsi1_recorder = gsi1_recorder
+        self.gsi1_recorder = gsi1_recorder if schema.gsi_name is not None else None
+        self.schema = schema
+        self._pk, self._sk = schema.partition_key, schema.sort_key
+        self._sk_type = schema.sort_key_type
         self.throttles: Counter[str] = Counter()
         self._throttle_lock = threading.Lock()
 
@@ -365,7 +440,7 @@ class ShardedWriter:
                 )
                 unit = self.bucket_of(event.key)
                 label = time_bucket(event.ts, unit)
-                item, size = build_item(event, shard, unit, label=label)
+                item, size = build_item(event, shard, unit, label=label, schema=self.schema)
             except DynashardError as exc:
                 invalid = isinstance(exc, InvalidInputError)
                 outcomes[index] = WriteOutcome(
@@ -377,7 +452,24 @@ class ShardedWriter:
                     field=exc.field if isinstance(exc, InvalidInputError) else None,
                 )
                 continue
-            item_key = (item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"])
+            item_key = self._item_key(item)
+            prior = items.get(item_key)
+            id_attr = self.schema.id_attr
+            if prior is not None and prior[id_attr] != item[id_attr]:
+                # Only a sort key without the id (epoch_ms_number: one item per shard and
+                # millisecond) makes two events one item: the second is refused, never
+                # acknowledged while the first one's item would overwrite it.
+                outcomes[index] = WriteOutcome(
+                    event.id,
+                    event.key,
+                    False,
+                    f"InvalidInputError: ts: has the sort key of event "
+                    f"{prior[id_attr]['S']!r} on the same shard ({item_key[0]}, sort key "
+                    f"{item_key[1]}): the table holds one item per sort key",
+                    permanent=True,
+                    field="ts",
+                )
+                continue
             slots.setdefault(item_key, []).append(index)
             items[item_key] = item
             units[item_key] = write_units(size)
@@ -478,6 +570,7 @@ class ShardedWriter:
     def _write_chunk(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
         """Write up to 25 items; return the keys that failed, with the reason."""
         pending = [{"PutRequest": {"Item": item}} for item in chunk]
+        item_key = self._item_key
         last_error = "UnprocessedItems: still throttled after all retries"
         for attempt in range(self.backoff.max_attempts):
             if attempt:
@@ -495,7 +588,7 @@ class ShardedWriter:
                     # One bad item fails the whole batch: write the items one by one so
                     # that only the bad one fails.
                     return self._write_singly([r["PutRequest"]["Item"] for r in pending])
-                return {_item_key(pending[0]["PutRequest"]["Item"]): last_error}
+                return {item_key(pending[0]["PutRequest"]["Item"]): last_error}
             except BotoCoreError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
                 continue
@@ -503,7 +596,7 @@ class ShardedWriter:
             if not pending:
                 return {}
             last_error = "UnprocessedItems: still throttled after all retries"
-        return {_item_key(r["PutRequest"]["Item"]): last_error for r in pending}
+        return {item_key(r["PutRequest"]["Item"]): last_error for r in pending}
 
     def _on_throttle(self, response: dict[str, Any], pending: list[dict[str, Any]]) -> None:
         """Count a throttle by reason; on key-range write throttling ask for growth."""
@@ -517,13 +610,18 @@ class ShardedWriter:
             return
         if not any(r.is_key_range and r.is_write for r in reasons):
             return
-        for logical in {r["PutRequest"]["Item"][names.ATTR_KEY]["S"] for r in pending}:
+        key_attr = self.schema.key_attr
+        for logical in {r["PutRequest"]["Item"][key_attr]["S"] for r in pending}:
             try:
                 self.metadata.request_growth(logical)
             except DynashardError as exc:
                 # Growth is a side effect of the write; the write goes on retrying
                 # and its outcome stands. The failure is logged, not lost.
                 _log.warning("in-band shard growth of %r failed: %s", logical, exc)
+
+    def _item_key(self, item: dict[str, Any]) -> tuple[str, str]:
+        """Return an item's primary key values: (partition key, sort key text)."""
+        return item[self._pk]["S"], item[self._sk][self._sk_type]
 
     def _write_singly(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
         failures: dict[tuple[str, str], str] = {}
@@ -548,7 +646,3 @@ def _constant_bucket(unit: TimeBucket) -> Callable[[str], TimeBucket]:
         return unit
 
     return bucket_of
-
-
-def _item_key(item: dict[str, Any]) -> tuple[str, str]:
-    return item[names.ATTR_PK]["S"], item[names.ATTR_SK]["S"]

@@ -288,7 +288,11 @@ def function_kit(
     def build_facade() -> Dynashard:
         from dynashard.facade import Dynashard
 
-        return Dynashard(settings().to_config())
+        config = settings().to_config()
+        facade = Dynashard(config)
+        if config.check_schema:  # a table brought by its owner: checked at cold start
+            facade.check()
+        return facade
 
     facade = container_cache(build_facade, name=f"{module}.get_facade")
     tools = powertools(namespace)

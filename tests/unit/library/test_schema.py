@@ -1,0 +1,219 @@
+"""The table schema and its sort-key codecs (pure): the merge's order is the table's order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynashard.core.merge import merge_page
+from dynashard.core.schema import (
+    DEFAULT_SCHEMA,
+    EPOCH_MS_NUMBER,
+    ISO_TIME_THEN_ID,
+    PLAIN_STRING,
+    Payload,
+    SortKeyCodec,
+    TableSchema,
+    codec_named,
+    epoch_ms,
+    schema_mismatches,
+)
+from dynashard.errors import InvalidInputError, KeyLimitExceededError
+
+times = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+)
+# Ids across the whole of Unicode but surrogates (DynamoDB strings are UTF-8), with the
+# separator, so that an id's own "#" cannot confuse the order.
+ids = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), min_codepoint=32),
+    min_size=1,
+    max_size=6,
+)
+events = st.lists(st.tuples(times, ids), max_size=40)
+
+
+def table_order(codec: SortKeyCodec, sk: str) -> bytes | Decimal:
+    """DynamoDB's order of a sort key in an item collection: UTF-8 bytes, or numeric."""
+    return Decimal(sk) if codec.key_type == "N" else sk.encode("utf-8")
+
+
+def shards_as_stored(
+    codec: SortKeyCodec, stored: list[tuple[datetime, str]], shard_of: list[int], n: int
+) -> list[dict[str, str]]:
+    """Each shard's item collection: one item per sort key (a later put replaces it)."""
+    shards: list[dict[str, str]] = [{} for _ in range(n)]
+    for (ts, event_id), shard in zip(stored, shard_of, strict=True):
+        shards[shard][codec.encode(ts, event_id)] = event_id
+    return shards
+
+
+def merged(codec: SortKeyCodec, shards: list[dict[str, str]], descending: bool) -> list[str]:
+    streams = []
+    for shard in shards:
+        # What a Query returns: the collection in the table's own sort-key order.
+        rows = sorted(shard.items(), key=lambda kv: table_order(codec, kv[0]), reverse=descending)
+        streams.append(iter([(codec.order_key(sk, i), (sk, i)) for sk, i in rows]))
+    page = merge_page(streams, limit=10_000, descending=descending)
+    return [f"{sk}|{i}" for sk, i in page.items]
+
+
+def expected_order(
+    codec: SortKeyCodec, shards: list[dict[str, str]], descending: bool
+) -> list[str]:
+    """Every distinct item of every shard by the table's order, ties by id (UTF-8)."""
+    distinct = {(sk, i) for shard in shards for sk, i in shard.items()}
+    rows = sorted(
+        distinct, key=lambda r: (table_order(codec, r[0]), r[1].encode("utf-8")), reverse=descending
+    )
+    return [f"{sk}|{i}" for sk, i in rows]
+
+
+@pytest.mark.parametrize("codec", [ISO_TIME_THEN_ID, EPOCH_MS_NUMBER, PLAIN_STRING], ids=str)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), descending=st.booleans())
+def test_merge_order_is_the_tables_sort_key_order(
+    codec: SortKeyCodec, data: st.DataObject, descending: bool
+) -> None:
+    # Given events spread over shards, some stored twice (a resize: invariant 2)
+    stored = data.draw(events)
+    n = data.draw(st.integers(1, 5))
+    size = len(stored)
+    shard_of = data.draw(st.lists(st.integers(0, n - 1), min_size=size, max_size=size))
+    again = data.draw(st.lists(st.integers(0, n - 1), max_size=len(stored)))
+    stored_twice = stored + stored[: len(again)]
+    shards = shards_as_stored(codec, stored_twice, shard_of + again, n)
+    # When the shards' Query results are merged
+    result = merged(codec, shards, descending)
+    # Then the merge gives every distinct item once, in the table's own order (ties
+    # across shards, epoch_ms_number's same millisecond, by event id)
+    assert result == expected_order(codec, shards, descending)
+
+
+@given(a=times, b=times, ia=ids, ib=ids)
+def test_time_ordered_codecs_order_by_time_first(
+    a: datetime, b: datetime, ia: str, ib: str
+) -> None:
+    def key(codec: SortKeyCodec, ts: datetime, event_id: str) -> str:
+        return codec.order_key(codec.encode(ts, event_id), event_id)
+
+    if a < b:  # microseconds
+        assert key(ISO_TIME_THEN_ID, a, ia) < key(ISO_TIME_THEN_ID, b, ib)
+    if epoch_ms(a) < epoch_ms(b):  # the epoch codec's resolution
+        assert key(EPOCH_MS_NUMBER, a, ia) < key(EPOCH_MS_NUMBER, b, ib)
+
+
+@given(ts=times, start=times, span=st.integers(1, 10**12), event_id=ids)
+def test_window_selects_exactly_the_events_in_it(
+    ts: datetime, start: datetime, span: int, event_id: str
+) -> None:
+    # Whole milliseconds: epoch_ms_number resolves windows to the millisecond.
+    ts, start = (t.replace(microsecond=t.microsecond // 1000 * 1000) for t in (ts, start))
+    end = min(start + timedelta(milliseconds=span), datetime(9999, 12, 31, tzinfo=UTC))
+    inside = start <= ts < end
+    for codec in (ISO_TIME_THEN_ID, EPOCH_MS_NUMBER):
+        lo, hi = codec.window(start, end)
+        sk = codec.encode(ts, event_id)
+        between = table_order(codec, lo) <= table_order(codec, sk) <= table_order(codec, hi)
+        assert between == inside, codec
+
+
+def test_open_windows_take_every_time() -> None:
+    first, last = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    lo, hi = EPOCH_MS_NUMBER.window(None, None)
+    assert int(lo) == epoch_ms(first) and int(hi) >= epoch_ms(last)
+    assert ISO_TIME_THEN_ID.window(None, None) == ("0", ":")
+
+
+def test_epoch_order_key_round_trips_and_reads_other_number_spellings() -> None:
+    key = EPOCH_MS_NUMBER.order_key("1E+3", "e")
+    assert key == EPOCH_MS_NUMBER.order_key("1000", "e")
+    assert EPOCH_MS_NUMBER.sort_key_of(key) == "1000"
+    assert EPOCH_MS_NUMBER.time_of(key) == datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
+    with pytest.raises(InvalidInputError, match="not whole epoch milliseconds"):
+        EPOCH_MS_NUMBER.order_key("1.5", "e")
+
+
+def test_plain_string_takes_no_time_window_and_keeps_the_sort_key_limit() -> None:
+    assert PLAIN_STRING.window(None, None) is None
+    with pytest.raises(InvalidInputError, match="cannot select a time window") as caught:
+        PLAIN_STRING.window(datetime(2013, 1, 1, tzinfo=UTC), None)
+    assert caught.value.field == "from"
+    with pytest.raises(KeyLimitExceededError, match="1025 bytes"):
+        PLAIN_STRING.encode(datetime(2013, 1, 1, tzinfo=UTC), "x" * 1025)
+
+
+def test_codec_named_knows_the_three_and_names_them_on_a_typo() -> None:
+    assert codec_named("plain_string") is PLAIN_STRING
+    with pytest.raises(InvalidInputError, match="iso_time_then_id, epoch_ms_number, plain_string"):
+        codec_named("epoch")
+
+
+def test_the_default_schema_is_dynashards_own_table() -> None:
+    assert TableSchema() == DEFAULT_SCHEMA
+    assert DEFAULT_SCHEMA.is_default and DEFAULT_SCHEMA.gsi_unavailable() == ""
+    assert DEFAULT_SCHEMA.reserved == {
+        "PK", "SK", "GSI1PK", "GSI1SK", "key", "id", "ts", "shard", "data"
+    }  # fmt: skip
+    assert not TableSchema(payload=Payload.FLAT).is_default
+
+
+def test_a_schema_refuses_one_attribute_in_two_roles_and_empty_names() -> None:
+    with pytest.raises(InvalidInputError, match="sort_key and ts_attr are both 'ts'"):
+        TableSchema(sort_key="ts")
+    with pytest.raises(InvalidInputError, match="id_attr must name an attribute"):
+        TableSchema(id_attr="")
+    # A flat payload frees the data attribute's name; no GSI frees the GSI's.
+    assert "data" not in TableSchema(payload=Payload.FLAT).reserved
+    assert TableSchema(gsi_name="", sort_key="GSI1SK").gsi_name is None
+
+
+def test_gsi_reads_are_refused_where_they_are_not_covered() -> None:
+    assert "no GSI" in TableSchema(gsi_name=None).gsi_unavailable()
+    assert "epoch_ms_number" in TableSchema(sort_key_codec=EPOCH_MS_NUMBER).gsi_unavailable()
+
+
+def describe(
+    pk: tuple[str, str] = ("PK", "S"),
+    sk: tuple[str, str] | None = ("SK", "S"),
+    gsi: tuple[str, str, str, str] | None = ("GSI1PK", "S", "GSI1SK", "S"),
+) -> dict[str, object]:
+    types = {pk[0]: pk[1]}
+    key_schema = [{"AttributeName": pk[0], "KeyType": "HASH"}]
+    if sk is not None:
+        types[sk[0]] = sk[1]
+        key_schema.append({"AttributeName": sk[0], "KeyType": "RANGE"})
+    table: dict[str, object] = {"TableName": "t", "KeySchema": key_schema}
+    if gsi is not None:
+        types[gsi[0]], types[gsi[2]] = gsi[1], gsi[3]
+        table["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": "GSI1",
+                "KeySchema": [
+                    {"AttributeName": gsi[0], "KeyType": "HASH"},
+                    {"AttributeName": gsi[2], "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ]
+    table["AttributeDefinitions"] = [
+        {"AttributeName": n, "AttributeType": t} for n, t in types.items()
+    ]
+    return table
+
+
+def test_schema_mismatches_names_each_difference() -> None:
+    assert schema_mismatches(describe(), DEFAULT_SCHEMA) == []
+    assert schema_mismatches(describe(sk=("SK", "N")), DEFAULT_SCHEMA) == [
+        "table 't': sort key is 'SK' (N), the schema says 'SK' (S)"
+    ]
+    epoch = TableSchema(sort_key_codec=EPOCH_MS_NUMBER, gsi_name=None)
+    assert schema_mismatches(describe(sk=("SK", "N"), gsi=None), epoch) == []
+    assert schema_mismatches(describe(gsi=("G", "S", "GSI1SK", "S")), DEFAULT_SCHEMA) == [
+        "table 't' GSI 'GSI1': partition key is 'G' (S), the schema says 'GSI1PK' (S)"
+    ]
+    assert schema_mismatches(describe(gsi=None), DEFAULT_SCHEMA) == ["table 't': has no GSI 'GSI1'"]
