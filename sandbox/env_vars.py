@@ -11,7 +11,7 @@ switches that keep metrics and traces in the process on top.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -161,9 +161,29 @@ def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
         Inside the block the variables are set; ``AWS_SESSION_TOKEN`` and
         ``AWS_PROFILE`` are removed so the dummy credentials are used.
     """
-    saved = {k: os.environ.get(k) for k in [*values, "AWS_SESSION_TOKEN", "AWS_PROFILE"]}
-    os.environ.pop("AWS_SESSION_TOKEN", None)
-    os.environ.pop("AWS_PROFILE", None)
+    with environ_set(values, drop=("AWS_SESSION_TOKEN", "AWS_PROFILE")):
+        yield
+
+
+@contextmanager
+def environ_set(values: Mapping[str, str], drop: Sequence[str] = ()) -> Iterator[None]:
+    """Set ``values`` and remove ``drop`` in ``os.environ`` for a block, then restore both.
+
+    Parameters
+    ----------
+    values : mapping of str to str
+        Variables to set.
+    drop : sequence of str
+        Variables to remove.
+
+    Yields
+    ------
+    None
+        Inside the block.
+    """
+    saved = {k: os.environ.get(k) for k in [*values, *drop]}
+    for key in drop:
+        os.environ.pop(key, None)
     os.environ.update(values)
     try:
         yield

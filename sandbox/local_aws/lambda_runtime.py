@@ -35,7 +35,6 @@ import contextlib
 import importlib.util
 import itertools
 import logging
-import os
 import sys
 import threading
 import time
@@ -69,17 +68,10 @@ def _module_environment(values: Mapping[str, str]) -> Iterator[None]:
     if not values:
         yield
         return
-    with _MODULE_ENV_LOCK:
-        saved = {k: os.environ.get(k) for k in values}
-        os.environ.update(values)
-        try:
-            yield
-        finally:
-            for key, old in saved.items():
-                if old is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = old
+    from sandbox.env_vars import environ_set
+
+    with _MODULE_ENV_LOCK, environ_set(values):
+        yield
 
 
 def load_module_copy(module_name: str) -> ModuleType:
