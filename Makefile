@@ -105,7 +105,7 @@ docs: install ## build the documentation site (mkdocs.yml, docs/) into site/, st
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench bench-hot-key bench-emulator bench-ingest bench-reads bench-cold-start bench-memory bench-charts bench-report
+.PHONY: bench bench-fleet bench-hot-key bench-emulator bench-ingest bench-reads bench-cold-start bench-memory bench-charts bench-report
 # The benchmarks `make bench` runs, in this order (about 15 minutes on 2 cores, the sum of
 # their JSONs' wall times). One that exits non-zero (cold start and memory do when a target
 # is missed) does not stop the others; the report then says which targets are missed, and a
@@ -139,6 +139,9 @@ bench-cold-start: install ## cold-start benchmark (import + first call of each h
 
 bench-memory: install ## memory benchmark (peak RSS per handler: 1,000-record batches, a 64-shard read; the Lambda memory sizes derived from it) -> bench/results/memory.json
 	$(PY) -m bench memory
+
+bench-fleet: install ## fleet simulation: 10,000 keys for an emulated hour, in emulated time (no DynamoDB Local), the library's scaler against the emulator's key-range buckets, five policies -> bench/results/fleet.json
+	$(PY) -m bench fleet
 
 bench-charts: install ## redraw the benchmarks' PNG charts from bench/results/*.json (runs nothing)
 	$(PY) -m bench charts

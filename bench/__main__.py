@@ -31,6 +31,7 @@ BENCHMARKS = {
     "gsi-reads": "bench.gsi_reads",
     "bucketed-reads": "bench.bucketed_reads",
     "growth-config": "bench.growth_config",
+    "fleet": "bench.fleet",
 }
 #: Not benchmarks: they read the results the benchmarks wrote and run nothing.
 TOOLS = {

@@ -24,6 +24,7 @@ bucket is full, and the long-run rate is still the limit.
 from __future__ import annotations
 
 import enum
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -210,6 +211,36 @@ class TokenBucket:
             True when the bucket holds at least ``min(units, capacity)``.
         """
         return self.level(now) + _EPS >= min(units, self.capacity)
+
+    def admissible(self, units: float, count: int, now: float) -> int:
+        """Return how many of ``count`` requests of ``units`` each are admitted now, in a row.
+
+        The same answer as calling :meth:`can_take` then :meth:`take` ``count`` times at
+        ``now`` and counting the admitted ones (a refused request takes nothing, so every
+        later one is refused too), in closed form; nothing is taken.
+
+        Parameters
+        ----------
+        units : float
+            Cost of each request, ``>= 0``.
+        count : int
+            Requests, ``>= 0``.
+        now : float
+            Current time, seconds.
+
+        Returns
+        -------
+        int
+            In ``0..count``.
+        """
+        if count <= 0:
+            return 0
+        level, need = self.level(now), min(units, self.capacity)
+        if level + _EPS < need:
+            return 0
+        if units <= 0:
+            return count
+        return min(count, math.floor((level + _EPS - need) / units) + 1)
 
     def take(self, units: float, now: float) -> None:
         """Take ``units`` (the bucket may go into debt).
@@ -483,6 +514,53 @@ class Limiter:
         if not violations:
             self.consume(operation, charges, now)
         return violations
+
+    def admit_requests(
+        self,
+        operation: Operation,
+        resource: Resource,
+        key: str,
+        units: float,
+        count: int,
+        now: float,
+    ) -> int:
+        """Admit up to ``count`` equal requests on one partition key value; return how many.
+
+        The pure entry point of a simulation that moves many requests per step: the
+        result, and the tokens taken, are those of ``count`` successive
+        :meth:`admit` calls at ``now``, each charging ``units`` to ``key`` of
+        ``resource`` (its key-range bucket and, when set, the resource-level one).
+
+        Parameters
+        ----------
+        operation : Operation
+            Read or write.
+        resource : Resource
+            Table or GSI.
+        key : str
+            Partition key value.
+        units : float
+            Capacity units of each request.
+        count : int
+            Requests, ``>= 0``.
+        now : float
+            Current time, seconds.
+
+        Returns
+        -------
+        int
+            Requests admitted (the first ones); the rest are throttled (key range, or
+            the resource's limit).
+        """
+        buckets = [self._key_bucket(operation, resource, key, now)]
+        resource_bucket = self._resource_bucket(operation, resource, now)
+        if resource_bucket is not None:
+            buckets.append(resource_bucket)
+        admitted = min(b.admissible(units, count, now) for b in buckets)
+        if admitted:
+            for bucket in buckets:
+                bucket.take(units * admitted, now)
+        return admitted
 
     def sweep(self, now: float, max_keys: int = 200_000) -> int:
         """Drop full key buckets when there are more than ``max_keys`` (bounds memory).

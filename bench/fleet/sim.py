@@ -1,0 +1,383 @@
+"""The fleet simulation: workloads, policies and the per-second loop, in emulated time.
+
+Each emulated second every logical key is offered write units (1-WCU requests); its
+writers spread them evenly over the shards their cached count names (a cache turns over
+within ``metadata_cache_ttl_s`` of a change, linearly); a key whose busiest shard gets
+more than a key range takes goes through the emulator's own token buckets
+(:meth:`sandbox.emulator.limits.Limiter.admit_requests`), and what they refuse is retried
+the next second, up to ``write_max_attempts`` attempts, then lost. Every minute the
+figures go to :class:`~bench.fleet.cloud.Figures`; the alarm of
+``infra.alarm_specs.SCALER_ALARMS`` is evaluated (:meth:`AlarmSpec.is_breaching`) and
+the scaler runs: the library's own :func:`dynashard.planning.sweep.sweep` (growth and
+shrink) on :class:`~dynashard.dynamodb.shard_metadata.ShardMetadata` over an in-memory
+table, with the library's Contributor Insights adapters over a fake CloudWatch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from bench.fleet.cloud import (
+    EPOCH0,
+    FakeCloudWatch,
+    FakeDynamoDB,
+    Figures,
+    MemoryMetadataStore,
+    Minute,
+)
+from dynashard.cloudwatch.insights import ContributorInsightsHotKeySource, InsightRuleOfferedLoad
+from dynashard.core.throttling import WRITE_KEY_RANGE_METRIC
+from dynashard.dynamodb.shard_metadata import ShardMetadata
+from dynashard.lambda_kit.settings import FunctionSettings
+from dynashard.planning import scaling, shards, sweep
+from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES
+from sandbox.emulator.limits import Limiter, Operation, Resource
+
+#: The policies, side by side.
+POLICIES = ("none", "static", "blog", "dynashard", "oracle")
+Policy = Literal["none", "static", "blog", "dynashard", "oracle"]
+#: The article's static N (its usage example's 20, as in bench/ingest.py).
+STATIC_N = 20
+#: The table-level write alarm: the only one this simulation can breach (no reads, no GSI).
+WRITE_ALARM = next(s for s in SCALER_ALARMS if s.metric_name == WRITE_KEY_RANGE_METRIC)
+
+#: The library's planning functions the simulation calls (a test checks they are the library's).
+PLANNERS: dict[str, Callable[..., Any]] = {
+    "sweep": sweep.sweep,
+    "loads_by_logical_key": shards.loads_by_logical_key,
+    "plan_shard_count": shards.plan_shard_count,
+}
+
+
+# --- workloads -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Workload:
+    """Offered WCU/s per logical key over time, seeded.
+
+    Attributes
+    ----------
+    name : str
+        ``zipf`` (a) or ``flash`` (c).
+    base : ndarray
+        Per key, its steady load, WCU/s.
+    flash_key : int or None
+        The key of a flash crowd.
+    seed : int
+        Seed of the key ranks.
+    """
+
+    name: str
+    base: np.ndarray
+    flash_key: int | None
+    seed: int
+    description: str
+
+    def offered(self, t: int, limit: float) -> np.ndarray:
+        """Return the load of every key at second ``t``, WCU/s."""
+        if self.flash_key is None:
+            return self.base
+        load = self.base.copy()
+        # (c) 0.5 -> 200 x a partition in 60 s, from second 120 on.
+        ramp = min(1.0, max(0.0, (t - 120) / 60.0))
+        load[self.flash_key] = limit * (0.5 + ramp * (200.0 - 0.5))
+        return load
+
+
+def zipf_loads(keys: int, hottest: float, exponent: float, rng: np.random.Generator) -> np.ndarray:
+    """Return Zipf loads over ``keys`` keys in a seeded random order, the hottest at ``hottest``."""
+    ranks = rng.permutation(keys) + 1
+    return hottest / ranks.astype(float) ** exponent
+
+
+def workload(name: str, keys: int, seed: int, limit: float) -> Workload:
+    """Build workload (a) ``zipf`` or (c) ``flash``."""
+    rng = np.random.default_rng(seed)
+    if name == "zipf":
+        base = zipf_loads(keys, 64 * limit, 1.1, rng)
+        text = f"(a) {keys} keys, Zipf 1.1, the hottest at 64 x {limit:g} WCU/s"
+        return Workload(name, base, None, seed, text)
+    if name == "flash":
+        base = zipf_loads(keys, 0.5 * limit, 1.1, rng)
+        flash = int(np.argmax(base))
+        text = (
+            f"(c) {keys} keys, Zipf 1.1 with the hottest at 0.5 x {limit:g} WCU/s; that key "
+            "ramps linearly from 0.5 to 200 x a partition over seconds 120..180, then stays"
+        )
+        return Workload(name, base, flash, seed, text)
+    raise ValueError(f"unknown workload {name!r}")
+
+
+# --- the run --------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """One workload under one policy: the state and the tallies."""
+
+    policy: Policy
+    load: Workload
+    settings: FunctionSettings
+    in_band: bool
+    delay_minutes: int = 1
+    keys: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        k = len(self.load.base)
+        self.keys = [f"K{i:05d}" for i in range(k)]
+        self.index = {key: i for i, key in enumerate(self.keys)}
+        self.limit = self.settings.partition_wcu
+        self.attempts = self.settings.write_max_attempts
+        self.ttl = max(1e-9, self.settings.metadata_cache_ttl_s)
+        start = STATIC_N if self.policy == "static" else self.settings.default_shards
+        self.n_old = np.full(k, start, dtype=np.int64)
+        self.n_new = self.n_old.copy()
+        self.t_change = np.full(k, -1e9)
+        self.n_meta = self.n_old.copy()
+        self.backlog: dict[int, list[float]] = {}
+        self.now = float(EPOCH0)
+        self.figures = Figures(self.keys, self.delay_minutes)
+        self.limiter = Limiter(partition_wcu=self.limit)
+        self.table = Resource(self.settings.data_table)
+        self.store = MemoryMetadataStore(self._changed)
+        for key in self.keys:  # writers create every key's item on its first write
+            self.store.create(key, int(start), EPOCH0)
+        self.store.reads = self.store.writes = 0
+        self.meta = ShardMetadata(
+            self.store,
+            default_shards=self.settings.default_shards,
+            max_shards=self.settings.max_shards,
+            cooldown_s=self.settings.cooldown_s,
+            cache_ttl_s=self.settings.metadata_cache_ttl_s,
+            clock=lambda: self.now,
+            sleep=lambda _s: None,
+        )
+        self.cloudwatch = FakeCloudWatch(self.figures, self.settings.data_table, "write-load-rule")
+        self.dynamodb = FakeDynamoDB(self.settings.data_table)
+        self.alarm_state = "OK"
+        self.invocations = 0
+        self.scaler_runs: list[dict[str, Any]] = []
+        # tallies
+        self.offered = np.zeros(k)
+        self.written = np.zeros(k)
+        self.throttled_requests = 0.0
+        self.lost = 0.0
+        self.shard_seconds = 0.0
+        self.peak = np.zeros(k)
+        self.first_need = np.full(k, -1)
+        self.last_throttled = np.full(k, -1)
+        self.streak = np.zeros(k, dtype=np.int64)
+        self.max_streak = np.zeros(k, dtype=np.int64)
+        self.ci_calls_per_minute: list[int] = []
+
+    # the writers' counts follow the metadata table, through their caches
+    def _changed(self, key: str, previous: int, count: int, now: int) -> None:
+        i = self.index[key]
+        self.n_old[i] = self._writers_count(i)
+        self.n_new[i] = count
+        self.t_change[i] = self.now
+        self.n_meta[i] = count
+
+    def _writers_count(self, i: int) -> int:
+        f = (self.now - self.t_change[i]) / self.ttl
+        return int(self.n_new[i] if f >= 1 else self.n_old[i])
+
+    def step(self, t: int, minute: Minute) -> None:
+        """Simulate second ``t``."""
+        self.now = float(EPOCH0 + t)
+        load = self.load.offered(t, self.limit)
+        if self.policy == "oracle":
+            need = np.maximum(
+                1, np.ceil(load / (self.limit * self.settings.target_utilization))
+            ).astype(np.int64)
+            self.n_old = self.n_new = self.n_meta = need
+            self.t_change = np.full(len(load), -1e9)
+        f = np.clip((self.now - self.t_change) / self.ttl, 0.0, 1.0)
+        w_lo = (1 - f) / self.n_old + f / self.n_new
+        w_hi = np.where(self.n_new > self.n_old, f / self.n_new, (1 - f) / self.n_old)
+        n_lo = np.minimum(self.n_old, self.n_new)
+        n_hi = np.maximum(self.n_old, self.n_new)
+        self.offered += load
+        minute.offered += load
+        self.shard_seconds += float(self.n_meta.sum())
+        self.peak = np.maximum(self.peak, load)
+        needs = (load > self.limit) & (self.first_need < 0)
+        self.first_need[needs] = t
+        hot = np.flatnonzero(load * w_lo > self.limit * (1 - 1e-9))
+        hot_set = set(hot.tolist()) | set(self.backlog)
+        cold = np.ones(len(load), dtype=bool)
+        cold[list(hot_set)] = False
+        written = np.where(cold, load, 0.0)
+        minute.cons_lo += np.where(cold, load * w_lo, 0.0)
+        minute.cons_hi += np.where(cold, load * w_hi, 0.0)
+        throttled_now: list[int] = []
+        for i in sorted(hot_set):
+            classes = [float(load[i]), *self.backlog.get(i, [0.0] * (self.attempts - 1))]
+            attempts = sum(classes)
+            shard_counts = [
+                round(attempts * (w_lo[i] if s < n_lo[i] else w_hi[i])) for s in range(n_hi[i])
+            ]
+            admitted_lo = admitted_hi = 0
+            for s, count in enumerate(shard_counts):
+                got = self.limiter.admit_requests(
+                    Operation.WRITE, self.table, f"{self.keys[i]}#{s}", 1.0, count, self.now
+                )
+                if s < n_lo[i]:
+                    admitted_lo += got
+                else:
+                    admitted_hi += got
+            asked = max(1, sum(shard_counts))
+            share = (admitted_lo + admitted_hi) / asked
+            rejected = [c * (1 - share) for c in classes]
+            written[i] = attempts * share
+            self.lost += rejected[-1]
+            refused = sum(rejected)
+            self.throttled_requests += refused
+            minute.throttle_events += refused
+            lo_count = sum(shard_counts[: n_lo[i]])
+            hi_count = sum(shard_counts[n_lo[i] :])
+            minute.cons_lo[i] += admitted_lo / max(1, n_lo[i])
+            minute.thr_lo[i] += (lo_count - admitted_lo) / max(1, n_lo[i])
+            if n_hi[i] > n_lo[i]:
+                minute.cons_hi[i] += admitted_hi / (n_hi[i] - n_lo[i])
+                minute.thr_hi[i] += (hi_count - admitted_hi) / (n_hi[i] - n_lo[i])
+            carried = [0.0, *rejected[:-1]][1:]
+            if sum(carried) > 0.5:
+                self.backlog[i] = carried
+            else:
+                self.backlog.pop(i, None)
+            if refused > 0.5:
+                throttled_now.append(i)
+        self.written += written
+        minute.n_lo, minute.n_hi = n_lo.copy(), n_hi.copy()
+        mask = np.zeros(len(load), dtype=bool)
+        mask[throttled_now] = True
+        self.last_throttled[mask] = t
+        self.streak = np.where(mask, self.streak + 1, 0)
+        self.max_streak = np.maximum(self.max_streak, self.streak)
+        if self.in_band and self.policy == "dynashard":
+            for i in throttled_now:
+                self.meta.request_growth(self.keys[i])
+
+    # --- the scaler ---------------------------------------------------------------------
+    def _alarm(self, end_minute: int) -> scaling.Alarm:
+        end = datetime.fromtimestamp(EPOCH0 + 60 * (end_minute + 1), UTC)
+        alarm = scaling.Alarm(
+            name=f"fleet-{WRITE_ALARM.id}",
+            state=scaling.ALARM_STATE,
+            timestamp=datetime.fromtimestamp(self.now, UTC),
+            window_s=WRITE_ALARM.period_s,
+            metric_names=(WRITE_ALARM.metric_name,),
+            table_name=self.settings.data_table,
+        )
+        start = datetime.fromtimestamp(EPOCH0 + 60 * end_minute, UTC)
+        return scaling.with_evaluated_window(alarm, (start, end))
+
+    def minute_end(self, minute_index: int) -> None:
+        """Evaluate the alarm and run the scaler as the stack does, at a minute's end."""
+        calls_before = self.cloudwatch.calls["GetInsightRuleReport"]
+        published = minute_index - self.delay_minutes
+        if self.policy in ("blog", "dynashard") and published >= 0:
+            points = [m.throttle_events or None for m in self.figures.minutes[: published + 1]]
+            breaching = WRITE_ALARM.is_breaching(points)
+            alarm = self._alarm(published)
+            if breaching and self.alarm_state != "ALARM":
+                self._invoke([alarm], shrink=False)  # the alarm action, on the state change
+            self.alarm_state = "ALARM" if breaching else "OK"
+            if (minute_index + 1) % SWEEP_RATE_MINUTES == 0:  # the schedule's sweep
+                self._invoke([alarm] if breaching else [], shrink=True)
+        self.ci_calls_per_minute.append(
+            self.cloudwatch.calls["GetInsightRuleReport"] - calls_before
+        )
+
+    def _invoke(self, due: list[scaling.Alarm], shrink: bool) -> None:
+        self.invocations += 1
+        hot_keys = ContributorInsightsHotKeySource(self.cloudwatch, self.dynamodb)  # type: ignore[arg-type]
+        offered = InsightRuleOfferedLoad("write-load-rule", self.cloudwatch)  # type: ignore[arg-type]
+        port = _Port(self.meta)
+        now = datetime.fromtimestamp(self.now, UTC)
+        if self.policy == "blog":
+            for alarm in due:
+                grow_one_per_cooldown(alarm, port, hot_keys)
+            return
+        run = PLANNERS["sweep"](
+            now,
+            due,
+            port=lambda: port,
+            hot_keys=lambda: hot_keys,
+            offered_load=lambda: offered,
+            history=offered if shrink else None,
+            shrinker=lambda: port,
+            settings=self.settings,
+        )
+        if run.grown or run.shrink.shrunk:
+            self.scaler_runs.append(
+                {
+                    "t_s": int(self.now - EPOCH0),
+                    "grown": len(run.grown),
+                    "shrunk": len(run.shrink.shrunk),
+                }
+            )
+
+
+class _Port:
+    """ScalerPort and ShrinkPort over the library's ShardMetadata (as the facade does)."""
+
+    def __init__(self, meta: ShardMetadata) -> None:
+        self.meta = meta
+
+    def shard_info(self, key: str) -> Any:
+        return self.meta.for_reader(key)
+
+    def grow(self, key: str, target: int, *, reason: Any = None) -> Any:
+        return self.meta.grow(key, target, reason=reason)
+
+    def shrink(self, key: str, target: int) -> Any:
+        return self.meta.shrink(key, target)
+
+    def sharded_keys(self) -> Any:
+        return self.meta.sharded_keys()
+
+
+def grow_one_per_cooldown(
+    alarm: scaling.Alarm, port: _Port, hot_keys: ContributorInsightsHotKeySource
+) -> None:
+    """The AWS blog's policy: every throttled key Contributor Insights names gets N + 1.
+
+    The same alarm, hot-key report, mapping and conditional update (cooldown) as the
+    library's; only the target differs: ``N + 1`` rather than what the load needs.
+    """
+    table = alarm.table_name or ""
+    hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.end)
+    throttled = [h for h in hot if h.throttled_events > 0]
+    loads, _ = PLANNERS["loads_by_logical_key"](throttled)
+    for key in loads:
+        info = port.shard_info(key)
+        if info.stored:
+            port.grow(key, info.number_of_shards + 1, reason="write")
+
+
+def simulate(
+    policy: Policy,
+    load: Workload,
+    seconds: int,
+    settings: FunctionSettings,
+    in_band: bool,
+    delay_minutes: int = 1,
+) -> Run:
+    """Run one workload under one policy for ``seconds`` emulated seconds."""
+    run = Run(policy, load, settings, in_band, delay_minutes)
+    k = len(load.base)
+    for m in range(math.ceil(seconds / 60)):
+        z = [np.zeros(k) for _ in range(5)]
+        minute = Minute(z[0], z[1], z[2], z[3], z[4], np.ones(k, np.int64), np.ones(k, np.int64))
+        run.figures.minutes.append(minute)
+        for t in range(60 * m, min(seconds, 60 * (m + 1))):
+            run.step(t, minute)
+        run.now = float(EPOCH0 + 60 * (m + 1))
+        run.figures.now = run.now
+        run.minute_end(m)
+    return run
