@@ -359,8 +359,8 @@ class PlainString(SortKeyCodec):
         if start is not None or end is not None:
             raise InvalidInputError(
                 "from" if start is not None else "to",
-                f"the table's sort key (codec {self.name}) holds the event id, not its time: "
-                "it cannot select a time window; read without from and to",
+                f"the table's sort key (codec {self.name}) holds the event id, not its time, "
+                "so no time window can be read from it; read without from and to",
             )
         return None
 
