@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from dynashard import names
 from dynashard.core.buckets import TimeBucket, parse_time_buckets
 from dynashard.core.families import parse_bucketed_keys
+from dynashard.core.schema import Payload, TableSchema, codec_named
 from dynashard.lambda_kit.key_settings import KeySetting, check_key_settings, parse_key_settings
 
 if TYPE_CHECKING:
@@ -45,6 +47,23 @@ FUNCTION_MEMORY_MB: dict[str, int] = {
     "ingest_stream": 1280,
     "query": 1152,
     "scaler": 640,
+}
+
+#: The data table's key schema (:class:`dynashard.core.schema.TableSchema`): each
+#: :class:`DynashardParameters` field and the environment variable it is rendered into.
+SCHEMA_ENV: dict[str, str] = {
+    "partition_key_attr": names.ENV_PARTITION_KEY_ATTR,
+    "sort_key_attr": names.ENV_SORT_KEY_ATTR,
+    "sort_key_codec": names.ENV_SORT_KEY_CODEC,
+    "gsi_name": names.ENV_GSI_NAME,
+    "gsi_partition_key_attr": names.ENV_GSI_PARTITION_KEY_ATTR,
+    "gsi_sort_key_attr": names.ENV_GSI_SORT_KEY_ATTR,
+    "key_attr": names.ENV_KEY_ATTR,
+    "id_attr": names.ENV_ID_ATTR,
+    "ts_attr": names.ENV_TS_ATTR,
+    "shard_attr": names.ENV_SHARD_ATTR,
+    "data_attr": names.ENV_DATA_ATTR,
+    "payload": names.ENV_PAYLOAD,
 }
 
 #: Stages treated as throw-away: tables are destroyed with the stack, no deletion
@@ -192,6 +211,34 @@ class DynashardParameters(BaseModel):
         runs race on the metadata table. Lambda keeps at least 100 of an account's
         concurrency unreserved, so an account whose limit is the new-account 10 must
         raise its quota first ("Lambda quotas", AWS Lambda Developer Guide).
+    partition_key_attr, sort_key_attr : str or None
+        The data table's partition and sort key attributes
+        (``DYNASHARD_PARTITION_KEY_ATTR``, ``DYNASHARD_SORT_KEY_ATTR``); None (default):
+        dynashard's own ``PK`` and ``SK``. The schema fields below are for a table brought
+        by its owner (:class:`dynashard.core.schema.TableSchema`); each is rendered into
+        the functions' environment only when set, and a schema other than the default
+        makes the functions check the table's key schema at cold start
+        (``DescribeTable``, which their roles are then allowed).
+    sort_key_codec : str or None
+        How the sort key orders items (``DYNASHARD_SORT_KEY_CODEC``):
+        ``iso_time_then_id`` (``S``, ``{ts}#{id}``; the default), ``epoch_ms_number``
+        (``N``, epoch milliseconds) or ``plain_string`` (``S``, the event id).
+    gsi_name : str or None
+        The time-bucket GSI (``DYNASHARD_GSI_NAME``); ``""``: the table has none; None
+        (default): ``GSI1``. Its alarms, grants and graphs use this name.
+    gsi_partition_key_attr, gsi_sort_key_attr : str or None
+        The GSI's key attributes (``DYNASHARD_GSI_PARTITION_KEY_ATTR``,
+        ``DYNASHARD_GSI_SORT_KEY_ATTR``); None (default): ``GSI1PK``, ``GSI1SK``.
+    key_attr, id_attr, ts_attr, shard_attr : str or None
+        Attributes of an event's logical key, id, time and shard (``DYNASHARD_KEY_ATTR``,
+        ``DYNASHARD_ID_ATTR``, ``DYNASHARD_TS_ATTR``, ``DYNASHARD_SHARD_ATTR``); None
+        (default): ``key``, ``id``, ``ts``, ``shard``.
+    data_attr : str or None
+        The payload's map attribute when ``payload`` is ``nested``
+        (``DYNASHARD_DATA_ATTR``); None (default): ``data``.
+    payload : str or None
+        ``nested`` (the event's ``data`` in one map attribute; the default) or ``flat``
+        (each field an attribute of the item) (``DYNASHARD_PAYLOAD``).
 
     Raises
     ------
@@ -239,8 +286,35 @@ class DynashardParameters(BaseModel):
     function_memory_mb: int | None = Field(default=None, ge=128, le=10_240)
     function_timeout_s: int = Field(default=30, ge=1, le=900)
     scaler_reserved_concurrency: int = Field(default=2, ge=1, le=1000)
+    partition_key_attr: str | None = None
+    sort_key_attr: str | None = None
+    sort_key_codec: str | None = None
+    gsi_name: str | None = None
+    gsi_partition_key_attr: str | None = None
+    gsi_sort_key_attr: str | None = None
+    key_attr: str | None = None
+    id_attr: str | None = None
+    ts_attr: str | None = None
+    shard_attr: str | None = None
+    data_attr: str | None = None
+    payload: Literal["nested", "flat"] | None = None
 
-    @field_validator("function_memory_mb", "shrink_utilization", mode="before")
+    @field_validator(
+        "function_memory_mb",
+        "shrink_utilization",
+        "partition_key_attr",
+        "sort_key_attr",
+        "sort_key_codec",
+        "gsi_partition_key_attr",
+        "gsi_sort_key_attr",
+        "key_attr",
+        "id_attr",
+        "ts_attr",
+        "shard_attr",
+        "data_attr",
+        "payload",
+        mode="before",
+    )
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         """Read ``""`` or ``none`` (as typed on a command line) as "not set"."""
@@ -272,6 +346,7 @@ class DynashardParameters(BaseModel):
         ):
             raise ValueError("shrink_utilization must be below target_utilization")
         parse_time_buckets(self.time_buckets)  # InvalidInputError is a ValueError
+        self.table_schema  # noqa: B018 -- the library's own checks, its own message
         parse_bucketed_keys(self.bucketed_keys)
         check_key_settings(self.key_settings)
         for i, setting in enumerate(self.key_settings):
@@ -324,6 +399,63 @@ class DynashardParameters(BaseModel):
             return self.function_memory_mb
         size: int = getattr(self, own)
         return size
+
+    @property
+    def table_schema(self) -> TableSchema:
+        """The data table's key schema: each field not set is the library's default.
+
+        Raises
+        ------
+        dynashard.errors.InvalidInputError
+            As :class:`~dynashard.core.schema.TableSchema` and
+            :func:`~dynashard.core.schema.codec_named` do (an unknown codec, an empty
+            name, two roles on one attribute).
+
+        Examples
+        --------
+        >>> DynashardParameters().table_schema.is_default
+        True
+        >>> DynashardParameters(sort_key_codec="epoch_ms_number").table_schema.sort_key_type
+        'N'
+        """
+        given: dict[str, Any] = {}
+        fields = {
+            "partition_key_attr": "partition_key",
+            "sort_key_attr": "sort_key",
+            "gsi_partition_key_attr": "gsi_partition_key",
+            "gsi_sort_key_attr": "gsi_sort_key",
+            "key_attr": "key_attr",
+            "id_attr": "id_attr",
+            "ts_attr": "ts_attr",
+            "shard_attr": "shard_attr",
+            "data_attr": "data_attr",
+        }
+        for name, role in fields.items():
+            value = getattr(self, name)
+            if value is not None:
+                given[role] = value
+        if self.sort_key_codec is not None:
+            given["sort_key_codec"] = codec_named(self.sort_key_codec)
+        if self.gsi_name is not None:
+            given["gsi_name"] = self.gsi_name or None
+        if self.payload is not None:
+            given["payload"] = Payload(self.payload)
+        return TableSchema(**given)
+
+    @property
+    def schema_environment(self) -> dict[str, str]:
+        """The schema's environment variables, each only when its field is set.
+
+        Returns
+        -------
+        dict of str to str
+            ``{DYNASHARD_...: value}`` (:data:`SCHEMA_ENV`); empty for the defaults.
+        """
+        return {
+            env: str(getattr(self, name))
+            for name, env in SCHEMA_ENV.items()
+            if getattr(self, name) is not None
+        }
 
     @property
     def log_retention_name(self) -> str:

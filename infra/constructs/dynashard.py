@@ -19,14 +19,18 @@ said at synth time, not faked:
   ``contributor_insights_enabled=True``; until then the synth warns. For a table the
   stack declares, the table's own ``contributor_insights_specification`` is read, and a
   table without it gets the same warning.
-- The key schema. dynashard writes fixed attribute names (``PK``, ``SK``, ``GSI1PK``,
-  ``GSI1SK``, :mod:`dynashard.names`). A table the stack declares is checked against
-  them when the app is synthesized (an error names what differs); an imported one
-  cannot be read, and the user answers for it.
+- The key schema. dynashard writes the attribute names of its table schema
+  (``DynashardParameters`` ``partition_key_attr``, ``sort_key_attr``,
+  ``sort_key_codec``, ``gsi_name``, ...; by default ``PK``, ``SK``, ``GSI1``,
+  ``GSI1PK``, ``GSI1SK``, :mod:`dynashard.names`). A table the stack declares is
+  checked against them when the app is synthesized (an error names what differs); an
+  imported one cannot be read, and the user answers for it (with a schema other than
+  the default, the functions check it with ``DescribeTable`` when they start).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Final
 
@@ -36,7 +40,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IValidation
 
-from dynashard import names
+from dynashard.core.schema import TableSchema
 from infra.config import DynashardParameters
 from infra.constructs.api import EventsApi
 from infra.constructs.functions import DynashardFunction
@@ -60,24 +64,25 @@ NAME_PREFIX: Final = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 class _DataTableCheck:
     """Checks the data table when the app is synthesized (the whole tree is built then)."""
 
-    def __init__(self, owner: Dynashard, table: dynamodb.ITable, *, gsi1: bool) -> None:
-        self._owner, self._table, self._gsi1 = owner, table, gsi1
+    def __init__(self, owner: Dynashard, table: dynamodb.ITable, *, schema: TableSchema) -> None:
+        self._owner, self._table, self._schema = owner, table, schema
 
     def validate(self) -> list[str]:
         """Return the key-schema errors; warn when Contributor Insights is off."""
         path = self._table.node.path
-        if contributor_insights_state(self._table, gsi1=self._gsi1) is False:
-            where = f"{path} and its {names.GSI1_NAME}" if self._gsi1 else path
+        gsi_name = self._schema.gsi_name
+        if contributor_insights_state(self._table, gsi_name=gsi_name) is False:
+            where = f"{path} and its {gsi_name}" if gsi_name else path
             Annotations.of(self._owner).add_warning_v2(
                 CONTRIBUTOR_INSIGHTS_WARNING,
                 f"Contributor Insights is not enabled on {where}: the scaler finds hot "
                 "partition keys only in its reports, so no shard count grows from the "
                 "throttle alarms. Set contributor_insights_specification on the table"
-                + (f" and on {names.GSI1_NAME}." if self._gsi1 else "."),
+                + (f" and on {gsi_name}." if gsi_name else "."),
             )
         return [
             f"{path} cannot be dynashard's data table: {error}"
-            for error in data_table_errors(self._table, gsi1=self._gsi1)
+            for error in data_table_errors(self._table, schema=self._schema)
         ]
 
 
@@ -111,9 +116,10 @@ class Dynashard(Construct):
         Also build the query function and the ``GET`` routes of the REST API. Default
         False.
     gsi1 : bool
-        Whether the table has GSI1 (default True): its two throttle alarms, the scaler's
-        ``DescribeContributorInsights`` on it, the query function's reads of it and its
-        dashboard graphs. The functions know the index by this name only.
+        Whether the table has its time-bucket GSI (default True), named by the
+        parameters' ``gsi_name`` (``GSI1`` by default; ``""`` says there is none, like
+        False): its two throttle alarms, the scaler's ``DescribeContributorInsights`` on
+        it, the query function's reads of it and its dashboard graphs.
     contributor_insights_enabled : bool, optional
         For an imported table only: True once Contributor Insights is enabled on it (and
         on GSI1) outside CloudFormation, which cannot enable it on a table it does not
@@ -190,8 +196,13 @@ class Dynashard(Construct):
             raise ValueError(
                 f"name_prefix {self.name_prefix!r}: use 1-100 letters, digits, '-' or '_'"
             )
-        self._check_contributor_insights(table, gsi1, contributor_insights_enabled)
-        self.node.add_validation(_DataTableCheck(self, table, gsi1=gsi1))
+        # the data table's GSI: the schema's (GSI1 by default), unless there is none
+        schema = config.table_schema
+        if not gsi1 and schema.gsi_name is not None:
+            schema = dataclasses.replace(schema, gsi_name=None)
+        gsi_name = schema.gsi_name
+        self._check_contributor_insights(table, gsi_name, contributor_insights_enabled)
+        self.node.add_validation(_DataTableCheck(self, table, schema=schema))
 
         self.tables = Tables(self, "Tables", config=config, data_table=table)
         self.layer: lambda_.LayerVersion = DynashardLayer(self, "DynashardLayer").layer
@@ -218,7 +229,7 @@ class Dynashard(Construct):
                     tables=self.tables,
                     layer=self.layer,
                     api=api,
-                    gsi1=gsi1,
+                    gsi_name=gsi_name,
                 )
         self.scaler = Scaler(
             self,
@@ -228,7 +239,7 @@ class Dynashard(Construct):
             layer=self.layer,
             name_prefix=self.name_prefix,
             write_load_rule_name=self.ingest.write_load_rule_name if self.ingest else None,
-            gsi1=gsi1,
+            gsi_name=gsi_name,
         )
         self.monitoring = Monitoring(
             self,
@@ -239,7 +250,7 @@ class Dynashard(Construct):
             api=self.api,
             ingest=self.ingest,
             query=self.query,
-            gsi1=gsi1,
+            gsi_name=gsi_name,
         )
         ingest_functions = (
             (self.ingest.api_function, self.ingest.queue_function, self.ingest.stream_function)
@@ -262,10 +273,10 @@ class Dynashard(Construct):
         )
 
     def _check_contributor_insights(
-        self, table: dynamodb.ITable, gsi1: bool, enabled: bool | None
+        self, table: dynamodb.ITable, gsi_name: str | None, enabled: bool | None
     ) -> None:
         """Refuse a claim about a table the app declares; warn for an imported one not enabled."""
-        declared = contributor_insights_state(table, gsi1=gsi1)
+        declared = contributor_insights_state(table, gsi_name=gsi_name)
         if declared is not None:
             if enabled is not None:
                 raise ValueError(
@@ -275,7 +286,7 @@ class Dynashard(Construct):
             return  # read again, and warned about, when the app is synthesized
         if enabled:
             return
-        index = f" --index-name {names.GSI1_NAME}" if gsi1 else ""
+        index = f" --index-name {gsi_name}" if gsi_name else ""
         Annotations.of(self).add_warning_v2(
             CONTRIBUTOR_INSIGHTS_WARNING,
             f"{table.node.path} is imported: CloudFormation cannot enable Contributor "
@@ -284,6 +295,6 @@ class Dynashard(Construct):
             "until it is on. Enable it (aws dynamodb update-contributor-insights "
             "--table-name <name> --contributor-insights-action ENABLE "
             "--contributor-insights-mode ACCESSED_AND_THROTTLED_KEYS"
-            + (f", and again with{index}" if gsi1 else "")
+            + (f", and again with{index}" if gsi_name else "")
             + ") and pass contributor_insights_enabled=True.",
         )

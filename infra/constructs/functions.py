@@ -207,7 +207,33 @@ def shared_environment(
         # only when set: an empty value would say nothing the default does not
         **({names.ENV_TIME_BUCKETS: config.time_buckets} if config.time_buckets else {}),
         **({names.ENV_BUCKETED_KEYS: config.bucketed_keys} if config.bucketed_keys else {}),
+        # the data table's key schema: each variable only when its parameter is set
+        **config.schema_environment,
     }
+
+
+def build_schema_check_statement(tables: Tables) -> iam.PolicyStatement:
+    """Return the statement for the cold-start key-schema check: ``DescribeTable``.
+
+    A function whose schema is not dynashard's default checks the data table's key
+    schema when it starts (:func:`dynashard.dynamodb.table_check.check_table_schema`);
+    with the default it does not, and its role gets no such statement.
+
+    Parameters
+    ----------
+    tables : Tables
+        The data table (the statement's one resource).
+
+    Returns
+    -------
+    aws_cdk.aws_iam.PolicyStatement
+        ``dynamodb:DescribeTable`` on the data table.
+    """
+    return iam.PolicyStatement(
+        sid="CheckDataTableSchema",
+        actions=["dynamodb:DescribeTable"],
+        resources=[tables.data_table.table_arn],
+    )
 
 
 def build_function(
@@ -229,7 +255,8 @@ def build_function(
 
     The environment is :func:`shared_environment` (service name ``code_dir``) followed
     by ``environment``; the role gets ``statements`` and nothing else beyond its log
-    group.
+    group, and, when the data table's schema is not the default, the cold-start
+    schema check's ``DescribeTable`` (:func:`build_schema_check_statement`).
 
     Parameters
     ----------
@@ -281,6 +308,8 @@ def build_function(
         reserved_concurrency=reserved_concurrency,
     )
     fn.add_to_policy(*statements)
+    if not config.table_schema.is_default:
+        fn.add_to_policy(build_schema_check_statement(tables))
     return fn
 
 

@@ -101,9 +101,9 @@ def _build_dlq_alarm(
     )
 
 
-def _build_throttle_widgets(table_name: str, gsi1: bool) -> list[cloudwatch.IWidget]:
-    """Return throttle-by-reason and consumed-capacity graphs for the table (and GSI1)."""
-    indexes = (None, names.GSI1_NAME) if gsi1 else (None,)
+def _build_throttle_widgets(table_name: str, gsi_name: str | None) -> list[cloudwatch.IWidget]:
+    """Return throttle-by-reason and consumed-capacity graphs for the table (and its GSI)."""
+    indexes = (None, gsi_name) if gsi_name else (None,)
     widgets: list[cloudwatch.IWidget] = []
     for index in indexes:
         where = index or "table"
@@ -146,8 +146,9 @@ class Monitoring(Construct):
     api, ingest, query : optional
         The REST API and the ingest and query constructs, when there are: their errors,
         dead-letter queues and latency.
-    gsi1 : bool
-        Whether the data table has GSI1 (its throttle and capacity graphs).
+    gsi_name : str or None
+        The data table's time-bucket GSI (its throttle and capacity graphs), ``GSI1`` by
+        default; None: the table has none.
 
     Attributes
     ----------
@@ -172,7 +173,7 @@ class Monitoring(Construct):
         api: EventsApi | None = None,
         ingest: Ingest | None = None,
         query: Query | None = None,
-        gsi1: bool = True,
+        gsi_name: str | None = names.GSI1_NAME,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dlq_alarm: cloudwatch.Alarm | None = None
@@ -206,7 +207,7 @@ class Monitoring(Construct):
                 width=24,
             )
         )
-        self.dashboard.add_widgets(*_build_throttle_widgets(table_name, gsi1))
+        self.dashboard.add_widgets(*_build_throttle_widgets(table_name, gsi_name))
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Shards grown and queried (the functions' metrics)",

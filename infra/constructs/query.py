@@ -18,20 +18,17 @@ from infra.constructs.functions import (
 from infra.constructs.tables import Tables
 from infra.deploy_checks import API_CONCURRENCY, SYNC_NO_DLQ, skip_checkov
 
-#: Read actions on the data table and GSI1: Query for scatter-gather reads and GSI
+#: Read actions on the data table and its GSI: Query for scatter-gather reads and GSI
 #: bucket fan-out, GetItem/BatchGetItem for sharded counters (100 keys per call).
 DATA_READ_ACTIONS = ("dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem")
 #: Query parameter naming the logical key of ``GET /events``.
 EVENTS_KEY_PARAM = "key"
 
 
-def _build_read_statements(tables: Tables, gsi1: bool) -> list[iam.PolicyStatement]:
+def _build_read_statements(tables: Tables, gsi_name: str | None) -> list[iam.PolicyStatement]:
     """Return the query function's statements: reads only, on exact ARNs."""
-    gsi_arns = [
-        f"{tables.data_table.table_arn}/index/{name}"
-        for name in (names.GSI1_NAME,)  # every index the planner may read
-        if gsi1
-    ]
+    # the one index the planner may read: the table's time-bucket GSI, when it has one
+    gsi_arns = [f"{tables.data_table.table_arn}/index/{gsi_name}"] if gsi_name else []
     return [
         iam.PolicyStatement(
             sid="ReadDataTable",
@@ -59,10 +56,11 @@ class Query(Construct):
         The dynashard layer.
     api : EventsApi
         The REST API; the GET routes are added to it.
-    gsi1 : bool
-        Whether the data table has GSI1 (the function may then read it). Without it, a
-        read the planner sends to GSI1 (``consistent=false`` over a window, or
-        ``path=gsi1``) fails; consistent reads, the default, use the base table only.
+    gsi_name : str or None
+        The data table's time-bucket GSI (``GSI1`` by default; the function may read
+        it). None: the table has none, and a read the planner sends to the GSI
+        (``consistent=false`` over a window, or ``path=gsi1``) fails; consistent reads,
+        the default, use the base table only.
 
     Attributes
     ----------
@@ -79,7 +77,7 @@ class Query(Construct):
         tables: Tables,
         layer: lambda_.ILayerVersion,
         api: EventsApi,
-        gsi1: bool = True,
+        gsi_name: str | None = names.GSI1_NAME,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function: DynashardFunction = build_function(
@@ -92,7 +90,7 @@ class Query(Construct):
             handler="app.handler",
             memory="query",
             description="dynashard query: scatter-gather reads, counters, shard info",
-            statements=_build_read_statements(tables, gsi1),
+            statements=_build_read_statements(tables, gsi_name),
         )
         grant_data_table_key(self.function, tables.data_table, write=False)
         fn = self.function.function

@@ -15,7 +15,8 @@ alarms, which reference the function (a cycle).
 The scaler also reads the report of the ingest functions' write-load Contributor
 Insights rule (:mod:`dynashard.core.load`), when there are ingest functions, named in its
 environment and policy by the rule's name, so this construct does not reference the
-ingest construct either. A data table without GSI1 gets the table's two alarms only.
+ingest construct either. A data table without its GSI (``GSI1`` by default) gets the
+table's two alarms only.
 
 Both triggers invoke the function asynchronously. Lambda retries a failed asynchronous
 invocation twice (:data:`ASYNC_RETRY_ATTEMPTS`), then sends the invocation record (the
@@ -34,6 +35,8 @@ write-load rule.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from aws_cdk import ArnFormat, Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -130,20 +133,25 @@ def alarm_name(name_prefix: str, spec: AlarmSpec) -> str:
     return name
 
 
-def scaler_alarm_specs(gsi1: bool) -> tuple[AlarmSpec, ...]:
-    """Return the alarms of a data table: :data:`SCALER_ALARMS`, GSI1's only if it has one.
+def scaler_alarm_specs(gsi_name: str | None) -> tuple[AlarmSpec, ...]:
+    """Return the alarms of a data table: :data:`SCALER_ALARMS`, the GSI's only if it has one.
 
     Parameters
     ----------
-    gsi1 : bool
-        Whether the data table has GSI1.
+    gsi_name : str or None
+        The data table's time-bucket GSI (``GSI1`` by default; the GSI alarms are on
+        this index, their ids unchanged); None: the table has none.
 
     Returns
     -------
     tuple of AlarmSpec
         In :data:`SCALER_ALARMS` order.
     """
-    return tuple(spec for spec in SCALER_ALARMS if gsi1 or spec.index_name is None)
+    return tuple(
+        spec if spec.index_name is None else dataclasses.replace(spec, index_name=gsi_name)
+        for spec in SCALER_ALARMS
+        if gsi_name is not None or spec.index_name is None
+    )
 
 
 def _build_alarm(
@@ -174,14 +182,14 @@ def _build_scaler_statements(
     tables: Tables,
     alarm_names: list[str],
     write_load_rule_name: str | None,
-    gsi1: bool,
+    gsi_name: str | None,
 ) -> list[iam.PolicyStatement]:
     """Return the scaler's statements: metadata, Contributor Insights, its alarms' states.
 
     DynamoDB names its Contributor Insights rules when they are enabled
     (``DynamoDBContributorInsights-<PKC|SKC|PKT|SKT>-<table>-<epoch ms>``), so the
     rule ARN is matched by table name, and ``DescribeContributorInsights`` on the
-    table (and GSI1, when the table has it) tells the scaler the exact names. The
+    table (and its GSI, when the table has one) tells the scaler the exact names. The
     ingest functions' write-load rule, when there are ingest functions, has a known
     name, so its report is allowed on that one ARN.
     """
@@ -217,7 +225,7 @@ def _build_scaler_statements(
         ]
     else:
         shrink = write_load = []
-    index_arns = [f"{table.table_arn}/index/{names.GSI1_NAME}"] if gsi1 else []
+    index_arns = [f"{table.table_arn}/index/{gsi_name}"] if gsi_name else []
     return [
         build_metadata_statement(tables, update=True),
         *shrink,
@@ -275,9 +283,9 @@ class Scaler(Construct):
         None without ingest functions: the function plans from DynamoDB's Contributor
         Insights alone, and the sweep shrinks no key (a key missing from the write-load
         report is unknown, not idle).
-    gsi1 : bool
-        Whether the data table has GSI1 (its two alarms, ``DescribeContributorInsights``
-        on it).
+    gsi_name : str or None
+        The data table's time-bucket GSI (its two alarms, ``DescribeContributorInsights``
+        on it); None: the table has none.
 
     Attributes
     ----------
@@ -304,10 +312,10 @@ class Scaler(Construct):
         layer: lambda_.ILayerVersion,
         name_prefix: str,
         write_load_rule_name: str | None,
-        gsi1: bool,
+        gsi_name: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
-        specs = scaler_alarm_specs(gsi1)
+        specs = scaler_alarm_specs(gsi_name)
         alarm_names = [alarm_name(name_prefix, spec) for spec in specs]
         self.function: DynashardFunction = build_function(
             self,
@@ -320,7 +328,7 @@ class Scaler(Construct):
             memory="scaler",
             description="dynashard scaler: grows shard counts of throttled logical keys",
             statements=_build_scaler_statements(
-                self, tables, alarm_names, write_load_rule_name, gsi1
+                self, tables, alarm_names, write_load_rule_name, gsi_name
             ),
             environment={
                 names.ENV_SCALER_ALARM_NAMES: ",".join(alarm_names),

@@ -16,7 +16,7 @@ from aws_cdk import RemovalPolicy, Resource, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from dynashard import names
+from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
 from infra.config import DynashardParameters, StackParameters
 from infra.table_specs import DATA_TABLE, METADATA_TABLE, TableSpec
 
@@ -186,27 +186,30 @@ def _key_schema(elements: Sequence[Mapping[str, Any]] | None) -> tuple[tuple[str
     return tuple((str(e["attributeName"]), str(e["keyType"])) for e in elements or ())
 
 
-def _gsi1(indexes: Sequence[Mapping[str, Any]] | None) -> Mapping[str, Any] | None:
-    """Return the resolved GSI1 entry of a ``GlobalSecondaryIndexes`` list, if any."""
-    return next((i for i in indexes or () if i.get("indexName") == names.GSI1_NAME), None)
+def _gsi(indexes: Sequence[Mapping[str, Any]] | None, name: str) -> Mapping[str, Any] | None:
+    """Return the resolved entry of GSI ``name`` in a ``GlobalSecondaryIndexes`` list, if any."""
+    return next((i for i in indexes or () if i.get("indexName") == name), None)
 
 
-def data_table_errors(table: dynamodb.ITable, *, gsi1: bool) -> list[str]:
+def data_table_errors(table: dynamodb.ITable, *, schema: TableSchema = DEFAULT_SCHEMA) -> list[str]:
     """Say what keeps a table of the app from being dynashard's data table.
 
-    dynashard writes items under fixed attribute names (:mod:`dynashard.names`): string
-    ``PK`` (partition key) and ``SK`` (sort key), and, for the time-bucket view, a GSI
-    ``GSI1`` keyed on string ``GSI1PK``/``GSI1SK`` with projection ``ALL`` (a GSI read
-    returns whole items). A table the app declares (``Table``, ``TableV2``) is checked
-    against :data:`infra.table_specs.DATA_TABLE`; an imported table cannot be, and gets
-    no error.
+    dynashard writes items under the attribute names of its table schema
+    (:class:`dynashard.core.schema.TableSchema`; by default :mod:`dynashard.names`): a
+    string partition key (``PK``) and a sort key (``SK``) of the codec's type (``S``, or
+    ``N`` for ``epoch_ms_number``), and, for the time-bucket view, a GSI (``GSI1``)
+    keyed on a string partition key (``GSI1PK``) and a sort key of the codec's type
+    (``GSI1SK``) with projection ``ALL`` (a GSI read returns whole items). A table the
+    app declares (``Table``, ``TableV2``) is checked against it; an imported table
+    cannot be, and gets no error.
 
     Parameters
     ----------
     table : aws_cdk.aws_dynamodb.ITable
         The data table.
-    gsi1 : bool
-        Whether it is meant to have GSI1.
+    schema : TableSchema
+        The key schema dynashard is configured with; its ``gsi_name`` None: the table
+        is not meant to have the GSI, which is then not checked.
 
     Returns
     -------
@@ -221,33 +224,33 @@ def data_table_errors(table: dynamodb.ITable, *, gsi1: bool) -> list[str]:
         str(a["attributeName"]): str(a["attributeType"])
         for a in stack.resolve(resource.attribute_definitions) or ()
     }
-    expected_keys = ((DATA_TABLE.partition_key, "HASH"), (DATA_TABLE.sort_key or "", "RANGE"))
+    expected_keys = ((schema.partition_key, "HASH"), (schema.sort_key, "RANGE"))
     errors = []
     keys = _key_schema(stack.resolve(resource.key_schema))
     if keys != expected_keys:
         errors.append(f"its key schema is {keys}, dynashard writes {expected_keys}")
-    index_spec = DATA_TABLE.indexes[0]
-    wanted = [DATA_TABLE.partition_key, DATA_TABLE.sort_key or ""]
-    if gsi1:
-        index = _gsi1(stack.resolve(resource.global_secondary_indexes))
-        expected_index = ((index_spec.partition_key, "HASH"), (index_spec.sort_key, "RANGE"))
+    wanted = {schema.partition_key: "S", schema.sort_key: schema.sort_key_type}
+    if schema.gsi_name is not None:
+        index = _gsi(stack.resolve(resource.global_secondary_indexes), schema.gsi_name)
+        expected_index = ((schema.gsi_partition_key, "HASH"), (schema.gsi_sort_key, "RANGE"))
         if index is None:
-            errors.append(f"it has no {index_spec.name}: add it, or pass gsi1=False")
+            errors.append(f"it has no {schema.gsi_name}: add it, or pass gsi1=False")
         else:
             index_keys = _key_schema(index.get("keySchema"))
             if index_keys != expected_index:
                 errors.append(
-                    f"{index_spec.name}'s key schema is {index_keys}, dynashard writes "
+                    f"{schema.gsi_name}'s key schema is {index_keys}, dynashard writes "
                     f"{expected_index}"
                 )
             projection = (index.get("projection") or {}).get("projectionType")
             if projection != "ALL":
-                errors.append(f"{index_spec.name} projects {projection}, reads need ALL")
-            wanted += [index_spec.partition_key, index_spec.sort_key]
+                errors.append(f"{schema.gsi_name} projects {projection}, reads need ALL")
+            wanted[schema.gsi_partition_key] = "S"
+            wanted[schema.gsi_sort_key] = schema.sort_key_type
     errors += [
-        f"attribute {name} is of type {types[name]}, dynashard writes S"
-        for name in wanted
-        if types.get(name, "S") != "S"
+        f"attribute {name} is of type {types[name]}, dynashard writes {kind}"
+        for name, kind in wanted.items()
+        if types.get(name, kind) != kind
     ]
     return errors
 
@@ -257,8 +260,8 @@ def _enabled(spec: Any) -> bool:
     return isinstance(spec, Mapping) and spec.get("enabled") is True
 
 
-def contributor_insights_state(table: dynamodb.ITable, *, gsi1: bool) -> bool | None:
-    """Tell whether CloudFormation enables Contributor Insights on the table (and GSI1).
+def contributor_insights_state(table: dynamodb.ITable, *, gsi_name: str | None) -> bool | None:
+    """Tell whether CloudFormation enables Contributor Insights on the table (and its GSI).
 
     The scaler finds hot partition keys only in the reports of the Contributor Insights
     rules DynamoDB keeps for the table and for GSI1. For a ``Table``, the table's
@@ -269,8 +272,8 @@ def contributor_insights_state(table: dynamodb.ITable, *, gsi1: bool) -> bool | 
     ----------
     table : aws_cdk.aws_dynamodb.ITable
         The data table.
-    gsi1 : bool
-        Whether GSI1 must have it too.
+    gsi_name : str or None
+        The GSI that must have it too (``GSI1`` by default); None: the table only.
 
     Returns
     -------
@@ -284,15 +287,15 @@ def contributor_insights_state(table: dynamodb.ITable, *, gsi1: bool) -> bool | 
     stack = Stack.of(resource)
     if isinstance(resource, dynamodb.CfnTable):
         specs = [stack.resolve(resource.contributor_insights_specification)]
-        if gsi1:
-            index = _gsi1(stack.resolve(resource.global_secondary_indexes)) or {}
+        if gsi_name is not None:
+            index = _gsi(stack.resolve(resource.global_secondary_indexes), gsi_name) or {}
             specs.append(index.get("contributorInsightsSpecification"))
         return all(_enabled(spec) for spec in specs)
     replicas = stack.resolve(resource.replicas) or []
     specs = []
     for replica in replicas:
         specs.append(replica.get("contributorInsightsSpecification"))
-        if gsi1:
-            index = _gsi1(replica.get("globalSecondaryIndexes")) or {}
+        if gsi_name is not None:
+            index = _gsi(replica.get("globalSecondaryIndexes"), gsi_name) or {}
             specs.append(index.get("contributorInsightsSpecification"))
     return bool(specs) and all(_enabled(spec) for spec in specs)
