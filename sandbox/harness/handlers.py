@@ -100,10 +100,9 @@ class Handlers:
         handler: Handler | None = getattr(self, name)
         if handler is None:
             raise ValueError(f"no {name} handler loaded")
-        context = getattr(handler, "context", None)
-        return handler(
-            event, context() if context else LambdaContext(function_name=f"dynashard-{name}")
-        )
+        if hasattr(handler, "context"):  # a LocalFunction: its own context, made when it runs
+            return handler(event)
+        return handler(event, LambdaContext(function_name=f"dynashard-{name}"))
 
     def count(self, name: str, invocations: int) -> None:
         """Add invocations made elsewhere (a reading process's) to the count.

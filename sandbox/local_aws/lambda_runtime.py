@@ -266,28 +266,29 @@ class LocalFunction:
         from sandbox.twin.iam import role_scope
 
         handler = self._acquire()
-        started = time.monotonic()
-        try:
-            with role_scope(self.role):
-                context = context if context is not None else self.context()
-                if self._serialize_with is None:
+        with contextlib.ExitStack() as serialized:
+            if self._serialize_with is not None:
+                # waiting for the process-wide lock is not the function's time
+                serialized.enter_context(self._serialize_with)
+            started = time.monotonic()
+            try:
+                with role_scope(self.role):
+                    context = context if context is not None else self.context()
                     return handler(event, context, **inject)
-                with self._serialize_with:
-                    return handler(event, context, **inject)
-        finally:
-            elapsed = time.monotonic() - started
-            with self._lock:
-                self._idle.append(handler)
+            finally:
+                elapsed = time.monotonic() - started
+                with self._lock:
+                    self._idle.append(handler)
+                    if elapsed > self.timeout_s:
+                        self.timeouts += 1
                 if elapsed > self.timeout_s:
-                    self.timeouts += 1
-            if elapsed > self.timeout_s:
-                _log.warning(
-                    "%s: invocation took %.2f s, past its %.0f s timeout (Lambda would "
-                    "have stopped it: Task timed out)",
-                    self.name,
-                    elapsed,
-                    self.timeout_s,
-                )
+                    _log.warning(
+                        "%s: invocation took %.2f s, past its %.0f s timeout (Lambda would "
+                        "have stopped it: Task timed out)",
+                        self.name,
+                        elapsed,
+                        self.timeout_s,
+                    )
 
 
 def api_function(ref: str) -> LocalFunction:

@@ -169,3 +169,24 @@ def test_serialized_invocations_never_overlap(stateful_module: str) -> None:
     # Then each got its own event, and never two ran at the same time
     assert [a["id"] for a in answers] == list(range(6))
     assert most == 1
+
+
+def test_a_timeout_counts_the_function_own_time_not_its_wait_for_the_lock(
+    stateful_module: str,
+) -> None:
+    # Given an API-like function whose invocations are serialized on a lock, with a
+    # 0.2 s timeout, and the lock held by another invocation for 0.5 s
+    lock = threading.Lock()
+    fn = LocalFunction(f"{stateful_module}:handler", serialize_with=lock, timeout_s=0.2)
+    holder = threading.Thread(target=lambda: (lock.acquire(), time.sleep(0.5), lock.release()))
+    holder.start()
+    time.sleep(0.05)
+    # When a quick invocation waits for it
+    assert fn({"id": 1}) == {"id": 1}
+    holder.join()
+    # Then no timeout is counted: the wait was the lock's, not the function's
+    assert fn.timeouts == 0
+    # and an invocation that itself outlasts its timeout is counted
+    slow = LocalFunction(f"{stateful_module}:handler", timeout_s=0.0)
+    slow({"id": 2})
+    assert slow.timeouts == 1
