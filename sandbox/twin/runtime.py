@@ -194,8 +194,7 @@ class LocalTwin:
         for rid, table_spec in match_tables(self.spec.tables, ALL_TABLES).items():
             name = local_names[table_spec.logical_id]
             arn = f"arn:aws:dynamodb:{self.region}:{LOCAL_ACCOUNT_ID}:table/{name}"
-            self.resolver.resources[rid] = LocalResource(name, {"Arn": arn})
-        self._refresh_roles()
+            self._bind(rid, LocalResource(name, {"Arn": arn}))
 
     def bind_queue(self, logical_id: str, url: str) -> None:
         """Bind a template queue to a local queue URL (``Ref`` is the URL).
@@ -209,10 +208,7 @@ class LocalTwin:
         """
         name = url.rstrip("/").rsplit("/", 1)[-1]
         arn = f"arn:aws:sqs:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
-        self.resolver.resources[logical_id] = LocalResource(
-            url, {"Arn": arn, "QueueName": name, "QueueUrl": url}
-        )
-        self._refresh_roles()
+        self._bind(logical_id, LocalResource(url, {"Arn": arn, "QueueName": name, "QueueUrl": url}))
 
     def bind_stream(self, logical_id: str, name: str) -> None:
         """Bind a template stream to a local stream (``Ref`` is the name).
@@ -225,7 +221,11 @@ class LocalTwin:
             Its local name.
         """
         arn = f"arn:aws:kinesis:{self.region}:{LOCAL_ACCOUNT_ID}:stream/{name}"
-        self.resolver.resources[logical_id] = LocalResource(name, {"Arn": arn})
+        self._bind(logical_id, LocalResource(name, {"Arn": arn}))
+
+    def _bind(self, logical_id: str, resource: LocalResource) -> None:
+        """Record a local resource for a logical id and re-resolve the roles handed out."""
+        self.resolver.resources[logical_id] = resource
         self._refresh_roles()
 
     # --- functions -------------------------------------------------------------------------
