@@ -418,7 +418,7 @@ def second_act(
         ok=all(checks.values()),
         checks=checks,
         growth={
-            **settings.to_json(),
+            **loop.settings.to_json(),
             # What the functions ran with: the act's setting, else the deployed one.
             "in_band_growth": env.get(
                 names.ENV_IN_BAND_GROWTH, str(default_in_band_growth()).lower()

@@ -24,6 +24,7 @@ The act's once-a-second figures, their report and chart are in
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -63,10 +64,11 @@ class GrowthSettings:
         Emulated seconds per wall second (``1`` is real time). The emulator, the alarms
         and the scaler's cooldown run on this clock, so a CloudWatch minute passes in
         ``60 / speed`` wall seconds; the writers' cache lifetime is shortened alike.
-    cooldown_s : float
-        Emulated seconds between two growths of one key (the stack's default, 60).
-    metadata_cache_ttl_s : float
-        Emulated seconds a writer caches a key's shard count (the stack's default, 30).
+    cooldown_s : float or None
+        Emulated seconds between two growths of one key; None (the default): the
+        stack's (the template's ``DYNASHARD_COOLDOWN_S``, see :meth:`with_stack`).
+    metadata_cache_ttl_s : float or None
+        Emulated seconds a writer caches a key's shard count; None: the stack's.
     target_utilization : float
         Share of a partition's limit each shard is planned to carry, in (0, 1].
     max_shards : int
@@ -75,9 +77,9 @@ class GrowthSettings:
         Whether throttled writers also grow keys themselves; None (the default): as
         the stack deploys the functions (the template's ``DYNASHARD_IN_BAND_GROWTH``,
         else the functions' own default).
-    shrink_cool_period_s : float
+    shrink_cool_period_s : float or None
         Emulated seconds a key's offered load must stay cool before the sweep shrinks
-        it (the stack's default, 1,800). The sweep shrinks only once the act's write-load
+        it; None: the stack's. The sweep shrinks only once the act's write-load
         rule has watched a whole cool period (:func:`sandbox.local_aws.alarms.scaler_action`), so
         an act shorter than this (the second act lasts about 7 minutes at x1 or x2
         time) never shrinks a key.
@@ -90,12 +92,12 @@ class GrowthSettings:
 
     scale: float = 0.1
     speed: float = 1.0
-    cooldown_s: float = 60.0
-    metadata_cache_ttl_s: float = 30.0
+    cooldown_s: float | None = None
+    metadata_cache_ttl_s: float | None = None
     target_utilization: float = 0.8
     max_shards: int = 64
     in_band_growth: bool | None = None
-    shrink_cool_period_s: float = 1800.0
+    shrink_cool_period_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.scale <= 0 or self.speed <= 0:
@@ -126,13 +128,43 @@ class GrowthSettings:
             names.ENV_PARTITION_RCU: str(self.partition_rcu),
             names.ENV_TARGET_UTILIZATION: str(self.target_utilization),
             names.ENV_MAX_SHARDS: str(self.max_shards),
-            names.ENV_COOLDOWN_S: str(self.cooldown_s),
-            names.ENV_METADATA_CACHE_TTL_S: str(self.metadata_cache_ttl_s / self.speed),
-            names.ENV_SHRINK_COOL_PERIOD_S: str(self.shrink_cool_period_s),
         }
+        # The stack's own values are given only once resolved (with_stack); the cache
+        # lifetime always in wall seconds (the writers' clock is the wall clock).
+        if self.cooldown_s is not None:
+            env[names.ENV_COOLDOWN_S] = str(self.cooldown_s)
+        if self.metadata_cache_ttl_s is not None:
+            env[names.ENV_METADATA_CACHE_TTL_S] = str(self.metadata_cache_ttl_s / self.speed)
+        if self.shrink_cool_period_s is not None:
+            env[names.ENV_SHRINK_COOL_PERIOD_S] = str(self.shrink_cool_period_s)
         if self.in_band_growth is not None:
             env[names.ENV_IN_BAND_GROWTH] = str(self.in_band_growth).lower()
         return env
+
+    def with_stack(self, stack_environment: Mapping[str, str]) -> GrowthSettings:
+        """Return these settings with every unset one taken from the stack.
+
+        Parameters
+        ----------
+        stack_environment : mapping of str to str
+            The template's environment of the scaler (``DYNASHARD_COOLDOWN_S``,
+            ``DYNASHARD_METADATA_CACHE_TTL_S``, ``DYNASHARD_SHRINK_COOL_PERIOD_S``).
+
+        Returns
+        -------
+        GrowthSettings
+            A copy; what the act set stays as set.
+        """
+
+        def stack(value: float | None, name: str) -> float:
+            return float(stack_environment[name]) if value is None else value
+
+        return dataclasses.replace(
+            self,
+            cooldown_s=stack(self.cooldown_s, names.ENV_COOLDOWN_S),
+            metadata_cache_ttl_s=stack(self.metadata_cache_ttl_s, names.ENV_METADATA_CACHE_TTL_S),
+            shrink_cool_period_s=stack(self.shrink_cool_period_s, names.ENV_SHRINK_COOL_PERIOD_S),
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings and the limits they give, for the report.
@@ -265,8 +297,11 @@ class GrowthLoop:
         from sandbox.local_aws.logs import LocalInsightRule, LogTap
         from sandbox.twin.iam import install_default, role_scope
 
-        s = self.settings
         twin = self.twin = local_twin(self.data_table, self.metadata_table)
+        # The act's own choices, the rest (cooldown, cache lifetime, cool period) the stack's.
+        self.settings = s = self.settings.with_stack(self._environment_of(SCALER_HANDLER))
+        if s.cooldown_s is None:  # with_stack sets every unset value
+            raise RuntimeError("the act's cooldown was not resolved from the stack")
         install_default()
         scaler = self.scaler = twin.function(SCALER_HANDLER)
         self.clock = clock = AcceleratedClock(speed=s.speed)

@@ -9,7 +9,7 @@ from sandbox.scenarios.demo.growth import GrowthSettings
 
 
 def test_settings_scale_the_limits_and_the_writers_cache_lifetime() -> None:
-    settings = GrowthSettings(scale=0.01, speed=10.0)
+    settings = GrowthSettings(scale=0.01, speed=10.0, metadata_cache_ttl_s=30.0)
     assert settings.partition_wcu == pytest.approx(10.0)
     assert settings.partition_rcu == pytest.approx(30.0)
     env = settings.function_environment()
@@ -27,8 +27,27 @@ def test_the_act_is_shorter_than_the_cool_period_so_its_sweep_never_shrinks() ->
     # The sweep shrinks only once the act's write-load rule has watched a whole cool
     # period (sandbox.local_aws.alarms.scaler_action); the second act lasts about 7 wall minutes,
     # at x1 time (x2 with --sample): at most 840 emulated seconds, with room to spare.
-    settings = GrowthSettings()
+    from sandbox.env_vars import local_twin
+
+    twin = local_twin()
+    scaler = twin.function_spec("functions.scaler.app:handler").logical_id
+    settings = GrowthSettings().with_stack(twin.function_environment(scaler))
     longest_act_emulated_s = 10 * 60 * 2.0
     assert settings.shrink_cool_period_s == 1800.0 > longest_act_emulated_s
     env = settings.function_environment()
     assert float(env[names.ENV_SHRINK_COOL_PERIOD_S]) == settings.shrink_cool_period_s
+
+
+def test_unset_settings_come_from_the_stack_and_set_ones_stay() -> None:
+    # the act's own choice stays; what it leaves unset is the template's, never a copy
+    stack = {
+        names.ENV_COOLDOWN_S: "90",
+        names.ENV_METADATA_CACHE_TTL_S: "20",
+        names.ENV_SHRINK_COOL_PERIOD_S: "3600",
+    }
+    settings = GrowthSettings(speed=2.0, cooldown_s=30.0).with_stack(stack)
+    assert (settings.cooldown_s, settings.metadata_cache_ttl_s) == (30.0, 20.0)
+    assert settings.shrink_cool_period_s == 3600.0
+    env = settings.function_environment()
+    assert env[names.ENV_METADATA_CACHE_TTL_S] == "10.0"  # 20 emulated s at x2
+    assert names.ENV_COOLDOWN_S not in GrowthSettings().function_environment()
