@@ -221,8 +221,10 @@ class DynashardParameters(BaseModel):
         (``DescribeTable``, which their roles are then allowed).
     sort_key_codec : str or None
         How the sort key orders items (``DYNASHARD_SORT_KEY_CODEC``):
-        ``iso_time_then_id`` (``S``, ``{ts}#{id}``; the default), ``epoch_ms_number``
-        (``N``, epoch milliseconds) or ``plain_string`` (``S``, the event id).
+        ``iso_time_then_id`` (``S``, ``{ts}#{id}``; the default), ``iso_ms_then_id`` /
+        ``iso_s_then_id`` (the same with milliseconds or whole seconds, the forms other
+        programs write), ``epoch_ms_number`` (``N``, epoch milliseconds) or
+        ``plain_string`` (``S``, the event id).
     gsi_name : str or None
         The time-bucket GSI (``DYNASHARD_GSI_NAME``); ``""``: the table has none; None
         (default): ``GSI1``. Its alarms, grants and graphs use this name.

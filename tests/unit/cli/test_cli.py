@@ -174,6 +174,43 @@ def test_adopt_keeps_bare_items_readable_after_the_key_is_sharded(aws: Any) -> N
     assert "N = 4" in text.output
 
 
+def test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read(aws: Any) -> None:
+    table = DATA_TABLE.default_name
+    # Given another program's operation log under one key, in its own shape (no key,
+    # id, ts or data attribute), and one item whose sort key is of another form
+    for sk, agent in (
+        ("2026-06-22T01:00:00.000000Z#a1", "scan"),
+        ("2026-06-22T02:00:00.000000Z#a2", "rank"),
+    ):
+        aws.put_item(
+            TableName=table,
+            Item={"PK": {"S": "OPS_LOG"}, "SK": {"S": sk}, "agent": {"S": agent}},
+        )
+    aws.put_item(
+        TableName=table, Item={"PK": {"S": "OPS_LOG"}, "SK": {"S": "ALERT#2026-06-22#geo"}}
+    )
+    # When the operator adopts the key, it is refused, naming the item and the codec
+    refused = run("adopt", "OPS_LOG")
+    assert refused.exit_code != 0
+    assert "'ALERT#2026-06-22#geo'" in refused.output and "iso_time_then_id" in refused.output
+    ds = Dynashard(DynashardConfig(table, METADATA_TABLE.default_name))
+    assert not ds.metadata.for_reader("OPS_LOG").adopted
+    # And once that item is moved out, adoption reports the survey and reads the log
+    aws.delete_item(
+        TableName=table, Key={"PK": {"S": "OPS_LOG"}, "SK": {"S": "ALERT#2026-06-22#geo"}}
+    )
+    adopted = run("adopt", "OPS_LOG", "--json")
+    assert adopted.exit_code == 0, adopted.output
+    survey = json.loads(adopted.output)["survey"]
+    assert (survey["foreign_items"], survey["unreadable_items"]) == (2, 0)
+    assert survey["first_ts"] == "2026-06-22T01:00:00.000000Z"
+    events = ds.query_events("OPS_LOG").items
+    assert [(e["id"], e["data"]) for e in events] == [
+        ("a1", {"agent": "scan"}),
+        ("a2", {"agent": "rank"}),
+    ]
+
+
 def test_resize_inside_the_cooldown_is_refused_unless_forced(aws: Any) -> None:
     assert run("resize", "K", "2").exit_code == 0  # creation: not a change of N
     assert run("resize", "K", "4").exit_code == 0  # first change, no earlier change

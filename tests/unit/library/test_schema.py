@@ -13,6 +13,8 @@ from dynashard.core.merge import merge_page
 from dynashard.core.schema import (
     DEFAULT_SCHEMA,
     EPOCH_MS_NUMBER,
+    ISO_MS_THEN_ID,
+    ISO_S_THEN_ID,
     ISO_TIME_THEN_ID,
     PLAIN_STRING,
     Payload,
@@ -73,7 +75,10 @@ def expected_order(
     return [f"{sk}|{i}" for sk, i in rows]
 
 
-@pytest.mark.parametrize("codec", [ISO_TIME_THEN_ID, EPOCH_MS_NUMBER, PLAIN_STRING], ids=str)
+ALL_CODECS = [ISO_TIME_THEN_ID, ISO_MS_THEN_ID, ISO_S_THEN_ID, EPOCH_MS_NUMBER, PLAIN_STRING]
+
+
+@pytest.mark.parametrize("codec", ALL_CODECS, ids=str)
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), descending=st.booleans())
 def test_merge_order_is_the_tables_sort_key_order(
@@ -105,6 +110,9 @@ def test_time_ordered_codecs_order_by_time_first(
         assert key(ISO_TIME_THEN_ID, a, ia) < key(ISO_TIME_THEN_ID, b, ib)
     if epoch_ms(a) < epoch_ms(b):  # the epoch codec's resolution
         assert key(EPOCH_MS_NUMBER, a, ia) < key(EPOCH_MS_NUMBER, b, ib)
+        assert key(ISO_MS_THEN_ID, a, ia) < key(ISO_MS_THEN_ID, b, ib)
+    if a.replace(microsecond=0) < b.replace(microsecond=0):
+        assert key(ISO_S_THEN_ID, a, ia) < key(ISO_S_THEN_ID, b, ib)
 
 
 @given(ts=times, start=times, span=st.integers(1, 10**12), event_id=ids)
@@ -115,11 +123,74 @@ def test_window_selects_exactly_the_events_in_it(
     ts, start = (t.replace(microsecond=t.microsecond // 1000 * 1000) for t in (ts, start))
     end = min(start + timedelta(milliseconds=span), datetime(9999, 12, 31, tzinfo=UTC))
     inside = start <= ts < end
-    for codec in (ISO_TIME_THEN_ID, EPOCH_MS_NUMBER):
+    for codec in (ISO_TIME_THEN_ID, ISO_MS_THEN_ID, EPOCH_MS_NUMBER):
         lo, hi = codec.window(start, end)
         sk = codec.encode(ts, event_id)
         between = table_order(codec, lo) <= table_order(codec, sk) <= table_order(codec, hi)
         assert between == inside, codec
+
+
+@given(ts=times, start=times, end=times, event_id=ids)
+def test_coarser_iso_codecs_resolve_a_window_to_their_precision(
+    ts: datetime, start: datetime, end: datetime, event_id: str
+) -> None:
+    # An item's time is its key's (floored); a bound selects by the step it falls in,
+    # start floored and end rounded up, as epoch_ms_number does with milliseconds.
+    for codec, step in ((ISO_MS_THEN_ID, 1000), (ISO_S_THEN_ID, 1_000_000)):
+
+        def floor(t: datetime, step: int = step) -> datetime:
+            return t - timedelta(microseconds=t.microsecond % step)
+
+        def ceil(t: datetime, step: int = step) -> datetime:
+            return (
+                floor(t) if t.microsecond % step == 0 else floor(t) + timedelta(microseconds=step)
+            )
+
+        if end > datetime(9999, 12, 30, tzinfo=UTC):
+            continue
+        lo, hi = codec.window(start, end)
+        sk = codec.encode(ts, event_id)
+        assert (lo <= sk <= hi) == (floor(start) <= floor(ts) < ceil(end)), codec
+
+
+@pytest.mark.parametrize("codec", [ISO_TIME_THEN_ID, ISO_MS_THEN_ID, ISO_S_THEN_ID], ids=str)
+@given(ts=times, event_id=ids)
+def test_iso_codecs_decode_what_they_encode(
+    codec: SortKeyCodec, ts: datetime, event_id: str
+) -> None:
+    decoded_ts, decoded_id = codec.decode(codec.encode(ts, event_id))
+    assert decoded_id == event_id
+    step = 10 ** (6 - codec.digits)  # type: ignore[attr-defined]
+    assert decoded_ts == ts - timedelta(microseconds=ts.microsecond % step)
+
+
+@pytest.mark.parametrize(
+    ("codec", "sk"),
+    [
+        (ISO_MS_THEN_ID, "2026-06-22T01:00:00Z#agent"),  # seconds, not milliseconds
+        (ISO_MS_THEN_ID, "2026-06-22T01:00:00.123Z"),  # no id
+        (ISO_MS_THEN_ID, "2026-06-22T01:00:00.123+00:00#a"),  # not UTC's Z form
+        (ISO_S_THEN_ID, "ALERT#2026-06-22T01:00:00Z#geo"),  # a prefix
+        (ISO_TIME_THEN_ID, "2026-06-22T01:00:00.123Z#agent"),
+        (ISO_S_THEN_ID, "2026-13-22T01:00:00Z#agent"),  # month 13
+    ],
+)
+def test_iso_codecs_refuse_sort_keys_of_another_form(codec: SortKeyCodec, sk: str) -> None:
+    with pytest.raises(InvalidInputError, match=f"not in the form of codec {codec.name}") as caught:
+        codec.decode(sk)
+    assert caught.value.field == "sort_key"
+
+
+def test_the_forms_other_programs_write() -> None:
+    at = datetime(2026, 6, 22, 1, 0, 0, 123456, tzinfo=UTC)
+    # JavaScript's new Date(...).toISOString() and the seconds form of the article
+    assert (
+        ISO_MS_THEN_ID.encode(at, "threat_detector") == "2026-06-22T01:00:00.123Z#threat_detector"
+    )
+    assert ISO_S_THEN_ID.encode(at, "threat_detector") == "2026-06-22T01:00:00Z#threat_detector"
+    assert EPOCH_MS_NUMBER.decode("1782090000123") == (at.replace(microsecond=123000), None)
+    assert PLAIN_STRING.decode("N101UA") == (None, "N101UA")
+    assert ISO_MS_THEN_ID != ISO_TIME_THEN_ID and ISO_MS_THEN_ID != ISO_S_THEN_ID
 
 
 def test_open_windows_take_every_time() -> None:
@@ -147,9 +218,11 @@ def test_plain_string_takes_no_time_window_and_keeps_the_sort_key_limit() -> Non
         PLAIN_STRING.encode(datetime(2013, 1, 1, tzinfo=UTC), "x" * 1025)
 
 
-def test_codec_named_knows_the_three_and_names_them_on_a_typo() -> None:
+def test_codec_named_knows_each_and_names_them_on_a_typo() -> None:
     assert codec_named("plain_string") is PLAIN_STRING
-    with pytest.raises(InvalidInputError, match="iso_time_then_id, epoch_ms_number, plain_string"):
+    assert codec_named(" iso_ms_then_id") is ISO_MS_THEN_ID
+    known = "iso_time_then_id, iso_ms_then_id, iso_s_then_id, epoch_ms_number, plain_string"
+    with pytest.raises(InvalidInputError, match=known):
         codec_named("epoch")
 
 

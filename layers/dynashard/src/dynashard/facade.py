@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from dynashard import names
 from dynashard.core.buckets import TimeBucket, bucket_for
 from dynashard.core.families import BucketFamily, bucket_key, family_of
 from dynashard.core.keys import MAX_SHARD_COUNT
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.dynamodb.adoption import BareKeySurvey
     from dynashard.dynamodb.compaction import CompactionResult, EventCount
     from dynashard.dynamodb.ordered_index import OrderedIndex
     from dynashard.dynamodb.planned_reader import ReadOptions
@@ -712,17 +714,53 @@ class Dynashard:
         """
         return self.metadata.grow(key, target, reason=reason)
 
-    def adopt(self, key: str) -> ShardInfo:
+    def survey_bare_key(self, key: str) -> BareKeySurvey:
+        """Read what a key's bare partition key holds, as a read of it adopted would.
+
+        See :func:`dynashard.dynamodb.adoption.survey_bare_key`: every item is classified
+        (dynashard's shape, another program's shape read through the table's codec,
+        another key's, or unreadable), with the foreign items' time span and the read
+        units the survey consumed.
+
+        Parameters
+        ----------
+        key : str
+            Logical key, the bare partition key.
+
+        Returns
+        -------
+        BareKeySurvey
+            The counts and up to five unreadable sort keys.
+
+        Raises
+        ------
+        ShardQueryError
+            If a Query of the bare key fails.
+        """
+        from dynashard.dynamodb.adoption import survey_bare_key
+
+        self._ensure_checked()
+        return survey_bare_key(self.client, self.config.data_table, key, self.config.schema)
+
+    def adopt(self, key: str, *, survey: bool = True) -> ShardInfo:
         """Adopt a key whose items already sit under its bare partition key.
 
         See :meth:`ShardMetadata.adopt`: the items stay where they are, every read
-        includes them, writes go to the shards, and N grows from there.
+        includes them, writes go to the shards, and N grows from there. Items another
+        program wrote in its own shape are read as events through the table's codec
+        (:func:`dynashard.dynamodb.reader.foreign_event`); that program may go on writing
+        the bare key during a cut-over, and reads include what it writes.
 
         Parameters
         ----------
         key : str
             Logical key, the bare partition key of the existing items (a counter's is
             ``COUNTER#{name}``).
+        survey : bool
+            Read every sort key under the bare key first (:meth:`survey_bare_key`) and
+            refuse the adoption if the codec cannot read one; a counter's key
+            (``COUNTER#...``) is never surveyed (its bare item is a counter, not events).
+            False skips the survey (the caller has just made one).
 
         Returns
         -------
@@ -731,9 +769,20 @@ class Dynashard:
 
         Raises
         ------
+        InvalidInputError
+            Field ``key``: the survey found items the codec cannot read (the message
+            names up to five), or the bare key is or may become another key's shard.
+        ShardQueryError
+            If the survey's Query fails.
         MetadataError
             If the metadata table fails, or every conditional write lost its race.
         """
+        if survey and not key.startswith(names.COUNTER_PREFIX):
+            found = self.survey_bare_key(key)
+            if not found.readable:
+                raise InvalidInputError(
+                    "key", found.refusal(self.config.schema.sort_key_codec.name)
+                )
         return self.metadata.adopt(key)
 
     def shrink(self, key: str, target: int) -> GrowthResult:

@@ -49,7 +49,8 @@ ENV_KEY_SETTINGS: Final = "DYNASHARD_KEY_SETTINGS"
 # table brought by its owner; unset, each is dynashard's own name below.
 ENV_PARTITION_KEY_ATTR: Final = "DYNASHARD_PARTITION_KEY_ATTR"
 ENV_SORT_KEY_ATTR: Final = "DYNASHARD_SORT_KEY_ATTR"
-#: ``iso_time_then_id`` (default), ``epoch_ms_number`` or ``plain_string``.
+#: ``iso_time_then_id`` (default), ``iso_ms_then_id``, ``iso_s_then_id``,
+#: ``epoch_ms_number`` or ``plain_string``.
 ENV_SORT_KEY_CODEC: Final = "DYNASHARD_SORT_KEY_CODEC"
 #: The time-bucket GSI's name; an empty value means the table has none.
 ENV_GSI_NAME: Final = "DYNASHARD_GSI_NAME"

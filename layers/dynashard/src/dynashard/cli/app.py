@@ -338,7 +338,10 @@ def resize(
     help=(
         "Adopt a key whose items already sit under its bare partition key (a table that "
         "was not sharded): they stay where they are, every read includes them, new "
-        "writes go to the shards, and N grows from the count in force. Nothing is copied."
+        "writes go to the shards, and N grows from the count in force. Nothing is copied. "
+        "Every item under the bare key is surveyed first: items another program wrote are "
+        "read through the table's sort-key codec, and the adoption is refused, naming "
+        "them, while any cannot be read."
     ),
     epilog="Example: dynashard adopt 'DEPARTURES#JFK'",
 )
@@ -349,18 +352,35 @@ def adopt(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Adopt a key with items under its bare partition key."""
+    from dynashard import names
+    from dynashard.errors import InvalidInputError
+
     ds = options(ctx).facade()
+    survey = None
     try:
-        info = ds.adopt(key)
+        if not key.startswith(names.COUNTER_PREFIX):
+            survey = ds.survey_bare_key(key)
+            if not survey.readable:
+                codec = ds.config.schema.sort_key_codec.name
+                raise InvalidInputError("key", survey.refusal(codec))
+        info = ds.adopt(key, survey=False)
     finally:
         ds.close()
     if json_out:
-        emit_json(info.to_json())
-    else:
+        emit_json({**info.to_json(), "survey": None if survey is None else survey.to_json()})
+        return
+    if survey is not None:
+        span = f", {survey.first_ts} .. {survey.last_ts}" if survey.first_ts else ""
         console().print(
-            f"{key}: adopted; reads include the bare partition key {key!r} and shards "
-            f"0..{info.max_count - 1} (N = {info.number_of_shards})"
+            f"{key}: the bare partition key holds {survey.foreign_items} item(s) in another "
+            f"program's shape{span}, {survey.dynashard_items} in dynashard's, "
+            f"{survey.other_keys_items} of other keys (left out); surveyed with "
+            f"{survey.read_units:g} read units"
         )
+    console().print(
+        f"{key}: adopted; reads include the bare partition key {key!r} and shards "
+        f"0..{info.max_count - 1} (N = {info.number_of_shards})"
+    )
 
 
 # --- count and compact ------------------------------------------------------------------

@@ -22,6 +22,13 @@ Codecs (:func:`codec_named`):
     ``S`` sort key ``{ts}#{id}`` with a fixed-width UTC ISO-8601 time
     (:func:`~dynashard.core.keys.sort_key`): byte order is time order, then id order.
     The order key is the sort key. The default.
+``iso_ms_then_id`` and ``iso_s_then_id``
+    The same with milliseconds (``2026-06-22T01:00:00.123Z#agent``, JavaScript's
+    ``Date.prototype.toISOString()`` then an id) or whole seconds
+    (``2026-06-22T01:00:00Z#agent``): the forms other programs commonly write. The time
+    is floored to the codec's precision in the key (the ``ts`` attribute keeps it whole),
+    so events of one key, precision step and id are one item, the table's own rule. A
+    window's bounds are resolved to the precision as ``epoch_ms_number``'s are.
 ``epoch_ms_number``
     ``N`` sort key: the event time in integer milliseconds since 1970-01-01T00:00:00Z
     (floored: microseconds below a millisecond are dropped from the key, the ``ts``
@@ -50,6 +57,7 @@ from dynashard.core.keys import (
     MAX_SORT_KEY_BYTES,
     SEPARATOR,
     format_ts,
+    parse_ts,
     sort_key,
     utf8_len,
 )
@@ -158,6 +166,31 @@ class SortKeyCodec:
         """
         raise NotImplementedError
 
+    def decode(self, sk: str) -> tuple[datetime | None, str | None]:
+        """Return the event time and id a sort key holds, where it holds them.
+
+        An item another program wrote under an adopted key's bare partition key has no
+        ``key``, ``id`` or ``ts`` attribute of dynashard's: its event is read from its
+        sort key (:func:`dynashard.dynamodb.reader.item_to_event`).
+
+        Parameters
+        ----------
+        sk : str
+            The sort key value text.
+
+        Returns
+        -------
+        tuple of (datetime or None, str or None)
+            The time (UTC) and the id; None for a part this codec's key does not hold
+            (``epoch_ms_number`` holds no id, ``plain_string`` no time).
+
+        Raises
+        ------
+        InvalidInputError
+            Field ``sort_key``, if the value is not in the codec's form.
+        """
+        raise NotImplementedError
+
     def window(self, start: datetime | None, end: datetime | None) -> tuple[str, str] | None:
         """Return the inclusive sort-key range of a time window, or None for no range.
 
@@ -193,6 +226,11 @@ class SortKeyCodec:
 class IsoTimeThenId(SortKeyCodec):
     """``S`` sort key ``{ts}#{id}``, fixed-width UTC ISO-8601 then the event id.
 
+    The time has :attr:`digits` fraction digits (6: microseconds, dynashard's own form);
+    the subclasses :class:`IsoMsThenId` (3) and :class:`IsoSecondsThenId` (0) read and
+    write the forms other programs commonly use. A fixed width makes byte order time
+    order at the codec's precision, then id order.
+
     Examples
     --------
     >>> codec = IsoTimeThenId()
@@ -201,20 +239,68 @@ class IsoTimeThenId(SortKeyCodec):
     ('2013-01-01T10:15:00.000000Z#f1', '2013-01-01T10:15:00.000000Z#f1')
     >>> codec.window(None, datetime(2013, 1, 2, tzinfo=UTC))
     ('0', '2013-01-02T00:00:00.000000Z')
+    >>> codec.decode(sk)
+    (datetime.datetime(2013, 1, 1, 10, 15, tzinfo=datetime.timezone.utc), 'f1')
     """
 
     name = "iso_time_then_id"
     key_type = "S"
     exact = True
     time_ordered = True
+    #: Fraction digits of the seconds: 6, 3 or 0.
+    digits: ClassVar[int] = 6
     #: Bounds of an open window: sort keys start with a year, so they sort between "0"
     #: and ":" (the byte after "9"); other items of dynashard's table (counters, "#...")
     #: fall outside.
     FLOOR: ClassVar[str] = "0"
     CEILING: ClassVar[str] = ":"
 
+    @property
+    def width(self) -> int:
+        """int: Characters of the time, ``Z`` included (27, 24 or 20)."""
+        return 20 + (self.digits + 1 if self.digits else 0)
+
+    def format(self, ts: datetime) -> str:
+        """Return a time in this codec's form, floored to its precision.
+
+        Parameters
+        ----------
+        ts : datetime
+            Aware (naive is taken as UTC).
+
+        Returns
+        -------
+        str
+            :attr:`width` characters, e.g. ``2026-06-22T01:00:00.123Z`` for 3 digits.
+        """
+        text = format_ts(ts)  # 2013-01-01T10:15:00.000000Z
+        if self.digits == 6:
+            return text
+        if self.digits == 0:
+            return text[:19] + "Z"
+        return text[: 20 + self.digits] + "Z"
+
+    def _ceil(self, ts: datetime) -> datetime:
+        """Return ``ts`` rounded up to the codec's precision."""
+        step = 10 ** (6 - self.digits)
+        extra = ts.microsecond % step
+        return ts if extra == 0 else ts + timedelta(microseconds=step - extra)
+
     def encode(self, ts: datetime, event_id: str) -> str:  # noqa: D102
-        return sort_key(ts, event_id)
+        if self.digits == 6:
+            return sort_key(ts, event_id)
+        if not event_id:
+            raise KeyLimitExceededError("id", "must not be empty")
+        sk = f"{self.format(ts)}{SEPARATOR}{event_id}"
+        size = utf8_len(sk)
+        if size > MAX_SORT_KEY_BYTES:
+            raise KeyLimitExceededError(
+                "id",
+                f"makes a sort key of {size} bytes, over DynamoDB's limit of "
+                f"{MAX_SORT_KEY_BYTES} bytes ({self.width + 1} bytes go to the timestamp and "
+                "separator)",
+            )
+        return sk
 
     def order_key(self, sk: str, event_id: str) -> str:  # noqa: D102
         return sk
@@ -222,11 +308,56 @@ class IsoTimeThenId(SortKeyCodec):
     def sort_key_of(self, order_key: str) -> str:  # noqa: D102
         return order_key
 
+    def decode(self, sk: str) -> tuple[datetime, str]:  # noqa: D102
+        width = self.width
+        stamp, sep, event_id = sk[:width], sk[width : width + 1], sk[width + 1 :]
+        if sep == SEPARATOR and event_id:
+            try:
+                ts = parse_ts(stamp, "sort_key")
+            except InvalidInputError:
+                ts = None
+            if ts is not None and self.format(ts) == stamp:
+                return ts, event_id
+        example = self.encode(datetime(2026, 6, 22, 1, tzinfo=UTC), "id")
+        raise InvalidInputError(
+            "sort_key",
+            f"{sk!r} is not in the form of codec {self.name} (fixed-width UTC time, '#', an "
+            f"id: e.g. {example!r})",
+        )
+
     def window(self, start: datetime | None, end: datetime | None) -> tuple[str, str]:  # noqa: D102
         # ``hi`` is the bare time: "{end}#{id}" sorts after it, so ``end`` is exclusive.
-        lo = format_ts(start) if start is not None else self.FLOOR
-        hi = format_ts(end) if end is not None else self.CEILING
+        lo = self.format(start) if start is not None else self.FLOOR
+        hi = self.format(self._ceil(end)) if end is not None else self.CEILING
         return lo, hi
+
+
+class IsoMsThenId(IsoTimeThenId):
+    """``S`` sort key ``{ts}#{id}`` with milliseconds, ``Date.prototype.toISOString()``'s form.
+
+    Examples
+    --------
+    >>> IsoMsThenId().encode(datetime(2026, 6, 22, 1, 0, 0, 123456, tzinfo=UTC), "threat_detector")
+    '2026-06-22T01:00:00.123Z#threat_detector'
+    >>> IsoMsThenId().window(None, datetime(2026, 6, 22, 1, 0, 0, 123456, tzinfo=UTC))
+    ('0', '2026-06-22T01:00:00.124Z')
+    """
+
+    name = "iso_ms_then_id"
+    digits = 3
+
+
+class IsoSecondsThenId(IsoTimeThenId):
+    """``S`` sort key ``{ts}#{id}`` with whole seconds (``2026-06-22T01:00:00Z#agent``).
+
+    Examples
+    --------
+    >>> IsoSecondsThenId().decode("2026-06-22T01:00:00Z#threat_detector")[1]
+    'threat_detector'
+    """
+
+    name = "iso_s_then_id"
+    digits = 0
 
 
 def epoch_ms(ts: datetime) -> int:
@@ -301,6 +432,14 @@ class EpochMsNumber(SortKeyCodec):
     def sort_key_of(self, order_key: str) -> str:  # noqa: D102
         return str(int(order_key[:_EPOCH_WIDTH]) - _EPOCH_SHIFT)
 
+    def decode(self, sk: str) -> tuple[datetime, None]:  # noqa: D102
+        millis = int(self.sort_key_of(self.order_key(sk, "")))
+        if not MIN_EPOCH_MS <= millis <= MAX_EPOCH_MS:
+            raise InvalidInputError(
+                "sort_key", f"{sk!r} is outside the years 1..9999 (codec {self.name})"
+            )
+        return EPOCH + millis * _MS, None
+
     def window(self, start: datetime | None, end: datetime | None) -> tuple[str, str]:  # noqa: D102
         lo = epoch_ms(start) if start is not None else MIN_EPOCH_MS
         # ceil_ms(end) - 1: the last millisecond wholly or partly before ``end``.
@@ -355,6 +494,9 @@ class PlainString(SortKeyCodec):
     def sort_key_of(self, order_key: str) -> str:  # noqa: D102
         return order_key
 
+    def decode(self, sk: str) -> tuple[None, str]:  # noqa: D102
+        return None, sk
+
     def window(self, start: datetime | None, end: datetime | None) -> None:  # noqa: D102
         if start is not None or end is not None:
             raise InvalidInputError(
@@ -366,11 +508,14 @@ class PlainString(SortKeyCodec):
 
 
 ISO_TIME_THEN_ID: Final = IsoTimeThenId()
+ISO_MS_THEN_ID: Final = IsoMsThenId()
+ISO_S_THEN_ID: Final = IsoSecondsThenId()
 EPOCH_MS_NUMBER: Final = EpochMsNumber()
 PLAIN_STRING: Final = PlainString()
 #: Every codec by name.
 CODECS: Final[dict[str, SortKeyCodec]] = {
-    c.name: c for c in (ISO_TIME_THEN_ID, EPOCH_MS_NUMBER, PLAIN_STRING)
+    c.name: c
+    for c in (ISO_TIME_THEN_ID, ISO_MS_THEN_ID, ISO_S_THEN_ID, EPOCH_MS_NUMBER, PLAIN_STRING)
 }
 
 
@@ -380,7 +525,8 @@ def codec_named(name: str) -> SortKeyCodec:
     Parameters
     ----------
     name : str
-        ``iso_time_then_id``, ``epoch_ms_number`` or ``plain_string``.
+        ``iso_time_then_id``, ``iso_ms_then_id``, ``iso_s_then_id``, ``epoch_ms_number``
+        or ``plain_string``.
 
     Returns
     -------

@@ -41,14 +41,19 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.core.capacity import wire_item_size
-from dynashard.core.keys import format_ts, physical_key
+from dynashard.core.keys import format_ts, parse_ts, physical_key
 from dynashard.core.merge import Cursor, merge_page, query_fingerprint
 from dynashard.core.schema import DEFAULT_SCHEMA, Payload, TableSchema
 from dynashard.core.shard_info import ShardInfo
 from dynashard.core.strategies import Strategy, calculated_shards
 from dynashard.core.times import as_utc
 from dynashard.dynamodb.shard_metadata import ShardMetadata
-from dynashard.errors import InvalidInputError, ShardQueryError, StateConflictError
+from dynashard.errors import (
+    InvalidInputError,
+    ShardQueryError,
+    StateConflictError,
+    TableSchemaError,
+)
 from dynashard.model import plain_value
 from dynashard.planning.reads import MAX_PAGE_LIMIT, _fill_read_units, shard_page_limit
 
@@ -809,9 +814,115 @@ def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, 
     id_attr = schema.id_attr
 
     def order_of(item: dict[str, Any]) -> str:
-        return codec.order_key(item[sk][kind], item[id_attr]["S"])
+        stored = item.get(id_attr)
+        # An item another program wrote (adopted bare key) without an id: its sort key
+        # is its identity, as foreign_event reads it.
+        event_id = stored["S"] if stored is not None else item[sk][kind]
+        return codec.order_key(item[sk][kind], event_id)
 
     return order_of
+
+
+def foreign_identity(
+    item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA
+) -> tuple[datetime, str]:
+    """Return the time and id of an item another program wrote (see :func:`foreign_event`).
+
+    Parameters
+    ----------
+    item : dict of str to Any
+        The item in DynamoDB's typed JSON; its sort key, and its ``id`` / ``ts``
+        attributes where the codec's key lacks one.
+    schema : TableSchema
+        The table's key schema.
+
+    Returns
+    -------
+    tuple of (datetime, str)
+        The event time (UTC) and id.
+
+    Raises
+    ------
+    InvalidInputError
+        Field ``sort_key`` if the sort key is not in the codec's form, or the ``ts``
+        attribute's name if no time can be found.
+    """
+    sk = item[schema.sort_key][schema.sort_key_type]
+    codec = schema.sort_key_codec
+    ts, event_id = codec.decode(sk)
+    if event_id is None:
+        stored_id = item.get(schema.id_attr)
+        event_id = str(plain_value(stored_id)) if stored_id is not None else sk
+    if ts is None:
+        stored_ts = item.get(schema.ts_attr)
+        if stored_ts is None:
+            raise InvalidInputError(
+                schema.ts_attr, f"is missing, and the sort key (codec {codec.name}) holds no time"
+            )
+        ts = parse_ts(plain_value(stored_ts), schema.ts_attr)
+    return ts, event_id
+
+
+def foreign_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) -> dict[str, Any]:
+    """Return the event of an item another program wrote under an adopted key's bare key.
+
+    Such an item has the table's primary key but none of dynashard's own attributes
+    (no ``key``, :attr:`TableSchema.key_attr`): its logical key is its partition key,
+    its time and id come from its sort key through the table's codec
+    (:meth:`~dynashard.core.schema.SortKeyCodec.decode`), falling back to the schema's
+    ``ts`` / ``id`` attributes where the codec's key does not hold them
+    (``epoch_ms_number`` holds no id: the sort key's digits stand in; ``plain_string``
+    holds no time: the item needs a ``ts``), and its ``data`` is every attribute other
+    than the table's and the GSI's key attributes: the item's own shape, unchanged.
+
+    Parameters
+    ----------
+    item : dict of str to Any
+        The item in DynamoDB's typed JSON.
+    schema : TableSchema
+        The table's key schema.
+
+    Returns
+    -------
+    dict of str to Any
+        ``{"key", "id", "ts", "data"}``, ``ts`` in dynashard's fixed-width UTC ISO-8601.
+
+    Raises
+    ------
+    TableSchemaError
+        If the item's sort key is not in the codec's form, or no time can be found for
+        it: the table does not hold what the schema says, and a read must not guess.
+
+    Examples
+    --------
+    >>> from dynashard.core.schema import ISO_MS_THEN_ID, TableSchema
+    >>> mine = TableSchema(sort_key_codec=ISO_MS_THEN_ID, gsi_name=None)
+    >>> foreign_event({"PK": {"S": "OPS_LOG"},
+    ...                "SK": {"S": "2026-06-22T01:00:00.123Z#threat_detector"},
+    ...                "latencyMs": {"N": "340"}}, mine)["data"]
+    {'latencyMs': 340}
+    """
+    pk = item[schema.partition_key]["S"]
+    try:
+        ts, event_id = foreign_identity(item, schema)
+    except InvalidInputError as exc:
+        sk = item[schema.sort_key][schema.sort_key_type]
+        raise TableSchemaError(
+            [
+                f"the item {schema.partition_key}={pk!r} {schema.sort_key}={sk!r} under an "
+                f"adopted key's bare partition key cannot be read as an event: "
+                f"{exc.field}: {exc.message}"
+            ]
+        ) from exc
+    keys = {schema.partition_key, schema.sort_key}
+    if schema.gsi_name is not None:
+        keys |= {schema.gsi_partition_key, schema.gsi_sort_key}
+    return {
+        "key": pk,
+        "id": event_id,
+        "ts": format_ts(ts),
+        "data": {k: plain_value(v) for k, v in item.items() if k not in keys},
+    }
 
 
 def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) -> dict[str, Any]:
@@ -836,10 +947,16 @@ def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
         ``float`` (:func:`dynashard.model.plain_value`), a missing ``data`` becomes
         ``{}``. Other attributes (shard key, sort key, GSI1 keys) are not decoded.
 
+    An item without the key attribute was written by another program under an adopted
+    key's bare partition key (only such items pass :func:`owns_item` without it): it is
+    read by :func:`foreign_event`.
+
     Raises
     ------
     KeyError
-        If the item lacks the key, id or timestamp attribute.
+        If an item with the key attribute lacks the id or timestamp attribute.
+    TableSchemaError
+        If a foreign item cannot be read under the schema (:func:`foreign_event`).
 
     Examples
     --------
@@ -847,6 +964,8 @@ def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
     ...                "data": {"M": {"n": {"N": "2"}}}})
     {'key': 'K', 'id': 'e1', 'ts': 't', 'data': {'n': 2}}
     """
+    if schema.key_attr not in item:
+        return foreign_event(item, schema)
     if schema is not DEFAULT_SCHEMA and not schema.is_default:
         if schema.payload is Payload.FLAT:
             reserved = schema.reserved

@@ -1,0 +1,199 @@
+"""What a key's bare partition key holds, read before it is adopted.
+
+Adoption (:meth:`dynashard.dynamodb.shard_metadata.ShardMetadata.adopt`) copies nothing:
+every read of an adopted key also queries its bare partition key and reads each item
+there as an event, either one dynashard wrote (it has the schema's ``key`` attribute) or
+one another program wrote in its own shape (:func:`dynashard.dynamodb.reader.foreign_event`,
+which takes the event's time and id from the sort key through the table's codec). A sort
+key the codec cannot read would make every such read fail, and one outside the codec's
+range (a prefix such as ``ALERT#...``) would never be read at all, so
+:func:`survey_bare_key` reads every sort key of the bare partition key first and says
+which it cannot read; the facade refuses the adoption while any is found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynashard.core.keys import format_ts
+from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
+from dynashard.dynamodb.reader import foreign_identity
+from dynashard.errors import InvalidInputError, ShardQueryError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: Sort keys quoted in a survey's ``unreadable`` (the count covers all of them).
+MAX_EXAMPLES: Final = 5
+
+
+@dataclass(frozen=True)
+class BareKeySurvey:
+    """Every item under a key's bare partition key, as a read of the adopted key will see it.
+
+    Attributes
+    ----------
+    key : str
+        The logical key (its bare partition key).
+    dynashard_items : int
+        Items with the schema's ``key`` attribute equal to ``key`` (dynashard's shape).
+    foreign_items : int
+        Items without a ``key`` attribute whose sort key the codec reads: another
+        program's items, read as events in their own shape.
+    other_keys_items : int
+        Items whose ``key`` attribute names another logical key; reads leave them out
+        (:func:`dynashard.dynamodb.reader.owns_item`).
+    unreadable_items : int
+        Items without a ``key`` attribute whose sort key the codec cannot read.
+    unreadable : tuple of str
+        Up to :data:`MAX_EXAMPLES` of those, each ``"{sort key}: {why}"``.
+    first_ts, last_ts : str or None
+        The earliest and latest event time of the foreign items whose sort key holds a
+        time (fixed-width UTC ISO-8601), None when there is none.
+    read_units : float
+        Read capacity units the survey's Queries consumed (eventually consistent).
+    """
+
+    key: str
+    dynashard_items: int
+    foreign_items: int
+    other_keys_items: int
+    unreadable_items: int
+    unreadable: tuple[str, ...]
+    first_ts: str | None
+    last_ts: str | None
+    read_units: float
+
+    @property
+    def readable(self) -> bool:
+        """bool: True when every item a read of the adopted key will meet can be read."""
+        return self.unreadable_items == 0
+
+    def refusal(self, codec: str) -> str:
+        """Return why adopting the key is refused (for an ``InvalidInputError``).
+
+        Parameters
+        ----------
+        codec : str
+            The table's sort-key codec's name.
+
+        Returns
+        -------
+        str
+            A sentence naming the count, the codec and up to five sort keys.
+        """
+        return (
+            f"{self.unreadable_items} item(s) under the bare partition key {self.key!r} have "
+            f"sort keys the table's codec {codec} cannot read as an event, e.g. "
+            f"{'; '.join(self.unreadable)}. Configure the codec that matches them "
+            "(DYNASHARD_SORT_KEY_CODEC), or move them out of the key, before adopting it"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the survey as JSON-ready data (the CLI's ``--json``)."""
+        return {
+            "key": self.key,
+            "dynashard_items": self.dynashard_items,
+            "foreign_items": self.foreign_items,
+            "other_keys_items": self.other_keys_items,
+            "unreadable_items": self.unreadable_items,
+            "unreadable": list(self.unreadable),
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+            "read_units": self.read_units,
+        }
+
+
+def survey_bare_key(
+    client: DynamoDBClient, table: str, key: str, schema: TableSchema = DEFAULT_SCHEMA
+) -> BareKeySurvey:
+    """Read every sort key under ``key``'s bare partition key and classify its items.
+
+    One paginated Query of the whole item collection, no sort-key condition (so a sort
+    key outside the codec's range is seen too), projecting the sort key and the schema's
+    ``key``, ``id`` and ``ts`` attributes, eventually consistent. A projection does not
+    lower the cost: a Query consumes read units for the items' whole size (Developer
+    Guide, "Read consumption for Query": one unit per 4 KB, half for eventually
+    consistent reads), so a survey of a large key costs about what one full read of it
+    costs, once.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        A low-level client.
+    table : str
+        The data table.
+    key : str
+        The logical key, its bare partition key.
+    schema : TableSchema
+        The table's key schema and codec.
+
+    Returns
+    -------
+    BareKeySurvey
+        The counts, up to five unreadable sort keys and the foreign items' time span.
+
+    Raises
+    ------
+    ShardQueryError
+        If a Query fails (named by the bare key).
+    """
+    names = {"#pk": schema.partition_key, "#sk": schema.sort_key, "#key": schema.key_attr,
+             "#id": schema.id_attr, "#ts": schema.ts_attr}  # fmt: skip
+    request: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {":pk": {"S": key}},
+        "ProjectionExpression": "#sk, #key, #id, #ts",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    counts = {"dynashard": 0, "foreign": 0, "other": 0, "unreadable": 0}
+    examples: list[str] = []
+    first: str | None = None
+    last: str | None = None
+    units = 0.0
+    while True:
+        try:
+            response = client.query(**request)
+        except ClientError as exc:
+            error = exc.response["Error"]
+            raise ShardQueryError({key: f"{error['Code']}: {error.get('Message', '')}"}) from exc
+        except BotoCoreError as exc:
+            raise ShardQueryError({key: f"{type(exc).__name__}: {exc}"}) from exc
+        units += float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
+        for raw in response.get("Items", []):
+            item: dict[str, Any] = dict(raw)
+            owner = item.get(schema.key_attr)
+            if owner is not None:
+                counts["dynashard" if owner.get("S") == key else "other"] += 1
+                continue
+            try:
+                ts = format_ts(foreign_identity(item, schema)[0])
+            except InvalidInputError as exc:
+                counts["unreadable"] += 1
+                if len(examples) < MAX_EXAMPLES:
+                    sk = item[schema.sort_key][schema.sort_key_type]
+                    examples.append(f"{sk!r}: {exc.field}: {exc.message}")
+                continue
+            counts["foreign"] += 1
+            first = ts if first is None or ts < first else first
+            last = ts if last is None or ts > last else last
+        start = response.get("LastEvaluatedKey")
+        if start is None:
+            break
+        request["ExclusiveStartKey"] = start
+    return BareKeySurvey(
+        key=key,
+        dynashard_items=counts["dynashard"],
+        foreign_items=counts["foreign"],
+        other_keys_items=counts["other"],
+        unreadable_items=counts["unreadable"],
+        unreadable=tuple(examples),
+        first_ts=first,
+        last_ts=last,
+        read_units=units,
+    )
