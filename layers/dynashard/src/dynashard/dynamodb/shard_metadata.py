@@ -279,9 +279,12 @@ class ShardMetadata:
         its bare item; writers keep writing to shards ``0..N-1`` only, and N grows from
         there as for any key. Idempotent; adoption is never undone.
 
-        Stop the application's own writes to the bare key before adopting: a read
-        paging with a cursor made before adoption resumes the bare key after the
-        cursor's position, as it does every shard.
+        The application's own writer may keep writing the bare key during a cut-over:
+        reads include what it writes, and a read paging with a cursor resumes the bare
+        key after the cursor's position, as it does every shard (an item written behind
+        the cursor is not shown, as on a shard). Items in another program's shape are
+        read through the table's codec (:func:`dynashard.dynamodb.reader.foreign_event`);
+        :meth:`dynashard.Dynashard.adopt` surveys them first.
 
         A key of the physical-key form ``{prefix}#{d}`` (``SENSOR#42``) is refused
         unless its bare partition key can never be one of ``prefix``'s shards
