@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from dynashard.core.schema import TableSchema
+
 Settings = FunctionSettings
 """The function's settings: the library's model (``dynashard.lambda_kit.settings``)."""
 
@@ -85,6 +87,12 @@ def _writable(facade: IngestPort) -> IngestPort:
 
 def _time_bucket() -> TimeBucket:
     return TimeBucket(get_settings().time_bucket)
+
+
+@lambda_kit.container_cache
+def get_table_schema() -> TableSchema:
+    """Return the data table's key schema the settings name (built once per container)."""
+    return get_settings().table_schema
 
 
 def _count(written: int, failed: int) -> None:
@@ -127,7 +135,12 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
     events = body.events if isinstance(body, api.EventBatch) else [body]
     facade = _writable(facade_of())
     outcomes = write_events(
-        events, facade, logger=logger, bucket=_time_bucket(), key_of=facade.write_key
+        events,
+        facade,
+        logger=logger,
+        bucket=_time_bucket(),
+        key_of=facade.write_key,
+        schema=get_table_schema(),
     )
     payload = api.PostEventsResponse.from_outcomes(outcomes, batch=batch)
     _count(payload.written, len(payload.failed) + len(payload.rejected))
@@ -294,6 +307,7 @@ def _process(
         bucket=_time_bucket,
         redelivered=redelivered,
         key_of=facade.write_key,
+        schema=get_table_schema,
     )
     _count(result.written, result.failed)
     return lambda_kit.partial_batch_response(

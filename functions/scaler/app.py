@@ -257,6 +257,7 @@ def handler(
         shrinker=lambda: shrinker or cast("shrinking.ShrinkPort", port()),  # the facade shrinks
         settings=settings,
         log=logger,
+        gsi_name=settings.table_schema.gsi_name,
     )
     result = run.to_dict(alarm is not None, now)
     _emit_metrics(run)

@@ -564,6 +564,34 @@ def test_hot_maps_physical_keys_to_logical_keys_and_plans_them(
     assert doc["unmapped"] == ["plain-key"]
 
 
+def test_hot_maps_the_keys_of_a_renamed_time_bucket_gsi(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a table whose time-bucket GSI is "ByTime" (DYNASHARD_GSI_NAME), and the
+    # emulator reporting two throttled shards of one key's bucket on that index
+    monkeypatch.setenv(names.ENV_GSI_NAME, "ByTime")
+
+    def fake_emulator(endpoint: str, table: str, index: str | None, *rest: Any) -> list[HotKey]:
+        assert index == "ByTime"
+        return [
+            HotKey("DEPARTURES#JFK#2013-01-01#0", 1000.0, 600),
+            HotKey("DEPARTURES#JFK#2013-01-01#1", 1000.0, 600),
+        ]
+
+    monkeypatch.setattr("dynashard.cli.hot.emulator_hot_keys", fake_emulator)
+    monkeypatch.setattr("dynashard.cli.context.Options.dynamodb", lambda _self: aws)
+    assert run("resize", "DEPARTURES#JFK", "2").exit_code == 0
+    # When hot is asked for that index
+    result = run("--endpoint-url", "http://emulator.invalid", "hot", "--index", "ByTime", "--json")
+    # Then both keys map to the logical key, none is left unmapped
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    [row] = doc["logical_keys"]
+    assert row["key"] == "DEPARTURES#JFK" and row["throttled_events"] == 1200
+    assert row["physical_keys"] == ["DEPARTURES#JFK#2013-01-01#0", "DEPARTURES#JFK#2013-01-01#1"]
+    assert doc["unmapped"] == []
+
+
 def test_hot_source_emulator_needs_an_endpoint(aws: Any) -> None:
     result = run("hot", "--source", "emulator")
     assert result.exit_code == ExitCode.ERROR

@@ -417,6 +417,50 @@ def test_post_events_logs_the_write_load_of_the_request(
     assert not [r for r in caplog.records if r.getMessage() == "write refused"]
 
 
+def test_write_load_is_sized_with_the_functions_table_schema(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a function configured for a table of another layout (epoch sort key, no GSI,
+    # a flat payload), and events whose items cross 1 KB in dynashard's own layout only
+    from dynashard import names
+    from dynashard.core.buckets import TimeBucket
+    from dynashard.dynamodb.writer import event_write_units
+
+    for name, value in {
+        names.ENV_PARTITION_KEY_ATTR: "device",
+        names.ENV_SORT_KEY_ATTR: "at",
+        names.ENV_SORT_KEY_CODEC: "epoch_ms_number",
+        names.ENV_GSI_NAME: "",
+        names.ENV_ID_ATTR: "reading_id",
+        names.ENV_PAYLOAD: "flat",
+    }.items():
+        monkeypatch.setenv(name, value)
+    schema = ingest.get_settings().table_schema
+    ts = "2013-01-01T05:40:00Z"
+
+    def event(pad: int) -> Event:
+        return Event.model_validate({"key": "K", "id": "e1", "ts": ts, "data": {"n": "x" * pad}})
+
+    pad = next(
+        p
+        for p in range(600, 1100)
+        if event_write_units(event(p), TimeBucket.DAY)
+        != event_write_units(event(p), TimeBucket.DAY, schema)
+    )
+    body = {"key": "K", "id": "e1", "ts": ts, "data": {"n": "x" * pad}}
+    # When the API and the queue each bring one
+    ingest.api_handler(_with_body("api_post_events", body), context, facade=FakeFacade())
+    sqs = load_event("sqs_batch")
+    sqs["Records"] = sqs["Records"][:1]
+    sqs["Records"][0]["body"] = json.dumps(body)
+    ingest.sqs_handler(sqs, context, facade=FakeFacade())
+    # Then both write-load lines offer the units of the schema's item, not the default's
+    lines = [r for r in caplog.records if r.getMessage() == "write load"]
+    units = event_write_units(event(pad), TimeBucket.DAY, schema)
+    assert units < event_write_units(event(pad), TimeBucket.DAY)
+    assert [r.offered_wcu for r in lines] == [units, units]
+
+
 def test_write_load_of_a_bucketed_family_names_its_bucket_keys(
     context: LambdaContext, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from dynashard import names
 from dynashard.cloudwatch.alarms import CloudWatchAlarmStates
 from dynashard.cloudwatch.insights import (
     ContributorInsightsHotKeySource,
@@ -302,6 +303,27 @@ def test_index_alarm_grows_the_logical_key_behind_the_gsi1_keys(context: LambdaC
     # (one GSI1 key at its limit plus 48,000 / 60 s / 8 attempts = 1,100 units/s)
     assert hot.calls[0][1] == "GSI1"
     assert facade.grow_calls == [("DEPARTURES#JFK", 2)]
+
+
+def test_an_alarm_on_a_renamed_time_bucket_gsi_grows_the_logical_key(
+    context: LambdaContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a table whose time-bucket GSI is "ByTime" (DYNASHARD_GSI_NAME), a key-range
+    # alarm on it and the index's hot keys
+    monkeypatch.setenv(names.ENV_GSI_NAME, "ByTime")
+    event = load_event("cloudwatch_alarm_sns")
+    message = _sns_message(event)
+    message["Trigger"]["Dimensions"].append({"value": "ByTime", "name": "GlobalSecondaryIndexName"})
+    hot = FakeHotKeys([HotKey("DEPARTURES#JFK#2013-01-01#0", 0.0, 48_000)])
+    facade = FakeFacade()
+    # When the alarm arrives
+    summary = scaler.handler(
+        _with_sns_message(event, message), context, facade=facade, hot_keys=hot
+    )
+    # Then the index's keys map to the logical key, which grows as on GSI1
+    assert hot.calls[0][1] == "ByTime"
+    assert facade.grow_calls == [("DEPARTURES#JFK", 2)]
+    assert not summary["skipped"]
 
 
 def test_growth_metrics_keep_the_key_out_of_the_dimensions(

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from dynashard.core.buckets import TimeBucket
+from dynashard.core.schema import EPOCH_MS_NUMBER, Payload, TableSchema
+from dynashard.dynamodb.writer import event_write_units
 from dynashard.errors import MetadataError
 from dynashard.lambda_kit.ingest import (
     BatchResult,
@@ -231,6 +233,52 @@ def test_an_event_too_large_for_an_item_counts_no_write_units() -> None:
     # Then both are counted as events, but only the normal one's unit is offered
     [line] = logger.named("write load")
     assert (line.extra["events"], line.extra["offered_wcu"]) == (2, 1)
+
+
+#: A table of another layout: attributes of its own, a flat payload, no GSI.
+FLAT = TableSchema(
+    partition_key="device",
+    sort_key="at",
+    sort_key_codec=EPOCH_MS_NUMBER,
+    gsi_name=None,
+    id_attr="reading_id",
+    payload=Payload.FLAT,
+)
+
+
+def _sized_apart() -> Event:
+    """An event whose item takes more write units in the default layout than in FLAT."""
+    for pad in range(600, 1100):
+        event = parse_event(_record("e1").replace('{"flight": 1}', f'{{"note": "{"x" * pad}"}}'))
+        if event_write_units(event, TimeBucket.DAY) != event_write_units(
+            event, TimeBucket.DAY, schema=FLAT
+        ):
+            return event
+    raise AssertionError("no payload size tells the two layouts apart")
+
+
+def test_the_write_load_is_sized_with_the_tables_schema() -> None:
+    # Given an event whose item is over 1 KB in dynashard's layout, under it in FLAT
+    event = _sized_apart()
+    flat_units = event_write_units(event, TimeBucket.DAY, schema=FLAT)
+    default_units = event_write_units(event, TimeBucket.DAY)
+    assert flat_units < default_units
+    # When the write load is logged for the FLAT table, by each entry point
+    logged = RecordingLogger()
+    log_write_load(logged, [event], TimeBucket.DAY, schema=FLAT)
+    api = RecordingLogger()
+    write_events([event], FakeWriter(), logger=api, bucket=TimeBucket.DAY, schema=FLAT)
+    batch = RecordingLogger()
+    body = json.dumps(event.to_json())
+    write_batch(_items(body), FakeWriter(), logger=batch, bucket=_day, schema=lambda: FLAT)
+    # Then each line offers the units the writer's sizing of that schema says
+    for logger in (logged, api, batch):
+        [line] = logger.named("write load")
+        assert line.extra["offered_wcu"] == flat_units
+    # And without a schema, dynashard's own layout sizes it (as before)
+    default = RecordingLogger()
+    log_write_load(default, [event], TimeBucket.DAY)
+    assert default.named("write load")[0].extra["offered_wcu"] == default_units
 
 
 def test_log_write_refused_is_silent_when_nothing_was_refused() -> None:

@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from dynashard.planning.shards import attempts_per_request, loads_by_logical_key
+from dynashard.planning.shards import attempts_per_request, loads_by_logical_key, partition_group
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,44 @@ def test_gsi1_keys_are_mapped_to_their_logical_key() -> None:
         {0, 1},
     )
     assert unmapped == ["DEPARTURES#JFK#0"]
+
+
+def test_a_time_bucket_gsi_of_another_name_is_mapped_by_the_schemas_name() -> None:
+    # Given a table whose time-bucket GSI is "ByTime" (TableSchema.gsi_name), and the
+    # hot keys of an alarm on it
+    hot = [
+        Reported("DEPARTURES#JFK#2013-01-01#0", 0.0, 30),
+        Reported("DEPARTURES#JFK#2013-01-01#1", 0.0, 10),
+    ]
+    # When they are grouped with the schema's GSI name
+    loads, unmapped = loads_by_logical_key(hot, "ByTime", gsi_name="ByTime")
+    # Then they map to the logical key, per bucket, as GSI1's keys do
+    [jfk] = loads["DEPARTURES#JFK"]
+    assert (jfk.group, jfk.throttled_events, jfk.throttled_shards) == (
+        "DEPARTURES#JFK#2013-01-01",
+        40,
+        {0, 1},
+    )
+    assert unmapped == []
+    # And an index that is not the time-bucket GSI maps nothing, whatever its keys
+    # look like (dynashard writes no other index)
+    for index, gsi in (("ByTime", "GSI1"), ("GSI1", "ByTime"), ("OwnerIndex", "ByTime")):
+        loads, unmapped = loads_by_logical_key(hot, index, gsi_name=gsi)
+        assert loads == {} and unmapped == [h.key for h in hot]
+
+
+@pytest.mark.parametrize("gsi_name", ["GSI1", "ByTime", None])
+def test_base_table_keys_map_whatever_the_gsi_is_named(gsi_name: str | None) -> None:
+    assert partition_group("DEPARTURES#JFK#3", None, gsi_name) == (
+        "DEPARTURES#JFK",
+        "DEPARTURES#JFK",
+        3,
+    )
+    # An index key maps only when the index is the time-bucket GSI (none: never)
+    gsi_key = partition_group("DEPARTURES#JFK#2013-01-01#0", "GSI1", gsi_name)
+    assert gsi_key == (
+        ("DEPARTURES#JFK", "DEPARTURES#JFK#2013-01-01", 0) if gsi_name == "GSI1" else None
+    )
 
 
 @pytest.mark.parametrize(

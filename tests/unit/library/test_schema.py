@@ -200,6 +200,20 @@ def test_open_windows_take_every_time() -> None:
     assert ISO_TIME_THEN_ID.window(None, None) == ("0", ":")
 
 
+def test_only_the_epoch_codecs_sort_key_lacks_the_event_id() -> None:
+    # The writer puts items conditionally for a codec whose sort key lacks the id
+    # (two events of one shard and millisecond would share an item)
+    assert [c.id_in_sort_key for c in (ISO_TIME_THEN_ID, EPOCH_MS_NUMBER, PLAIN_STRING)] == [
+        True,
+        False,
+        True,
+    ]
+    ts = datetime(2013, 1, 1, tzinfo=UTC)
+    for codec in (ISO_TIME_THEN_ID, PLAIN_STRING):
+        assert codec.encode(ts, "a") != codec.encode(ts, "b")
+    assert EPOCH_MS_NUMBER.encode(ts, "a") == EPOCH_MS_NUMBER.encode(ts, "b")
+
+
 def test_epoch_order_key_round_trips_and_reads_other_number_spellings() -> None:
     key = EPOCH_MS_NUMBER.order_key("1E+3", "e")
     assert key == EPOCH_MS_NUMBER.order_key("1000", "e")

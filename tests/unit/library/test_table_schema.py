@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from dynashard import Dynashard, DynashardConfig
@@ -20,10 +21,11 @@ from dynashard.core.schema import (
     TableSchema,
 )
 from dynashard.dynamodb.table_check import check_table_schema
+from dynashard.dynamodb.writer import ShardedWriter
 from dynashard.errors import InvalidInputError, TableSchemaError
 from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.model import Event
-from infra.table_specs import ALL_TABLES, METADATA_TABLE, create_table_request
+from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 DEVICES = "devices"
 #: A device-telemetry table as its owner made it: partition key ``device``, numeric sort
@@ -175,10 +177,15 @@ def test_epoch_window_and_ties_across_shards_are_ordered_by_id(client: Any) -> N
     outcomes = ds.put_events(tied + readings(5, "K"))
     written = sorted(e.id for e, o in zip(tied, outcomes, strict=False) if o.ok)
     refused = [o for o in outcomes[: len(tied)] if not o.ok]
-    # Then a second event of a shard and millisecond is refused, permanently, not lost
-    assert len(written) >= 2
-    assert all(o.permanent and o.field == "ts" for o in refused)
-    assert len(written) + len(refused) == len(tied)
+    # Then each tied event takes a shard whose millisecond is free, one per shard, and
+    # the rest are refused, permanently, naming the events that hold the millisecond
+    assert len(written) == 8
+    assert len({o.physical_key for o in outcomes[: len(tied)] if o.ok}) == 8
+    assert len(refused) == 4
+    for o in refused:
+        assert o.permanent and o.field == "ts" and o.physical_key is None
+        assert "every shard tried holds another event at sort key 1357034400000" in (o.error or "")
+        assert o.error is not None and all(f"K#{s}: 't" in o.error for s in range(8))
     # And a window's read pages through the tie one item at a time, ties by id
     window = {"start": T0, "end": T0 + timedelta(milliseconds=1)}
     assert [i["id"] for i in read_all(ds, "K", 1, **window)] == written
@@ -187,6 +194,100 @@ def test_epoch_window_and_ties_across_shards_are_ordered_by_id(client: Any) -> N
         ds, "K", 2, start=T0 + timedelta(milliseconds=37), end=T0 + timedelta(seconds=1)
     )
     assert [i["id"] for i in later] == ["r001", "r002", "r003", "r004"]
+    ds.close()
+
+
+class CountingClient:
+    """Delegates to the moto client; counts the data table's writes by operation, and
+    throttles the first ``throttle`` PutItem calls as DynamoDB does (key range)."""
+
+    def __init__(self, inner: Any, throttle: int = 0) -> None:
+        self.inner = inner
+        self.throttle = throttle
+        self.calls: dict[str, int] = {"batch_write_item": 0, "put_item": 0}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def batch_write_item(self, **kw: Any) -> Any:
+        if DEVICES in kw["RequestItems"] or DATA_TABLE.default_name in kw["RequestItems"]:
+            self.calls["batch_write_item"] += 1
+        return self.inner.batch_write_item(**kw)
+
+    def put_item(self, **kw: Any) -> Any:
+        if kw["TableName"] in (DEVICES, DATA_TABLE.default_name):
+            self.calls["put_item"] += 1
+            if self.throttle > 0:
+                self.throttle -= 1
+                raise ClientError(
+                    {
+                        "Error": {
+                            "Code": "ProvisionedThroughputExceededException",
+                            "Message": "throttled",
+                        },
+                        "ThrottlingReasons": [
+                            {
+                                "reason": "TableWriteKeyRangeThroughputExceeded",
+                                "resource": DEVICES,
+                            }
+                        ],
+                    },
+                    "PutItem",
+                )
+        return self.inner.put_item(**kw)
+
+
+def test_only_a_sort_key_without_the_id_writes_with_conditional_puts(client: Any) -> None:
+    # Given the default table and the epoch one, each written 30 events
+    counting = CountingClient(client)
+    for schema, table in ((DEFAULT_SCHEMA, DATA_TABLE.default_name), (EPOCH_FLAT, DEVICES)):
+        ds = facade_for(counting, schema, table=table)
+        assert all(o.ok for o in ds.put_events(readings(30)))
+        ds.close()
+        # Then the default table took BatchWriteItem only, the epoch one PutItem only
+        if schema is DEFAULT_SCHEMA:
+            assert counting.calls == {"batch_write_item": 2, "put_item": 0}
+        else:
+            assert counting.calls == {"batch_write_item": 2, "put_item": 30}
+
+
+def test_a_throttled_conditional_put_is_retried_and_counted(client: Any) -> None:
+    # Given an epoch table whose first two puts are throttled by key range
+    counting: Any = CountingClient(client, throttle=2)
+    ds = facade_for(client, EPOCH_FLAT, shards=1)
+    writer = ShardedWriter(
+        counting,
+        DEVICES,
+        ds.metadata,
+        ds.executor,
+        sleep=lambda _s: None,
+        grow_on_key_range_throttle=False,
+        schema=EPOCH_FLAT,
+    )
+    # When an event is written
+    (outcome,) = writer.write(readings(1))
+    # Then it is written after the retries, on its own shard, and the throttles counted
+    assert outcome.ok and outcome.physical_key == "DEVICE#7#0"
+    assert counting.calls["put_item"] == 3
+    assert writer.throttles["TableWriteKeyRangeThroughputExceeded"] == 2
+    ds.close()
+
+
+def test_a_calculated_keys_event_never_leaves_its_shard(client: Any) -> None:
+    # Given a calculated key on four shards, and an event of sensor A at T0 stored
+    ds = facade_for(client, EPOCH_FLAT, shards=4)
+    ds.set_strategy("K", "calculated", attribute="sensor")
+    first = Event(key="K", id="e1", ts=T0, data={"sensor": "A"})
+    (stored,) = ds.put_events([first])
+    assert stored.ok
+    # When another event of sensor A comes at the same millisecond
+    (outcome,) = ds.put_events([Event(key="K", id="e2", ts=T0, data={"sensor": "A"})])
+    # Then it is refused, though other shards are free: a targeted read of sensor A
+    # queries its shard only, so the event cannot go elsewhere; the first is intact
+    assert not outcome.ok and outcome.permanent and outcome.field == "ts"
+    assert f"{stored.physical_key}: 'e1'" in (outcome.error or "")
+    assert [i["id"] for i in read_all(ds, "K", 10, attribute_value="A")] == ["e1"]
+    assert len(client.scan(TableName=DEVICES)["Items"]) == 1
     ds.close()
 
 

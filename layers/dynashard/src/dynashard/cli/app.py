@@ -813,7 +813,11 @@ def hot(
     ctx: typer.Context,
     minutes: Annotated[float, typer.Option(help="Window: the last this many minutes.", min=1)] = 5,
     index: Annotated[
-        str | None, typer.Option(help="A GSI (GSI1) instead of the base table.")
+        str | None,
+        typer.Option(
+            help="A GSI instead of the base table: the time-bucket GSI (GSI1, or "
+            "DYNASHARD_GSI_NAME) has its keys mapped to logical keys."
+        ),
     ] = None,
     top: Annotated[
         int, typer.Option(help="Contributors per report (1..100).", min=1, max=100)

@@ -11,6 +11,7 @@ plans them (:mod:`dynashard.planning.shards`).
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -117,6 +118,7 @@ def hot_report(
     top: int,
     emulator: bool,
     read: bool,
+    gsi_name: str | None = None,
 ) -> dict[str, Any] | None:
     """Build the report of ``dynashard hot``.
 
@@ -134,6 +136,11 @@ def hot_report(
         Ask the partition emulator at ``opts.endpoint_url`` instead of CloudWatch.
     read : bool
         Read capacity instead of write.
+    gsi_name : str, optional
+        The data table's time-bucket GSI, whose partition keys ``{logical}#{bucket}#{shard}``
+        map back to logical keys when ``index`` names it; default ``DYNASHARD_GSI_NAME``
+        (the functions' schema setting), else ``GSI1``. Keys of another index are
+        unmapped (:func:`~dynashard.planning.shards.partition_group`).
 
     Returns
     -------
@@ -179,18 +186,24 @@ def hot_report(
     )
     utilization = env_float(names.ENV_TARGET_UTILIZATION, 0.8)
     write_attempts = int(env_float(names.ENV_WRITE_MAX_ATTEMPTS, Backoff().max_attempts))
+    if gsi_name is None:
+        # As FunctionSettings reads it: an empty value means the table has no GSI.
+        gsi_name = os.environ.get(names.ENV_GSI_NAME, names.GSI1_NAME).strip() or None
     ds = opts.facade()
     rows: list[dict[str, Any]] = []
     try:
         # The metadata, not the format, says whose a reported key is (SENSOR#42 is not
         # SENSOR's unless SENSOR has had 43 shards).
         loads, unmapped = loads_by_logical_key(
-            hot, index_name=index, owns=lambda key, shard: owns_shard(ds.shard_info(key), shard)
+            hot,
+            index_name=index,
+            owns=lambda key, shard: owns_shard(ds.shard_info(key), shard),
+            gsi_name=gsi_name,
         )
         logical_of = {
             h.key: parts[0]
             for h in hot
-            if h.key not in unmapped and (parts := partition_group(h.key, index))
+            if h.key not in unmapped and (parts := partition_group(h.key, index, gsi_name))
         }
         for logical, groups in loads.items():
             info = ds.shard_info(logical)

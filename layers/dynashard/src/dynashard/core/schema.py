@@ -104,12 +104,18 @@ class SortKeyCodec:
     time_ordered : bool
         True when the sort key orders items by event time first (a time window is a
         sort-key range).
+    id_in_sort_key : bool
+        True when the sort key holds the event id, so that two different events of one
+        shard never share a primary key; False (``epoch_ms_number``) when they may, and
+        the writer must not let one overwrite the other
+        (:class:`~dynashard.dynamodb.writer.ShardedWriter`).
     """
 
     name: ClassVar[str]
     key_type: ClassVar[str]
     exact: ClassVar[bool]
     time_ordered: ClassVar[bool]
+    id_in_sort_key: ClassVar[bool] = True
 
     def encode(self, ts: datetime, event_id: str) -> str:
         """Return the sort key value of an event, as the text of its ``S`` or ``N``.
@@ -404,6 +410,7 @@ class EpochMsNumber(SortKeyCodec):
     key_type = "N"
     exact = False
     time_ordered = True
+    id_in_sort_key = False
 
     def encode(self, ts: datetime, event_id: str) -> str:  # noqa: D102
         if not event_id:

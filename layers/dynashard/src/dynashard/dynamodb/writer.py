@@ -11,6 +11,13 @@ Every event gets an outcome, written or failed with the reason, so a caller can 
 failures for redelivery instead of losing them (invariant 1). A failure is either
 transient (throttling, an unavailable service: send it again) or ``permanent`` (the event
 breaks a DynamoDB or dynashard rule: sending it again cannot help, the caller refuses it).
+
+A sort key without the event id (``epoch_ms_number``, :attr:`SortKeyCodec.id_in_sort_key
+<dynashard.core.schema.SortKeyCodec.id_in_sort_key>` False) lets two different events of
+one shard share a primary key: one item per shard and millisecond. BatchWriteItem takes
+no condition, so there each item is a conditional PutItem instead (:meth:`ShardedWriter.write`),
+which never overwrites another event's item: an acknowledged event is never lost to a
+later one (invariant 1).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from dynashard.core.keys import (
 )
 from dynashard.core.retry import RETRYABLE_ERROR_CODES, Backoff
 from dynashard.core.schema import DEFAULT_SCHEMA, Payload, TableSchema
-from dynashard.core.strategies import choose_shard
+from dynashard.core.strategies import Strategy, choose_shard
 from dynashard.core.throttling import (
     THROTTLING_ERROR_CODES,
     ThrottleKind,
@@ -64,9 +71,18 @@ BATCH_WRITE_MAX_ITEMS = 25
 #: DynamoDB's error code for a request it can never serve as it is (API reference,
 #: "Common errors"): an item it refuses with it is refused for good, not retried.
 VALIDATION_ERROR = "ValidationException"
+#: DynamoDB's error code for a conditional write whose condition is false (PutItem API
+#: reference, "Errors").
+CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailedException"
+#: The condition of a put whose sort key lacks the event id: the primary key is free, or
+#: its item is this very event (a retry or a redelivery stays idempotent, invariant 2).
+PUT_UNLESS_ANOTHER_EVENT: Final = "attribute_not_exists(#pk) OR #id = :id"
 
 _serializer = TypeSerializer()
 _log = logging.getLogger(__name__)
+#: What identifies one item to write in a batch: its primary key values (partition key,
+#: sort key text), and the event id too when the sort key lacks it.
+_Slot = tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -334,6 +350,25 @@ def event_write_units(
 class ShardedWriter:
     """Writes events to their shards with parallel BatchWriteItem calls.
 
+    When the schema's sort key does not hold the event id (``epoch_ms_number``: one item
+    per shard and millisecond), every item is a conditional PutItem instead, sent in
+    parallel: put unless the primary key holds *another* event
+    (:data:`PUT_UNLESS_ANOTHER_EVENT`). If it does, the event is put on the key's next
+    shard, then the next, over the shard count in force (a ``random`` key only: readers
+    query every shard of it; a ``calculated`` key's event must stay on its attribute's
+    shard, where targeted reads look). The shards are tried in the same order every time,
+    so a redelivered event finds its own item again. When every shard tried holds another
+    event at that sort key, the event fails, permanently (field ``ts``), naming them.
+
+    Capacity: each attempt is a write, and a conditional write whose condition fails
+    still consumes write capacity, by the larger of the existing and the new item's
+    size (Developer Guide, "Condition expressions" and "DynamoDB read and write
+    operations", conditional writes). An event whose millisecond is taken on ``k``
+    shards costs ``k`` extra writes, whether or not it finds a free shard; DynamoDB counts
+    them in ``ConditionalCheckFailedRequests``. PutItem also costs a round trip per item
+    where BatchWriteItem sends 25. The default schema keeps BatchWriteItem: its sort key
+    holds the id, so no two events share an item.
+
     Parameters
     ----------
     client : DynamoDBClient
@@ -405,7 +440,11 @@ class ShardedWriter:
         """Write events; return one outcome per event, in input order.
 
         Events with the same logical key and sort key (the same event offered twice)
-        become one item and share its outcome.
+        become one item and share its outcome. With a sort key that lacks the event id,
+        two events of one shard and sort key are two items, each written by its own
+        conditional PutItem (see the class docstring): one of them may move to another
+        shard, or fail permanently (field ``ts``) when every shard has another event at
+        that sort key; neither overwrites the other, in this batch or any other.
 
         Parameters
         ----------
@@ -421,10 +460,12 @@ class ShardedWriter:
             ``calculated`` key without its shard attribute.
         """
         outcomes: list[WriteOutcome | None] = [None] * len(events)
-        slots: dict[tuple[str, str], list[int]] = {}
-        items: dict[tuple[str, str], dict[str, Any]] = {}
-        units: dict[tuple[str, str], int] = {}
-        buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]] = {}
+        conditional = not self.schema.sort_key_codec.id_in_sort_key
+        slots: dict[_Slot, list[int]] = {}
+        items: dict[_Slot, dict[str, Any]] = {}
+        units: dict[_Slot, int] = {}
+        probes: dict[_Slot, _Probe] = {}
+        buckets: dict[tuple[str, str], tuple[int, list[_Slot]]] = {}
         recorded: dict[str, list[str]] = {}
         pruned: dict[str, str | None] = {}
         stored_units: dict[str, frozenset[str]] = {}
@@ -452,24 +493,14 @@ class ShardedWriter:
                     field=exc.field if isinstance(exc, InvalidInputError) else None,
                 )
                 continue
-            item_key = self._item_key(item)
-            prior = items.get(item_key)
-            id_attr = self.schema.id_attr
-            if prior is not None and prior[id_attr] != item[id_attr]:
-                # Only a sort key without the id (epoch_ms_number: one item per shard and
-                # millisecond) makes two events one item: the second is refused, never
-                # acknowledged while the first one's item would overwrite it.
-                outcomes[index] = WriteOutcome(
-                    event.id,
-                    event.key,
-                    False,
-                    f"InvalidInputError: ts: has the sort key of event "
-                    f"{prior[id_attr]['S']!r} on the same shard ({item_key[0]}, sort key "
-                    f"{item_key[1]}): the table holds one item per sort key",
-                    permanent=True,
-                    field="ts",
+            item_key: _Slot = self._item_key(item)
+            if conditional:
+                # A sort key without the id: two different events may share a primary
+                # key, so each event is its own slot, put by _put_unique.
+                item_key = (*item_key, event.id)
+                probes[item_key] = _Probe(
+                    event, _shards_to_try(info.strategy, info.number_of_shards, shard), unit, label
                 )
-                continue
             slots.setdefault(item_key, []).append(index)
             items[item_key] = item
             units[item_key] = write_units(size)
@@ -483,6 +514,15 @@ class ShardedWriter:
             for index in slots[item_key]:
                 outcomes[index] = WriteOutcome(events[index].id, events[index].key, False, why)
         keys = list(items)
+        if conditional:
+            puts = [
+                self.executor.submit(self._put_unique, items[k], units[k], probes[k]) for k in keys
+            ]
+            for item_key, put in zip(keys, puts, strict=True):
+                outcome = put.result()
+                for index in slots[item_key]:
+                    outcomes[index] = outcome  # one event id and key per slot
+            return [o for o in outcomes if o is not None]
         chunks = [
             keys[i : i + BATCH_WRITE_MAX_ITEMS] for i in range(0, len(keys), BATCH_WRITE_MAX_ITEMS)
         ]
@@ -511,11 +551,11 @@ class ShardedWriter:
 
     def _record_gsi1_buckets(
         self,
-        buckets: dict[tuple[str, str], tuple[int, list[tuple[str, str]]]],
+        buckets: dict[tuple[str, str], tuple[int, list[_Slot]]],
         recorded: dict[str, list[str]],
         pruned: dict[str, str | None],
         stored_units: dict[str, frozenset[str]],
-    ) -> dict[tuple[str, str], str]:
+    ) -> dict[_Slot, str]:
         """Record each bucket's shard count (pruning the oldest records past the bound).
 
         The unit of a key's buckets is added to its ``gsi1_units`` first when the key's
@@ -532,7 +572,7 @@ class ShardedWriter:
 
         Returns the items whose record failed, with the reason.
         """
-        failed: dict[tuple[str, str], str] = {}
+        failed: dict[_Slot, str] = {}
         recorder = self.gsi1_recorder
         if recorder is None:
             return failed
@@ -567,7 +607,7 @@ class ShardedWriter:
                 failed.update(dict.fromkeys(item_keys, f"{type(exc).__name__}: {exc}"))
         return failed
 
-    def _write_chunk(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    def _write_chunk(self, chunk: list[dict[str, Any]]) -> dict[_Slot, str]:
         """Write up to 25 items; return the keys that failed, with the reason."""
         pending = [{"PutRequest": {"Item": item}} for item in chunk]
         item_key = self._item_key
@@ -598,6 +638,100 @@ class ShardedWriter:
             last_error = "UnprocessedItems: still throttled after all retries"
         return {item_key(r["PutRequest"]["Item"]): last_error for r in pending}
 
+    def _put_unique(self, item: dict[str, Any], units: int, probe: _Probe) -> WriteOutcome:
+        """Put an event's item unless another event holds its primary key; else try the next shard.
+
+        Parameters
+        ----------
+        item : dict
+            The event's item on ``probe.shards[0]``, in DynamoDB's wire format.
+        units : int
+            Its write units.
+        probe : _Probe
+            The event and the shards to try, in order.
+
+        Returns
+        -------
+        WriteOutcome
+            Written (on the shard it went to); or failed: as a BatchWriteItem item fails
+            (throttled after every retry, ``ValidationException``: permanent), or
+            permanent with field ``ts`` when every shard tried holds another event at
+            the item's sort key.
+        """
+        event = probe.event
+        holders: list[str] = []
+        for step, shard in enumerate(probe.shards):
+            if step:
+                try:
+                    item, size = build_item(
+                        event, shard, probe.unit, label=probe.label, schema=self.schema
+                    )
+                except InvalidInputError as exc:  # another shard's digits can pass 400 KB
+                    message = f"{type(exc).__name__}: {exc}"
+                    return WriteOutcome(
+                        event.id, event.key, False, message, permanent=True, field=exc.field
+                    )
+                units = write_units(size)
+            pk, sk = self._item_key(item)
+            error, holder = self._put_if_free(item)
+            if holder is None:
+                permanent = error is not None and error.startswith(f"{VALIDATION_ERROR}:")
+                return WriteOutcome(
+                    event.id, event.key, error is None, error, pk, units, permanent=permanent
+                )
+            holders.append(f"{pk}: {holder}")
+        message = (
+            f"InvalidInputError: ts: every shard tried holds another event at sort key {sk} "
+            f"({'; '.join(holders)}): the table's sort key ({self._sk}, codec "
+            f"{self.schema.sort_key_codec.name}) holds no event id, so a shard holds one "
+            "event per sort key; the event was not written"
+        )
+        return WriteOutcome(
+            event.id, event.key, False, message, None, units, permanent=True, field="ts"
+        )
+
+    def _put_if_free(self, item: dict[str, Any]) -> tuple[str | None, str | None]:
+        """Put one item unless its primary key holds another event; retry throttling.
+
+        Returns
+        -------
+        tuple of (str or None, str or None)
+            ``(None, None)`` when the item is written (or already was: the same event);
+            ``(None, holder)`` when another event holds the key, ``holder`` naming its
+            id (``ReturnValuesOnConditionCheckFailure``); ``(error, None)`` when the put
+            failed, with the error code and message.
+        """
+        id_attr = self.schema.id_attr
+        pending = [{"PutRequest": {"Item": item}}]
+        last_error = "still throttled after all retries"
+        for attempt in range(self.backoff.max_attempts):
+            if attempt:
+                self.sleep(self.backoff.delay(attempt - 1))
+            try:
+                self.client.put_item(
+                    TableName=self.table_name,
+                    Item=item,
+                    ConditionExpression=PUT_UNLESS_ANOTHER_EVENT,
+                    ExpressionAttributeNames={"#pk": self._pk, "#id": id_attr},
+                    ExpressionAttributeValues={":id": item[id_attr]},
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                return None, None
+            except ClientError as exc:
+                code = exc.response["Error"]["Code"]
+                if code == CONDITIONAL_CHECK_FAILED:
+                    held = exc.response.get("Item", {}).get(id_attr, {})
+                    return None, repr(held["S"]) if "S" in held else "an item without an event id"
+                last_error = f"{code}: {exc.response['Error'].get('Message', '')}"
+                if code in THROTTLING_ERROR_CODES:
+                    self._on_throttle(dict(exc.response), pending)
+                if code in RETRYABLE_ERROR_CODES:
+                    continue
+                return last_error, None
+            except BotoCoreError as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+        return last_error, None
+
     def _on_throttle(self, response: dict[str, Any], pending: list[dict[str, Any]]) -> None:
         """Count a throttle by reason; on key-range write throttling ask for growth."""
         reasons = throttling_reasons(response)
@@ -623,11 +757,40 @@ class ShardedWriter:
         """Return an item's primary key values: (partition key, sort key text)."""
         return item[self._pk]["S"], item[self._sk][self._sk_type]
 
-    def _write_singly(self, chunk: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
-        failures: dict[tuple[str, str], str] = {}
+    def _write_singly(self, chunk: list[dict[str, Any]]) -> dict[_Slot, str]:
+        failures: dict[_Slot, str] = {}
         for item in chunk:
             failures.update(self._write_chunk([item]))
         return failures
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """What :meth:`ShardedWriter._put_unique` needs to put an event on another shard."""
+
+    event: Event
+    #: Shards to try, in order: the one the strategy chose first.
+    shards: tuple[int, ...]
+    unit: TimeBucket
+    label: str
+
+
+def _shards_to_try(strategy: Strategy, count: int, shard: int) -> tuple[int, ...]:
+    """Return the shards an event whose primary key is taken may go to, in order.
+
+    A ``random`` key's events may go to any shard of the count in force (readers query
+    every one), tried from the chosen shard on, always in the same order so a redelivery
+    finds its own item first; any other strategy's event stays on its chosen shard
+    (a ``calculated`` key's targeted reads query that one).
+
+    Examples
+    --------
+    >>> _shards_to_try(Strategy.RANDOM, 4, 2), _shards_to_try(Strategy.CALCULATED, 4, 2)
+    ((2, 3, 0, 1), (2,))
+    """
+    if strategy is not Strategy.RANDOM:
+        return (shard,)
+    return tuple((shard + step) % count for step in range(count))
 
 
 def _done(call: Callable[..., None], *args: Any) -> Future[None]:

@@ -36,12 +36,14 @@ from dynashard.core.load import (
     refused_write_load,
     summarize_write_load,
 )
+from dynashard.core.schema import DEFAULT_SCHEMA
 from dynashard.errors import DynashardError
 from dynashard.lambda_kit.key_settings import KeySettingsPort
 from dynashard.model import Event
 
 if TYPE_CHECKING:
     from dynashard.core.buckets import TimeBucket
+    from dynashard.core.schema import TableSchema
     from dynashard.dynamodb.ordered_index import OrderedIndex
 
 
@@ -180,6 +182,7 @@ def log_write_load(
     bucket: TimeBucket,
     redelivered: Sequence[bool] = (),
     key_of: Callable[[Event], str] | None = None,
+    schema: TableSchema = DEFAULT_SCHEMA,
 ) -> None:
     """Log what this invocation was offered, one ``write load`` line per logical key.
 
@@ -202,14 +205,22 @@ def log_write_load(
         The logical key an event is written under (a time-bucketed family's bucket key:
         :func:`dynashard.core.families.write_key`), so the lines name the keys the scaler
         grows; ``event.key`` when omitted.
+    schema : TableSchema
+        The data table's key schema (:mod:`dynashard.core.schema`), the one the writer
+        builds items with: an item's attribute names, its sort key and a ``flat``
+        payload are part of its size, so of its write units
+        (:func:`~dynashard.dynamodb.writer.event_write_units`). dynashard's own by
+        default.
     """
     from dynashard.dynamodb.writer import event_write_units
 
     flags = list(redelivered) + [False] * (len(events) - len(redelivered))
+    if schema is not DEFAULT_SCHEMA and schema.is_default:
+        schema = DEFAULT_SCHEMA  # the writer's own fast sizing of the default layout
 
     def units(event: Event) -> int:
         try:
-            return event_write_units(event, bucket)
+            return event_write_units(event, bucket, schema)
         except DynashardError:
             return 0  # over a DynamoDB limit: the write refuses it and reports why
 
@@ -249,6 +260,7 @@ def write_events(
     logger: LogSink,
     bucket: TimeBucket,
     key_of: Callable[[Event], str] | None = None,
+    schema: TableSchema = DEFAULT_SCHEMA,
 ) -> list[OutcomeLike]:
     """Write the events of a request with one bulk write, logging its write load.
 
@@ -264,6 +276,9 @@ def write_events(
         The writer's GSI time bucket.
     key_of : callable, optional
         The logical key an event is written under (see :func:`log_write_load`).
+    schema : TableSchema
+        The data table's key schema, which sizes the write load (see
+        :func:`log_write_load`).
 
     Returns
     -------
@@ -275,7 +290,7 @@ def write_events(
     DynashardError
         If the write as a whole failed (nothing is known to be durable).
     """
-    log_write_load(logger, events, bucket, key_of=key_of)
+    log_write_load(logger, events, bucket, key_of=key_of, schema=schema)
     outcomes = list(writer.put_events(events))
     log_write_refused(logger, outcomes)
     return outcomes
@@ -326,6 +341,7 @@ def write_batch(
     bucket: Callable[[], TimeBucket],
     redelivered: Collection[str] = (),
     key_of: Callable[[Event], str] | None = None,
+    schema: Callable[[], TableSchema] | None = None,
 ) -> BatchResult:
     """Parse every record, write the valid events at once, return each record's fate.
 
@@ -358,6 +374,10 @@ def write_batch(
         logged as redelivered, not offered).
     key_of : callable, optional
         The logical key an event is written under (see :func:`log_write_load`).
+    schema : callable, optional
+        Returns the data table's key schema, which sizes the write load (see
+        :func:`log_write_load`); called, as ``bucket``, only when a record holds a valid
+        event. None: dynashard's own.
 
     Returns
     -------
@@ -384,7 +404,8 @@ def write_batch(
         return BatchResult(fates, frozenset(permanent))
     events = [event for _, event in valid]
     flags = [i in redelivered for i, _ in valid]
-    log_write_load(logger, events, bucket(), flags, key_of=key_of)
+    table_schema = DEFAULT_SCHEMA if schema is None else schema()
+    log_write_load(logger, events, bucket(), flags, key_of=key_of, schema=table_schema)
     try:
         outcomes = writer.put_events(events)
     except DynashardError as exc:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from dynashard import names
 from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.throttling import (
     DIM_INDEX_NAME,
@@ -864,6 +865,8 @@ def handle_alarm(
     settings: ScalingSettings,
     offered_load: OfferedLoadSource | None = None,
     log: ErrorLog | None = None,
+    *,
+    gsi_name: str | None = names.GSI1_NAME,
 ) -> AlarmOutcome:
     """Grow the hot keys behind one alarm in ``ALARM``.
 
@@ -882,6 +885,12 @@ def handle_alarm(
         from it for the keys it reports).
     log : ErrorLog, optional
         Where a failed growth is logged; default this module's logger.
+    gsi_name : str or None
+        The data table's time-bucket GSI (:attr:`TableSchema.gsi_name
+        <dynashard.core.schema.TableSchema.gsi_name>`; ``GSI1`` on dynashard's own
+        table, None when it has none): an alarm on that index has its partition keys
+        mapped as ``{logical}#{bucket}#{shard}``; on another index, none is mapped
+        (:func:`~dynashard.planning.shards.partition_group`).
 
     Returns
     -------
@@ -917,7 +926,7 @@ def handle_alarm(
             known[logical] = facade.shard_info(logical)
         return owns_shard(known[logical], shard)
 
-    loads, unmapped = loads_by_logical_key(hot, alarm.index_name, owns)
+    loads, unmapped = loads_by_logical_key(hot, alarm.index_name, owns, gsi_name)
     offered = (
         offered_load.offered_wcu(alarm.start, alarm.end)
         if offered_load is not None and kind == "write" and loads

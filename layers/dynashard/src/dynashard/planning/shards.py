@@ -251,22 +251,30 @@ def attempts_per_request(
     return CLIENT_MAX_ATTEMPTS
 
 
-def partition_group(key: str, index_name: str | None = None) -> tuple[str, str, int] | None:
+def partition_group(
+    key: str, index_name: str | None = None, gsi_name: str | None = names.GSI1_NAME
+) -> tuple[str, str, int] | None:
     """Map a reported partition key to its logical key, partition group and shard.
 
     Parameters
     ----------
     key : str
-        A physical key ``{logical}#{shard}`` of the data table, or a GSI1 key
-        ``{logical}#{bucket}#{shard}`` when ``index_name`` is GSI1.
+        A physical key ``{logical}#{shard}`` of the data table, or a time-bucket GSI
+        partition key ``{logical}#{bucket}#{shard}`` when ``index_name`` is ``gsi_name``.
     index_name : str or None
-        The index the key is from, or None for the base table.
+        The index the key is from (Contributor Insights reports per table or per GSI),
+        or None for the base table.
+    gsi_name : str or None
+        The name of the table's time-bucket GSI (:attr:`TableSchema.gsi_name
+        <dynashard.core.schema.TableSchema.gsi_name>`), ``GSI1`` on dynashard's own
+        table; None when the table has none.
 
     Returns
     -------
     tuple of (str, str, int) or None
         ``(logical key, group, shard)``: the group is the logical key on the base table
-        and ``{logical}#{bucket}`` on GSI1. None for a key dynashard does not write.
+        and ``{logical}#{bucket}`` on the time-bucket GSI. None for a key dynashard does
+        not write, including every key of another index than ``gsi_name``.
 
     Examples
     --------
@@ -274,15 +282,21 @@ def partition_group(key: str, index_name: str | None = None) -> tuple[str, str, 
     ('DEPARTURES#JFK', 'DEPARTURES#JFK', 3)
     >>> partition_group("DEPARTURES#JFK#2013-01-01#0", "GSI1")
     ('DEPARTURES#JFK', 'DEPARTURES#JFK#2013-01-01', 0)
+    >>> partition_group("DEPARTURES#JFK#2013-01-01#0", "ByTime", gsi_name="ByTime")
+    ('DEPARTURES#JFK', 'DEPARTURES#JFK#2013-01-01', 0)
+    >>> partition_group("DEPARTURES#JFK#2013-01-01#0", "GSI1", gsi_name="ByTime") is None
+    True
     >>> partition_group("not-sharded") is None
     True
     """
     try:
-        if index_name == names.GSI1_NAME:
+        if index_name is None:
+            logical, shard = split_physical_key(key)
+            return logical, logical, shard
+        if index_name == gsi_name:
             logical, bucket, shard = split_gsi1_partition_key(key)
             return logical, f"{logical}{SEPARATOR}{bucket}", shard
-        logical, shard = split_physical_key(key)
-        return logical, logical, shard
+        return None  # an index whose keys dynashard does not write
     except InvalidInputError:
         return None
 
@@ -319,6 +333,7 @@ def loads_by_logical_key(
     hot: Iterable[ReportedKey],
     index_name: str | None = None,
     owns: Callable[[str, int], bool] | None = None,
+    gsi_name: str | None = names.GSI1_NAME,
 ) -> tuple[dict[str, list[KeyLoad]], list[str]]:
     """Group hot partition keys by logical key, and within it by partition group.
 
@@ -333,14 +348,18 @@ def loads_by_logical_key(
     ----------
     hot : iterable of ReportedKey
         Keys as the source reported them: physical keys ``{logical}#{shard}`` of the
-        data table, or GSI1 keys ``{logical}#{bucket}#{shard}`` when ``index_name`` is
-        GSI1.
+        data table, or time-bucket GSI keys ``{logical}#{bucket}#{shard}`` when
+        ``index_name`` is ``gsi_name``.
     index_name : str or None
         The index the keys are from, or None for the base table.
     owns : callable, optional
         ``owns(logical, shard)``: whether the metadata says the logical key has (or
         had) that shard. A reported key it denies is unmapped. None: the format alone
         decides (pure callers that have no metadata).
+    gsi_name : str or None
+        The table's time-bucket GSI (:func:`partition_group`): ``GSI1`` by default,
+        the schema's :attr:`~dynashard.core.schema.TableSchema.gsi_name` for a table of
+        another layout. Keys of any other index are unmapped.
 
     Returns
     -------
@@ -379,7 +398,7 @@ def loads_by_logical_key(
     groups: dict[str, KeyLoad] = {}
     unmapped: list[str] = []
     for item in hot:
-        parts = partition_group(item.key, index_name)
+        parts = partition_group(item.key, index_name, gsi_name)
         if parts is None or (owns is not None and not owns(parts[0], parts[2])):
             unmapped.append(item.key)
             continue

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dynashard import names
 from dynashard.planning.scaling import (
     AlarmOutcome,
     ScalingSettings,
@@ -106,6 +107,7 @@ def sweep(
     settings: SweepSettings,
     log: ErrorLog | None = None,
     read_history: ReadLoadHistorySource | None = None,
+    gsi_name: str | None = names.GSI1_NAME,
 ) -> ScalerRun:
     """Grow the keys behind every alarm due, then shrink cool keys when a history is given.
 
@@ -131,6 +133,10 @@ def sweep(
     read_history : ReadLoadHistorySource, optional
         The peak read load over the cool period; without it a key grown for reads is
         never shrunk (:func:`~dynashard.planning.shrinking.plan_shrink`).
+    gsi_name : str or None
+        The data table's time-bucket GSI, whose hot partition keys map back to logical
+        keys (:func:`~dynashard.planning.scaling.handle_alarm`); ``GSI1`` by default,
+        None when the table has none.
 
     Returns
     -------
@@ -146,7 +152,9 @@ def sweep(
     alarms: list[AlarmOutcome] = []
     if due:
         facade, source, offered = port(), hot_keys(), offered_load()
-        alarms = [handle_alarm(a, facade, source, settings, offered, log) for a in due]
+        alarms = [
+            handle_alarm(a, facade, source, settings, offered, log, gsi_name=gsi_name) for a in due
+        ]
     shrink = ShrinkOutcome()
     if history is not None:
         shrink = shrink_cool_keys(now, shrinker(), history, settings, log, read_history)
