@@ -142,9 +142,7 @@ class FunctionSettings(BaseSettings):
     )
     sort_key_codec: Literal[
         "iso_time_then_id", "iso_ms_then_id", "iso_s_then_id", "epoch_ms_number", "plain_string"
-    ] = Field(
-        "iso_time_then_id", validation_alias=names.ENV_SORT_KEY_CODEC
-    )
+    ] = Field("iso_time_then_id", validation_alias=names.ENV_SORT_KEY_CODEC)
     gsi_name: str = Field(names.GSI1_NAME, validation_alias=names.ENV_GSI_NAME)
     gsi_partition_key_attr: str = Field(
         names.ATTR_GSI1PK, min_length=1, validation_alias=names.ENV_GSI_PARTITION_KEY_ATTR
