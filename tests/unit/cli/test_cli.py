@@ -193,6 +193,11 @@ def test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read(aw
     refused = run("adopt", "OPS_LOG")
     assert refused.exit_code != 0
     assert "'ALERT#2026-06-22#geo'" in refused.output and "iso_time_then_id" in refused.output
+    # each unreadable sort key named once, with why (the message names its own field)
+    assert (
+        "e.g. 'ALERT#2026-06-22#geo': sort_key: 'ALERT#2026-06-22#geo' is not in the form of "
+        "codec iso_time_then_id"
+    ) in refused.output
     ds = Dynashard(DynashardConfig(table, METADATA_TABLE.default_name))
     assert not ds.metadata.for_reader("OPS_LOG").adopted
     # And once that item is moved out, adoption reports the survey and reads the log
