@@ -20,6 +20,21 @@ from dynashard.planning.scaling import HotKey
 from infra.table_specs import ALL_TABLES, DATA_TABLE, METADATA_TABLE, create_table_request
 
 runner = CliRunner()
+#: The variables of the data table's key schema, as the functions read them.
+SCHEMA_VARIABLES = (
+    names.ENV_PARTITION_KEY_ATTR,
+    names.ENV_SORT_KEY_ATTR,
+    names.ENV_SORT_KEY_CODEC,
+    names.ENV_GSI_NAME,
+    names.ENV_GSI_PARTITION_KEY_ATTR,
+    names.ENV_GSI_SORT_KEY_ATTR,
+    names.ENV_KEY_ATTR,
+    names.ENV_ID_ATTR,
+    names.ENV_TS_ATTR,
+    names.ENV_SHARD_ATTR,
+    names.ENV_DATA_ATTR,
+    names.ENV_PAYLOAD,
+)
 
 
 @pytest.fixture
@@ -33,6 +48,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         names.ENV_BUCKETED_KEYS,
         names.ENV_PARTITION_WCU,
         names.ENV_TARGET_UTILIZATION,
+        *SCHEMA_VARIABLES,
     ):
         monkeypatch.delenv(var, raising=False)
     with mock_aws():
@@ -193,6 +209,11 @@ def test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read(aw
     refused = run("adopt", "OPS_LOG")
     assert refused.exit_code != 0
     assert "'ALERT#2026-06-22#geo'" in refused.output and "iso_time_then_id" in refused.output
+    # each unreadable sort key named once, with why (the message names its own field)
+    assert (
+        "e.g. 'ALERT#2026-06-22#geo': sort_key: 'ALERT#2026-06-22#geo' is not in the form of "
+        "codec iso_time_then_id"
+    ) in refused.output
     ds = Dynashard(DynashardConfig(table, METADATA_TABLE.default_name))
     assert not ds.metadata.for_reader("OPS_LOG").adopted
     # And once that item is moved out, adoption reports the survey and reads the log
@@ -209,6 +230,63 @@ def test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read(aw
         ("a1", {"agent": "scan"}),
         ("a2", {"agent": "rank"}),
     ]
+
+
+def test_the_table_schema_comes_from_the_functions_variables(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given another program's log under one key, its sort keys JavaScript's toISOString()
+    # (milliseconds) then an agent, and no GSI keys on its items
+    for sk, agent in (
+        ("2026-06-22T01:00:00.123Z#scan", "scan"),
+        ("2026-06-22T01:00:00.456Z#rank", "rank"),
+    ):
+        aws.put_item(
+            TableName=DATA_TABLE.default_name,
+            Item={"PK": {"S": "OPS_LOG"}, "SK": {"S": sk}, "agent": {"S": agent}},
+        )
+    # When the command is not told the table's schema, the default codec cannot read them
+    refused = run("adopt", "OPS_LOG")
+    assert refused.exit_code == ExitCode.USAGE
+    assert "codec iso_time_then_id cannot read" in refused.output
+    # When it is told, with the functions' variables, the survey reads them and adopts
+    for name, value in {
+        names.ENV_SORT_KEY_CODEC: "iso_ms_then_id",
+        names.ENV_GSI_NAME: "",
+        names.ENV_PAYLOAD: "flat",
+    }.items():
+        monkeypatch.setenv(name, value)
+    adopted = run("adopt", "OPS_LOG", "--json")
+    assert adopted.exit_code == 0, adopted.output
+    survey = json.loads(adopted.output)["survey"]
+    assert (survey["foreign_items"], survey["first_ts"]) == (2, "2026-06-22T01:00:00.123000Z")
+    # And status says the table has no GSI to read from, whatever the key's state
+    doc = json.loads(run("status", "OPS_LOG", "--json").output)
+    (gsi1,) = [p for p in doc["read_paths"] if p["path"] == "gsi1"]
+    assert gsi1 == {
+        "path": "gsi1",
+        "available": False,
+        "detail": "the table has no GSI configured",
+    }
+    # And the paths that need dynashard's own layout refuse this one, as usage errors
+    counted = run("count", "OPS_LOG")
+    assert counted.exit_code == ExitCode.USAGE
+    assert "counting events supports dynashard's own table layout only" in counted.output
+    # And a schema the table does not have is found by DescribeTable before any read
+    monkeypatch.setenv(names.ENV_SORT_KEY_CODEC, "epoch_ms_number")
+    mismatch = run("adopt", "OPS_LOG")
+    assert mismatch.exit_code == ExitCode.ERROR
+    assert "sort key is 'SK' (S), the schema says 'SK' (N)" in mismatch.output
+    # And a value that makes no schema is a usage error naming the variable
+    monkeypatch.setenv(names.ENV_SORT_KEY_CODEC, "iso")
+    bad = run("adopt", "OPS_LOG")
+    assert bad.exit_code == ExitCode.USAGE
+    assert bad.output.startswith(f"error: {names.ENV_SORT_KEY_CODEC}: Input should be")
+    monkeypatch.setenv(names.ENV_SORT_KEY_CODEC, "iso_ms_then_id")
+    monkeypatch.setenv(names.ENV_TS_ATTR, "SK")
+    clash = run("status", "OPS_LOG")
+    assert clash.exit_code == ExitCode.USAGE
+    assert "error: schema: sort_key and ts_attr are both 'SK'" in clash.output
 
 
 def test_resize_inside_the_cooldown_is_refused_unless_forced(aws: Any) -> None:

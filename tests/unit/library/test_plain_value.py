@@ -98,3 +98,20 @@ def test_item_to_event_decodes_only_the_event_attributes() -> None:
     assert item_to_event(item)["data"] == {}
     with pytest.raises(KeyError):
         item_to_event({"key": {"S": "K"}, "ts": {"S": "t"}})
+
+
+def test_an_item_of_another_program_that_cannot_be_read_is_named_once() -> None:
+    from dynashard.core.schema import ISO_MS_THEN_ID, TableSchema
+    from dynashard.errors import TableSchemaError
+
+    # An item without dynashard's key attribute (another program's, under an adopted key),
+    # whose sort key is not in the codec's form: the read fails naming it and why
+    ops = TableSchema(sort_key_codec=ISO_MS_THEN_ID, gsi_name=None)
+    item = {"PK": {"S": "OPS_LOG"}, "SK": {"S": "ALERT#geo"}, "agent": {"S": "scan"}}
+    with pytest.raises(TableSchemaError) as raised:
+        item_to_event(item, ops)
+    assert (
+        "the item PK='OPS_LOG' SK='ALERT#geo' under an adopted key's bare partition key "
+        "cannot be read as an event: sort_key: 'ALERT#geo' is not in the form of codec "
+        "iso_ms_then_id"
+    ) in str(raised.value)

@@ -101,7 +101,8 @@ def read_paths(
     layout : OrderedLayout or None
         Its range layout, for an ordered key.
     config : DynashardConfig
-        Bucketed key families.
+        Bucketed key families, and the table's schema (a table without the GSI, or
+        whose codec GSI reads do not cover, offers no ``gsi1`` path).
 
     Returns
     -------
@@ -117,6 +118,7 @@ def read_paths(
     family = config.bucketed_family(info.key)
     counts = sorted(info.counts)
     _, mixed_units = gsi1_unit(info, config.bucket_of(info.key))
+    no_gsi = config.schema.gsi_unavailable()  # the table's schema rules the GSI out
     return [
         {
             "path": "base",
@@ -131,9 +133,11 @@ def read_paths(
         },
         {
             "path": "gsi1",
-            "available": not ordered and not info.adopted and not mixed_units,
+            "available": not (no_gsi or ordered or info.adopted or mixed_units),
             "detail": (
-                "ordered index entries are not in GSI1"
+                no_gsi
+                if no_gsi
+                else "ordered index entries are not in GSI1"
                 if ordered
                 else "the bare key's items (adopted) are not in GSI1"
                 if info.adopted

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from rich.console import Console
 
+    from dynashard.core.schema import TableSchema
     from dynashard.facade import Dynashard
 
 #: Region used against a local endpoint when none is configured (DynamoDB Local and
@@ -115,12 +116,14 @@ class Options:
         Returns
         -------
         Dynashard
-            The facade; the caller closes it.
+            The facade; the caller closes it. The data table's key schema is the one
+            the functions' variables name (:func:`table_schema`).
         """
         from dynashard.core.families import parse_bucketed_keys
         from dynashard.core.keys import MAX_SHARD_COUNT
         from dynashard.facade import Dynashard, DynashardConfig
 
+        schema = table_schema()
         config = DynashardConfig(
             data_table=self.data_table,
             metadata_table=self.metadata_table,
@@ -133,8 +136,44 @@ class Options:
             bucketed_keys=parse_bucketed_keys(os.environ.get(names.ENV_BUCKETED_KEYS, "")),
             endpoint_url=self.endpoint_url,
             max_workers=1,
+            schema=schema,
+            check_schema=not schema.is_default,
         )
         return Dynashard(config, client=self.dynamodb())
+
+
+def table_schema() -> TableSchema:
+    """Return the data table's key schema the environment names, as the functions read it.
+
+    The variables are the functions' (``DYNASHARD_PARTITION_KEY_ATTR`` ...
+    ``DYNASHARD_PAYLOAD``, :class:`~dynashard.lambda_kit.settings.TableSchemaSettings`);
+    unset, dynashard's own table. A facade built with another schema checks the table
+    against it (``DescribeTable``) before its first read or write.
+
+    Returns
+    -------
+    TableSchema
+        The schema.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the variable, if a value is not one of its choices or the values do not
+        make a schema (field ``schema``).
+    """
+    from pydantic import ValidationError
+
+    from dynashard.lambda_kit.settings import TableSchemaSettings
+
+    try:
+        return TableSchemaSettings().table_schema  # type: ignore[call-arg]  # from the environment
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, InvalidInputError):  # the schema's own check, its own field
+            raise cause from None
+        where = ".".join(str(part) for part in error["loc"]) or "schema"
+        raise InvalidInputError(where, error["msg"]) from None
 
 
 def env_float(name: str, default: float) -> float:

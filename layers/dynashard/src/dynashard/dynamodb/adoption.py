@@ -177,7 +177,7 @@ def survey_bare_key(
                 counts["unreadable"] += 1
                 if len(examples) < MAX_EXAMPLES:
                     sk = item[schema.sort_key][schema.sort_key_type]
-                    examples.append(f"{sk!r}: {exc.field}: {exc.message}")
+                    examples.append(f"{sk!r}: {exc.message}")  # the message names its field
                 continue
             counts["foreign"] += 1
             first = ts if first is None or ts < first else first

@@ -910,8 +910,7 @@ def foreign_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
         raise TableSchemaError(
             [
                 f"the item {schema.partition_key}={pk!r} {schema.sort_key}={sk!r} under an "
-                f"adopted key's bare partition key cannot be read as an event: "
-                f"{exc.field}: {exc.message}"
+                f"adopted key's bare partition key cannot be read as an event: {exc.message}"
             ]
         ) from exc
     keys = {schema.partition_key, schema.sort_key}

@@ -22,7 +22,91 @@ if TYPE_CHECKING:
     from dynashard.lambda_kit.key_settings import KeySetting
 
 
-class FunctionSettings(BaseSettings):
+class TableSchemaSettings(BaseSettings):
+    """The data table's key schema, read from the environment.
+
+    The functions read it as part of :class:`FunctionSettings`; the ``dynashard`` command
+    reads it alone (:meth:`dynashard.cli.context.Options.facade`), so that an operator
+    points the command at a table brought by its owner with the same variables the
+    functions are given.
+
+    Attributes
+    ----------
+    partition_key_attr, sort_key_attr, sort_key_codec, gsi_name : str
+        The data table's key attributes, its sort-key codec and its time-bucket GSI
+        (``DYNASHARD_PARTITION_KEY_ATTR``, ``DYNASHARD_SORT_KEY_ATTR``,
+        ``DYNASHARD_SORT_KEY_CODEC``, ``DYNASHARD_GSI_NAME``;
+        :class:`~dynashard.core.schema.TableSchema`); an empty ``gsi_name`` means the
+        table has none.
+    gsi_partition_key_attr, gsi_sort_key_attr : str
+        The GSI's key attributes.
+    key_attr, id_attr, ts_attr, shard_attr, data_attr, payload : str
+        How an event maps onto an item: its attributes, and ``nested`` (under
+        ``data_attr``) or ``flat`` payload. Every schema setting defaults to dynashard's
+        own table; with any other, a function checks the table with ``DescribeTable``
+        at cold start, and the command before its first read or write
+        (:meth:`~dynashard.Dynashard.check`).
+
+    Raises
+    ------
+    pydantic.ValidationError
+        If a value is not one of its choices, or the settings do not make a schema (one
+        attribute in two roles).
+    """
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore")
+
+    partition_key_attr: str = Field(
+        names.ATTR_PK, min_length=1, validation_alias=names.ENV_PARTITION_KEY_ATTR
+    )
+    sort_key_attr: str = Field(
+        names.ATTR_SK, min_length=1, validation_alias=names.ENV_SORT_KEY_ATTR
+    )
+    sort_key_codec: Literal[
+        "iso_time_then_id", "iso_ms_then_id", "iso_s_then_id", "epoch_ms_number", "plain_string"
+    ] = Field("iso_time_then_id", validation_alias=names.ENV_SORT_KEY_CODEC)
+    gsi_name: str = Field(names.GSI1_NAME, validation_alias=names.ENV_GSI_NAME)
+    gsi_partition_key_attr: str = Field(
+        names.ATTR_GSI1PK, min_length=1, validation_alias=names.ENV_GSI_PARTITION_KEY_ATTR
+    )
+    gsi_sort_key_attr: str = Field(
+        names.ATTR_GSI1SK, min_length=1, validation_alias=names.ENV_GSI_SORT_KEY_ATTR
+    )
+    key_attr: str = Field(names.ATTR_KEY, min_length=1, validation_alias=names.ENV_KEY_ATTR)
+    id_attr: str = Field(names.ATTR_ID, min_length=1, validation_alias=names.ENV_ID_ATTR)
+    ts_attr: str = Field(names.ATTR_TS, min_length=1, validation_alias=names.ENV_TS_ATTR)
+    shard_attr: str = Field(names.ATTR_SHARD, min_length=1, validation_alias=names.ENV_SHARD_ATTR)
+    data_attr: str = Field(names.ATTR_DATA, min_length=1, validation_alias=names.ENV_DATA_ATTR)
+    payload: Literal["nested", "flat"] = Field("nested", validation_alias=names.ENV_PAYLOAD)
+
+    @model_validator(mode="after")
+    def _schema(self) -> TableSchemaSettings:
+        """Build the schema once, so that a bad one fails where the settings are read."""
+        self.table_schema  # noqa: B018
+        return self
+
+    @property
+    def table_schema(self) -> TableSchema:
+        """The data table's key schema these settings name (InvalidInputError if not one)."""
+        from dynashard.core.schema import Payload, TableSchema, codec_named
+
+        return TableSchema(
+            partition_key=self.partition_key_attr,
+            sort_key=self.sort_key_attr,
+            sort_key_codec=codec_named(self.sort_key_codec),
+            gsi_name=self.gsi_name or None,
+            gsi_partition_key=self.gsi_partition_key_attr,
+            gsi_sort_key=self.gsi_sort_key_attr,
+            key_attr=self.key_attr,
+            id_attr=self.id_attr,
+            ts_attr=self.ts_attr,
+            shard_attr=self.shard_attr,
+            data_attr=self.data_attr,
+            payload=Payload(self.payload),
+        )
+
+
+class FunctionSettings(TableSchemaSettings):
     """Settings of a dynashard function, read from the environment once per container.
 
     Settings are read from the environment; the library's configuration
@@ -80,19 +164,8 @@ class FunctionSettings(BaseSettings):
         The stack's settings of keys known at deploy time, JSON
         (``DYNASHARD_KEY_SETTINGS``; :mod:`dynashard.lambda_kit.key_settings`); empty:
         none. The ingest functions create those keys with them before their first write.
-    partition_key_attr, sort_key_attr, sort_key_codec, gsi_name : str
-        The data table's key attributes, its sort-key codec and its time-bucket GSI
-        (``DYNASHARD_PARTITION_KEY_ATTR``, ``DYNASHARD_SORT_KEY_ATTR``,
-        ``DYNASHARD_SORT_KEY_CODEC``, ``DYNASHARD_GSI_NAME``;
-        :class:`~dynashard.core.schema.TableSchema`); an empty ``gsi_name`` means the
-        table has none.
-    gsi_partition_key_attr, gsi_sort_key_attr : str
-        The GSI's key attributes.
-    key_attr, id_attr, ts_attr, shard_attr, data_attr, payload : str
-        How an event maps onto an item: its attributes, and ``nested`` (under
-        ``data_attr``) or ``flat`` payload. Every schema setting defaults to dynashard's
-        own table; with any other, the function checks the table with ``DescribeTable``
-        at cold start (:meth:`~dynashard.Dynashard.check`).
+    partition_key_attr, sort_key_attr, sort_key_codec, gsi_name, ... : str
+        The data table's key schema, as :class:`TableSchemaSettings` reads it.
 
     Raises
     ------
@@ -134,28 +207,6 @@ class FunctionSettings(BaseSettings):
     )
 
     key_settings: str = Field("", validation_alias=names.ENV_KEY_SETTINGS)
-    partition_key_attr: str = Field(
-        names.ATTR_PK, min_length=1, validation_alias=names.ENV_PARTITION_KEY_ATTR
-    )
-    sort_key_attr: str = Field(
-        names.ATTR_SK, min_length=1, validation_alias=names.ENV_SORT_KEY_ATTR
-    )
-    sort_key_codec: Literal[
-        "iso_time_then_id", "iso_ms_then_id", "iso_s_then_id", "epoch_ms_number", "plain_string"
-    ] = Field("iso_time_then_id", validation_alias=names.ENV_SORT_KEY_CODEC)
-    gsi_name: str = Field(names.GSI1_NAME, validation_alias=names.ENV_GSI_NAME)
-    gsi_partition_key_attr: str = Field(
-        names.ATTR_GSI1PK, min_length=1, validation_alias=names.ENV_GSI_PARTITION_KEY_ATTR
-    )
-    gsi_sort_key_attr: str = Field(
-        names.ATTR_GSI1SK, min_length=1, validation_alias=names.ENV_GSI_SORT_KEY_ATTR
-    )
-    key_attr: str = Field(names.ATTR_KEY, min_length=1, validation_alias=names.ENV_KEY_ATTR)
-    id_attr: str = Field(names.ATTR_ID, min_length=1, validation_alias=names.ENV_ID_ATTR)
-    ts_attr: str = Field(names.ATTR_TS, min_length=1, validation_alias=names.ENV_TS_ATTR)
-    shard_attr: str = Field(names.ATTR_SHARD, min_length=1, validation_alias=names.ENV_SHARD_ATTR)
-    data_attr: str = Field(names.ATTR_DATA, min_length=1, validation_alias=names.ENV_DATA_ATTR)
-    payload: Literal["nested", "flat"] = Field("nested", validation_alias=names.ENV_PAYLOAD)
 
     @model_validator(mode="after")
     def _hysteresis(self) -> FunctionSettings:
@@ -168,28 +219,7 @@ class FunctionSettings(BaseSettings):
                 f"{names.ENV_TARGET_UTILIZATION} ({self.target_utilization})"
             )
         self.key_setting_list  # noqa: B018 -- parsed once here, so a bad value fails the cold start
-        self.table_schema  # noqa: B018 -- likewise
         return self
-
-    @property
-    def table_schema(self) -> TableSchema:
-        """The data table's key schema these settings name (InvalidInputError if not one)."""
-        from dynashard.core.schema import Payload, TableSchema, codec_named
-
-        return TableSchema(
-            partition_key=self.partition_key_attr,
-            sort_key=self.sort_key_attr,
-            sort_key_codec=codec_named(self.sort_key_codec),
-            gsi_name=self.gsi_name or None,
-            gsi_partition_key=self.gsi_partition_key_attr,
-            gsi_sort_key=self.gsi_sort_key_attr,
-            key_attr=self.key_attr,
-            id_attr=self.id_attr,
-            ts_attr=self.ts_attr,
-            shard_attr=self.shard_attr,
-            data_attr=self.data_attr,
-            payload=Payload(self.payload),
-        )
 
     @property
     def key_setting_list(self) -> tuple[KeySetting, ...]:
