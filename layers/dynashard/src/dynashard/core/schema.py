@@ -32,16 +32,17 @@ Codecs (:func:`codec_named`):
 ``epoch_ms_number``
     ``N`` sort key: the event time in integer milliseconds since 1970-01-01T00:00:00Z
     (floored: microseconds below a millisecond are dropped from the key, the ``ts``
-    attribute keeps them). The id lives in its own attribute only, so one physical
-    partition holds one item per millisecond: a second event of the same shard and
-    millisecond would be the same item (the table's own rule), so the writer puts each
-    event conditionally and never overwrites another event: a collision moves the event
-    to another shard of the key, or fails it when every shard holds another event at that
-    millisecond (:class:`~dynashard.dynamodb.writer.ShardedWriter`). Ties across shards (the same millisecond on two shards)
-    are ordered by event id, ascending in UTF-8 byte order (descending reads reverse it);
-    the same event stored on two shards (a resize, invariant 2) has the same order key and
-    is collapsed by the merge. A window's bounds are resolved to milliseconds: an item is
-    in ``[start, end)`` when its millisecond is in ``[floor_ms(start), ceil_ms(end))``.
+    attribute keeps them). The id lives in its own attribute only, so one physical partition
+    holds one item per millisecond: a second event of the same shard and millisecond would
+    be the same item (the table's own rule), so the writer puts each event conditionally and
+    never overwrites another event: a collision moves the event to another shard of the key,
+    or fails it when every shard holds another event at that millisecond
+    (:class:`~dynashard.dynamodb.writer.ShardedWriter`). Ties across shards (the same
+    millisecond on two shards) are ordered by event id, ascending in UTF-8 byte order
+    (descending reads reverse it); the same event stored on two shards (a resize, invariant
+    2) has the same order key and is collapsed by the merge. A window's bounds are resolved
+    to milliseconds: an item is in ``[start, end)`` when its millisecond is in
+    ``[floor_ms(start), ceil_ms(end))``.
 ``plain_string``
     ``S`` sort key: the event id itself. Reads merge in id order (UTF-8 bytes) and cannot
     take a time window: the sort key holds no time.
