@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from bench import charts
 from bench.fleet import sim
 from bench.fleet.run import default_settings, run_all, targets
 from dynashard.planning import shards, sweep
@@ -127,3 +130,13 @@ def test_the_backfill_keys_count_settles_near_its_need_without_flapping() -> Non
     assert found["backfill: N settles near the need and does not flap"]["met"], ds
     # ... and shrinks once the backfill is over
     assert ds["n_end_of_run"] < ds["n_end_of_load"]
+
+
+def test_the_chart_is_drawn_from_the_result(short_run: dict[str, Any], tmp_path: Path) -> None:
+    # Given a result document of the short run
+    doc = {"benchmark": "fleet", "date": "d", "parameters": {"seed": 28}, "workloads": short_run}
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    # When the charts are drawn, Then the fleet's PNG is written beside it
+    assert charts.render(path) == tmp_path / "fleet.png"
+    assert (tmp_path / "fleet.png").stat().st_size > 10_000
