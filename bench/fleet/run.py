@@ -94,6 +94,7 @@ def figures(run: Run, seconds: int, oracle: Run | None) -> dict[str, Any]:
     minutes = max(1, len(run.ci_calls_per_minute))
     return {
         "goodput": round(float(run.written.sum()) / offered, 4) if offered else None,
+        "goodput_from_minute_10": _goodput_after(run, WARM_MINUTES),
         "offered_wcu": round(offered),
         "written_wcu": round(float(run.written.sum())),
         "lost_wcu": round(run.lost),
@@ -122,6 +123,16 @@ def figures(run: Run, seconds: int, oracle: Run | None) -> dict[str, Any]:
         **({"watched_key": watched(run)} if run.watched is not None else {}),
         "series": series(run),
     }
+
+
+#: Minutes after a cold start (every key at N = 1 under its full load) that
+#: ``goodput_from_minute_10`` leaves out.
+WARM_MINUTES = 10
+
+
+def _goodput_after(run: Run, minutes: int) -> float | None:
+    offered = sum(run.minute_offered[minutes:])
+    return round(sum(run.minute_written[minutes:]) / offered, 4) if offered else None
 
 
 def series(run: Run) -> dict[str, Any]:
