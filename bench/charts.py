@@ -237,8 +237,7 @@ def fleet_chart(doc: dict[str, Any], path: Path) -> Path:
         if field == "goodput":
             ax.set_ylim(0, 1.05)
         else:
-            ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(plain)
+            ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
     handles, labels = top[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", ncols=5, fontsize=8)
