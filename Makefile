@@ -140,7 +140,7 @@ bench-cold-start: install ## cold-start benchmark (import + first call of each h
 bench-memory: install ## memory benchmark (peak RSS per handler: 1,000-record batches, a 64-shard read; the Lambda memory sizes derived from it) -> bench/results/memory.json
 	$(PY) -m bench memory
 
-bench-fleet: install ## fleet simulation: 10,000 keys for an emulated hour, in emulated time (no DynamoDB Local), the library's scaler against the emulator's key-range buckets, five policies -> bench/results/fleet.json
+bench-fleet: install ## fleet simulation in emulated time (no DynamoDB Local): five workloads (Zipf, churn, flash crowd, diurnal day, 30-day backfill), five policies, the library's scaler against the emulator's key-range buckets (about 4 minutes) -> bench/results/fleet.json and .png
 	$(PY) -m bench fleet
 
 bench-charts: install ## redraw the benchmarks' PNG charts from bench/results/*.json (runs nothing)

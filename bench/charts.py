@@ -1,7 +1,8 @@
 """PNG charts drawn from the benchmarks' JSON (matplotlib, Agg backend).
 
 Each benchmark writes its JSON and then calls :func:`render` on it, which writes the
-PNG beside it (``bench/results/hot_key.png``, ``bench/results/reads.png``); ``python -m
+PNG beside it (``bench/results/hot_key.png``, ``bench/results/reads.png``,
+``bench/results/fleet.png``); ``python -m
 bench charts`` (:func:`main`) redraws them from the JSON already in ``bench/results/``
 without running anything. Only what the JSON holds is drawn.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +152,110 @@ def reads_chart(doc: dict[str, Any], path: Path) -> Path:
     return path
 
 
+#: One colour per fleet policy, the same in every panel.
+POLICY_COLORS = {
+    "none": "tab:red",
+    "static": "tab:orange",
+    "blog": "tab:purple",
+    "dynashard": "tab:blue",
+    "oracle": "tab:green",
+}
+#: Short labels of the fleet workloads.
+FLEET_LABELS = {
+    "zipf": "(a) Zipf",
+    "churn": "(b) churn",
+    "flash": "(c) flash",
+    "diurnal": "(d) diurnal",
+    "backfill": "(e) backfill",
+}
+
+
+def _fleet_bars(
+    ax: Any, workloads: dict[str, Any], figure: Callable[[dict[str, Any]], float | None]
+) -> None:
+    names = list(workloads)
+    policies = list(POLICY_COLORS)
+    width = 0.8 / len(policies)
+    for i, policy in enumerate(policies):
+        xs = [j + i * width for j in range(len(names))]
+        values = [figure(workloads[n]["policies"].get(policy, {})) or 0.0 for n in names]
+        ax.bar(xs, values, width, label=policy, color=POLICY_COLORS[policy])
+    ax.set_xticks([j + width * (len(policies) - 1) / 2 for j in range(len(names))])
+    ax.set_xticklabels([FLEET_LABELS.get(n, n) for n in names], fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def _fleet_series(ax: Any, body: dict[str, Any], field: str, unit_minutes: float) -> None:
+    for policy, color in POLICY_COLORS.items():
+        s = body["policies"].get(policy, {}).get("series", {})
+        if field not in s:
+            continue
+        xs = [i * s["bin_minutes"] / unit_minutes for i in range(len(s[field]))]
+        ax.step(xs, s[field], where="post", color=color, label=policy, linewidth=1)
+    ax.grid(True, alpha=0.3)
+
+
+def fleet_chart(doc: dict[str, Any], path: Path) -> Path:
+    """Chart the fleet simulation: each workload's figures per policy, and three timelines.
+
+    Top row: goodput, shard-seconds against the oracle's (log) and the longest run of
+    seconds any key needing more than one partition was throttled (log), one bar per
+    policy and workload, with the targets (0.99, 1.25, 180 s) dashed. Bottom row: goodput
+    per bin over time for (b) churn and (d) diurnal, and the backfill key's shard count
+    over the 30 days of (e) (the most in force in each bin), where those were run.
+    """
+    workloads = doc["workloads"]
+    fig, axes = plt.subplots(2, 3, figsize=(17, 8.5), dpi=100)
+    top, bottom = axes[0], axes[1]
+    _fleet_bars(top[0], workloads, lambda f: f.get("goodput"))
+    top[0].axhline(0.99, color="grey", linestyle="--", linewidth=1)
+    top[0].set_ylim(0, 1.05)
+    top[0].set_title("goodput (written / offered; target >= 0.99 on a-d)")
+    _fleet_bars(top[1], workloads, lambda f: f.get("shard_seconds_vs_oracle"))
+    top[1].axhline(1.25, color="grey", linestyle="--", linewidth=1)
+    top[1].set_yscale("log")
+    top[1].set_title("shard-seconds / oracle's (log; target <= 1.25)")
+    _fleet_bars(top[2], workloads, lambda f: max(1, f.get("longest_throttled_streak_s") or 0))
+    top[2].axhline(180, color="grey", linestyle="--", linewidth=1)
+    top[2].set_yscale("log")
+    top[2].set_title("longest throttled streak of a key, s (log; target <= 180)")
+    plain = FuncFormatter(lambda v, _pos: f"{v:g}")
+    for ax in top[1:]:
+        ax.yaxis.set_major_formatter(plain)
+    panels = (
+        ("churn", "goodput", 1.0, "(b) churn: goodput per minute", "emulated minutes"),
+        ("diurnal", "goodput", 60.0, "(d) diurnal: goodput per bin", "emulated hours"),
+        ("backfill", "watched_n_max", 1440.0, "(e) backfill key's N", "emulated days"),
+    )
+    for ax, (name, field, unit, title, xlabel) in zip(bottom, panels, strict=True):
+        if name not in workloads:
+            ax.set_axis_off()
+            continue
+        _fleet_series(ax, workloads[name], field, unit)
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        if field == "goodput":
+            ax.set_ylim(0, 1.05)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+    handles, labels = top[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", ncols=5, fontsize=8)
+    params = doc.get("parameters", {})
+    fig.suptitle(
+        f"fleet simulation, seed {params.get('seed')} ({doc.get('date', '')}; "
+        "per-workload keys and minutes in fleet.json)",
+        x=0.01,
+        horizontalalignment="left",
+    )
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 #: Benchmark name (the JSON's ``benchmark``) -> chart.
-CHARTS = {"hot_key": hot_key_chart, "reads": reads_chart}
+CHARTS = {"hot_key": hot_key_chart, "reads": reads_chart, "fleet": fleet_chart}
 
 
 def render(json_path: Path) -> Path | None:

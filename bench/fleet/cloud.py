@@ -119,19 +119,33 @@ class Figures:
     delay_minutes : int
         Minutes after its end that a minute's figures become readable (CloudWatch's
         publication delay).
+    keep_minutes : int
+        Minutes of per-key figures kept (the longest window a report asks for); older
+        ones are dropped, so a run of days holds a bounded memory. ``throttle_events``
+        (the table's metric, one float a minute) is kept whole.
     """
 
     keys: Sequence[str]
     delay_minutes: int = 1
-    minutes: list[Minute] = field(default_factory=list)
+    keep_minutes: int = 60
+    minutes: dict[int, Minute] = field(default_factory=dict)
+    throttle_events: list[float] = field(default_factory=list)
     now: float = float(EPOCH0)
+
+    def add(self, index: int, minute: Minute) -> None:
+        """Record minute ``index`` and drop the minutes older than ``keep_minutes``."""
+        self.minutes[index] = minute
+        self.minutes.pop(index - self.keep_minutes, None)
 
     def readable(self, start: datetime, end: datetime) -> list[tuple[int, Minute]]:
         """Return the minutes whose start is in ``[start, end)`` and that are published."""
         first = max(0, int((start.timestamp() - EPOCH0) // 60))
         last = int(-(-(end.timestamp() - EPOCH0) // 60))  # ceil
         published = int((self.now - EPOCH0) // 60) - self.delay_minutes
-        return [(m, self.minutes[m]) for m in range(first, min(last, published, len(self.minutes)))]
+        stop = min(last, published, max(self.minutes, default=-1) + 1)
+        if stop > first and first not in self.minutes:
+            raise ValueError(f"minute {first} was dropped (keep_minutes {self.keep_minutes})")
+        return [(m, self.minutes[m]) for m in range(first, stop)]
 
 
 def _stamp(minute: int) -> datetime:
@@ -209,13 +223,11 @@ class FakeCloudWatch:
         nonzero = int(np.count_nonzero(total))
         top = _top(total, limit)
         periods = self._periods(minutes, period_minutes)
+        top = list(top)
+        per_period = np.stack([per_minute[idx][:, top].sum(axis=0) for idx in periods])
         rows = [
-            (
-                self.figures.keys[k],
-                float(total[k]),
-                [float(per_minute[idx, k].sum()) for idx in periods],
-            )
-            for k in top
+            (self.figures.keys[k], float(total[k]), per_period[:, j].tolist())
+            for j, k in enumerate(top)
         ]
         return _report(rows, limit, nonzero, period_minutes)
 

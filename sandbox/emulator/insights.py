@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dynashard.cloudwatch.insights import rank_hot_keys
+from dynashard.core.load import MAX_CONTRIBUTORS
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.emulator.metrics import ContributorInsightsMode
 
@@ -36,7 +37,8 @@ class EmulatorHotKeySource:
     operation : Operation
         Write capacity (WCU, the default: the scaler shards writes) or read (RCU).
     max_contributors : int
-        Top-N of each report (Contributor Insights allows 1..100).
+        Top-N of each report (Contributor Insights allows 1..100); default 100, as the
+        library's ``ContributorInsightsHotKeySource`` asks.
     """
 
     def __init__(
@@ -44,12 +46,12 @@ class EmulatorHotKeySource:
         emulator: PartitionEmulator,
         mode: ContributorInsightsMode = "ACCESSED_AND_THROTTLED_KEYS",
         operation: Operation = Operation.WRITE,
-        max_contributors: int = 25,
+        max_contributors: int = MAX_CONTRIBUTORS,
     ) -> None:
         self.emulator = emulator
         self.mode: ContributorInsightsMode = mode
         self.operation = operation
-        self.max_contributors = max(1, min(100, max_contributors))
+        self.max_contributors = max(1, min(MAX_CONTRIBUTORS, max_contributors))
 
     def hot_keys(
         self, table_name: str, index_name: str | None, start: datetime, end: datetime

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from bench import charts
 from bench.fleet import sim
 from bench.fleet.run import default_settings, run_all, targets
 from dynashard.planning import shards, sweep
@@ -14,7 +18,7 @@ from dynashard.planning import shards, sweep
 @pytest.fixture(scope="module")
 def short_run() -> dict[str, Any]:
     # Given 500 keys for 10 emulated minutes (the flash crowd ramps over minute 3)
-    return run_all(500, 10, 28, default_settings(), in_band=False)
+    return run_all(500, 10, 28, default_settings(), in_band=False, workloads=["zipf", "flash"])
 
 
 def test_the_simulation_calls_the_librarys_planners_not_copies() -> None:
@@ -73,3 +77,66 @@ def test_the_same_seed_gives_the_same_figures() -> None:
         for p, f in again["zipf"]["policies"].items()
     }
     assert strip == strip2
+
+
+def test_churn_makes_a_new_one_percent_hot_every_ten_minutes() -> None:
+    # Given the churn workload over 1,000 keys
+    load = sim.workload("churn", 1000, 28, 1000.0)
+    hot = [set(map(int, (load.offered(t, 1000.0) >= 4000.0).nonzero()[0])) for t in (0, 600, 1200)]
+    # Then each 10 minutes adds a cohort of 10 keys (1 %) at 4 x a partition, never hot
+    # before, and a cohort stays hot for 20 minutes (two at once)
+    assert len(hot[0]) == 10 and len(hot[1]) == 20 and len(hot[2]) == 20
+    assert hot[0] < hot[1] and not hot[0] & hot[2]
+    assert hot[1] - hot[0] <= hot[2]
+
+
+def test_the_diurnal_peak_is_five_times_its_trough_and_the_hottest_64x() -> None:
+    load = sim.workload("diurnal", 1000, 28, 1000.0, span_s=86_400)
+    trough, peak = load.offered(0, 1000.0), load.offered(43_200, 1000.0)
+    assert peak.max() == pytest.approx(64_000.0)
+    assert (peak / trough) == pytest.approx(np.full(1000, 5.0))
+
+
+def test_the_backfill_runs_one_key_at_20x_within_its_span() -> None:
+    load = sim.workload("backfill", 1000, 28, 1000.0, span_s=86_400)
+    start, end = load.backfill_span
+    key = load.backfill_key
+    assert (start, end) == (600, 86_400 - 3600)
+    during = [load.offered(t, 1000.0)[key] for t in range(start, end, 3600)]
+    assert all(18_000.0 <= v <= 22_000.0 for v in during)
+    assert load.offered(end, 1000.0)[key] == load.base[key] < 1000.0
+
+
+def test_a_coarse_step_stands_for_as_many_equal_seconds() -> None:
+    # Given the Zipf workload under static N (nothing changes over time), stepped every
+    # second and every 60 s after the first minute
+    settings = default_settings()
+    fine = sim.workload("zipf", 300, 28, 1000.0, coarse_after_s=0)
+    coarse = sim.workload("zipf", 300, 28, 1000.0, coarse_step_s=60, coarse_after_s=60)
+    one = sim.simulate("static", fine, 600, settings, in_band=False)
+    sixty = sim.simulate("static", coarse, 600, settings, in_band=False)
+    # Then they offer and write the same units, within the retries of the step boundaries
+    assert sixty.offered.sum() == pytest.approx(one.offered.sum())
+    assert sixty.written.sum() == pytest.approx(one.written.sum(), rel=0.01)
+    assert sixty.shard_seconds == one.shard_seconds
+
+
+def test_the_backfill_keys_count_settles_near_its_need_without_flapping() -> None:
+    # Given a backfill of 6 emulated hours (5 h at 20 x), 200 keys, 60 s steps after 1 h
+    out = run_all(200, 360, 28, default_settings(), False, ["backfill"], coarse_step_s=60)
+    found = targets(out)
+    ds = out["backfill"]["policies"]["dynashard"]["watched_key"]
+    # Then dynashard's N settles between the oracle's counts and does not change again
+    assert found["backfill: N settles near the need and does not flap"]["met"], ds
+    # ... and shrinks once the backfill is over
+    assert ds["n_end_of_run"] < ds["n_end_of_load"]
+
+
+def test_the_chart_is_drawn_from_the_result(short_run: dict[str, Any], tmp_path: Path) -> None:
+    # Given a result document of the short run
+    doc = {"benchmark": "fleet", "date": "d", "parameters": {"seed": 28}, "workloads": short_run}
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    # When the charts are drawn, Then the fleet's PNG is written beside it
+    assert charts.render(path) == tmp_path / "fleet.png"
+    assert (tmp_path / "fleet.png").stat().st_size > 10_000

@@ -459,6 +459,40 @@ def test_a_failure_on_one_key_still_grows_the_others_and_is_listed() -> None:
     assert log.calls == [("growth failed", {"key": "A"}, True)]
 
 
+def test_keys_grow_in_order_of_what_they_lack_not_of_what_they_offer() -> None:
+    # Given a giant offered 60,000 WCU/s on 70 shards (it lacks nothing more than a
+    # few shards) and a small key offered 2,500 WCU/s on one shard (it lacks 1,500)
+    hot = FakeHotKeys([HotKey("GIANT#0", 800.0, 90), HotKey("SMALL#0", 1000.0, 9000)])
+    offered = FakeOfferedLoad({"GIANT": 60_000.0 * 60, "SMALL": 2_500.0 * 60})
+    shards = FakeShards({"GIANT": 70})
+    # When the alarm is handled
+    outcome = handle_alarm(write_alarm(), shards, hot, Limits(), offered)
+    # Then the small key, which lacks more, is grown first; the giant after it
+    assert shards.grow_calls == [("SMALL", 4), ("GIANT", 75)]
+    assert [g.key for g in outcome.grown] == ["SMALL", "GIANT"]
+
+
+def test_a_key_whose_metadata_cannot_be_read_is_an_error_and_the_others_grow() -> None:
+    class Unreadable(FakeShards):
+        def shard_info(self, key: str) -> ShardInfo:
+            if key == "A":
+                raise MetadataError()
+            return super().shard_info(key)
+
+    # Given two keys to grow, the first of which has metadata that cannot be read
+    shards, log = Unreadable(), RecordingLog()
+    demands: dict[str, tuple[float, scaling.Basis]] = {
+        "A": (5000.0, "offered"),
+        "B": (1500.0, "offered"),
+    }
+    # When they are grown
+    grown, skipped, errors = scaling.grow_keys(demands, shards, Limits(), PARTITION_WCU_LIMIT, log)
+    # Then B grows, A is an error, skipped with the reason and logged
+    assert [g.key for g in grown] == ["B"] and errors == ["A"]
+    assert skipped[0].key == "A" and skipped[0].reason.startswith("error: ")
+    assert log.calls == [("growth failed", {"key": "A"}, True)]
+
+
 def test_a_failure_is_logged_to_the_module_logger_by_default(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -63,7 +63,7 @@ def test_contributor_insights_source_reads_both_reports() -> None:
             "StartTime": start,
             "EndTime": end,
             "Period": 120,
-            "MaxContributorCount": 25,
+            "MaxContributorCount": 100,  # the most a report gives, by default
             "OrderBy": "Sum",
         }
         cw_stub.add_response(

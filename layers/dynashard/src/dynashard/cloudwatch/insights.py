@@ -108,18 +108,23 @@ class ContributorInsightsHotKeySource:
     dynamodb_client : DynamoDBClient, optional
         boto3 DynamoDB client (for the rule names); created on first use if None.
     max_contributors : int
-        Top-N contributors asked of each report (GetInsightRuleReport allows 1..100).
+        Top-N contributors asked of each report (``GetInsightRuleReport`` allows 1..100;
+        default the most, :data:`~dynashard.core.load.MAX_CONTRIBUTORS`). The reports
+        name physical keys, so one key of many throttled shards takes many places: at
+        fleet scale a report of 25 names a few such keys, and the keys that need a
+        second shard wait minutes for a place (``docs/benchmarks.md``, fleet
+        simulation). A report costs one call whatever its N.
     """
 
     def __init__(
         self,
         client: CloudWatchClient | None = None,
         dynamodb_client: DynamoDBClient | None = None,
-        max_contributors: int = 25,
+        max_contributors: int = MAX_CONTRIBUTORS,
     ) -> None:
         self._client = client
         self._dynamodb = dynamodb_client
-        self.max_contributors = max(1, min(100, max_contributors))
+        self.max_contributors = max(1, min(MAX_CONTRIBUTORS, max_contributors))
 
     @property
     def client(self) -> CloudWatchClient:

@@ -16,7 +16,8 @@ fires; the scaler function turns its event into an :class:`Alarm` and calls
    figures (:meth:`dynashard.planning.shards.KeyLoad.demand_units_per_s`);
 4. computes the count that load needs (:func:`dynashard.planning.shards.plan_shard_count`)
    and applies it through a :class:`ScalerPort` (the library's conditional update,
-   which honours the cooldown);
+   which honours the cooldown), the keys that lack most first
+   (:func:`shortfall_units_per_s`);
 
 and returns an :class:`AlarmOutcome`. The ports are :class:`typing.Protocol` classes;
 their boto3 adapters live in :mod:`dynashard.cloudwatch` (CloudWatch, Contributor
@@ -560,9 +561,10 @@ class AlarmOutcome:
     alarm, state : str
         The alarm's name and state.
     grown : tuple of KeyGrowth
-        Keys whose N was raised, hottest first.
+        Keys whose N was raised, the most lacking first (:func:`grow_keys`).
     skipped : tuple of KeySkip
-        Keys left alone, hottest first, then the keys dynashard does not write.
+        Keys left alone (as :func:`grow_keys` lists them), then the keys dynashard does
+        not write.
     errors : tuple of str
         Keys whose growth failed for a reason other than the cooldown (also skipped).
     ignored : str or None
@@ -787,6 +789,38 @@ def plan_demands(
     return demands
 
 
+def shortfall_units_per_s(demand: float, current: int, partition_limit: float) -> float:
+    """Return what a key lacks: its load less what its current count can take, units/s.
+
+    The scaler grows keys in this order, most lacking first. Ranked by load instead,
+    the same giants, grown long ago and lacking nothing, would come first every
+    minute, ahead of a key that needs its second shard.
+
+    Parameters
+    ----------
+    demand : float
+        The key's planned load (:func:`plan_demands`), units/s.
+    current : int
+        N in force.
+    partition_limit : float
+        Per-shard limit, units/s.
+
+    Returns
+    -------
+    float
+        ``demand - current x partition_limit``; negative when N can take the load.
+
+    Examples
+    --------
+    A giant of 60,000 WCU/s on 80 shards lacks nothing; a key of 2,500 WCU/s on one
+    shard lacks 1,500:
+
+    >>> shortfall_units_per_s(60_000.0, 80, 1000.0), shortfall_units_per_s(2_500.0, 1, 1000.0)
+    (-20000.0, 1500.0)
+    """
+    return demand - current * partition_limit
+
+
 def grow_keys(
     demands: Mapping[str, tuple[float, Basis]],
     facade: ScalerPort,
@@ -795,7 +829,11 @@ def grow_keys(
     log: ErrorLog | None = None,
     kind: Literal["write", "read"] = "write",
 ) -> tuple[list[KeyGrowth], list[KeySkip], list[str]]:
-    """Grow each key to the count its load needs, hottest first.
+    """Grow each key to the count its load needs, the key that lacks most first.
+
+    Every key's metadata is read first, then keys are grown in order of what they
+    lack (:func:`shortfall_units_per_s`), then by key: if the run is cut short (its
+    timeout, a failing table), the keys furthest behind their load have been grown.
 
     Parameters
     ----------
@@ -818,17 +856,30 @@ def grow_keys(
     Returns
     -------
     tuple of (list of KeyGrowth, list of KeySkip, list of str)
-        Keys grown; keys skipped (fit already, cooldown, capped, or failed); keys whose
+        Keys grown, most lacking first; keys skipped (a key whose metadata could not
+        be read first, then fit already, cooldown, capped, or failed); keys whose
         growth failed for a reason other than the cooldown.
     """
     log = log if log is not None else _log
     grown: list[KeyGrowth] = []
     skipped: list[KeySkip] = []
     errors: list[str] = []
-    for key in sorted(demands, key=lambda k: (-demands[k][0], k)):
-        demand, basis = demands[key]
+    infos: dict[str, ShardInfo] = {}
+    for key in sorted(demands):
         try:
-            info = facade.shard_info(key)
+            infos[key] = facade.shard_info(key)
+        except DynashardError as exc:
+            log.exception("growth failed", extra={"key": key})
+            skipped.append(KeySkip(key, f"error: {exc.message}"))
+            errors.append(key)
+
+    def lack(key: str) -> float:
+        return shortfall_units_per_s(demands[key][0], infos[key].number_of_shards, partition_limit)
+
+    for key in sorted(infos, key=lambda k: (-lack(k), k)):
+        demand, basis = demands[key]
+        info = infos[key]
+        try:
             current, cap = info.number_of_shards, info.cap(settings.max_shards)
             needed = plan_shard_count(
                 current, demand, partition_limit, settings.target_utilization, MAX_SHARD_COUNT
