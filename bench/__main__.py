@@ -32,6 +32,7 @@ BENCHMARKS = {
     "bucketed-reads": "bench.bucketed_reads",
     "growth-config": "bench.growth_config",
     "fleet": "bench.fleet",
+    "fleet-paper": "bench.fleet.paper",  # the figures of docs/fleet-scale.md, the planner timed
 }
 #: Not benchmarks: they read the results the benchmarks wrote and run nothing.
 TOOLS = {
