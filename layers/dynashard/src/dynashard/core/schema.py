@@ -337,7 +337,14 @@ class IsoTimeThenId(SortKeyCodec):
     def window(self, start: datetime | None, end: datetime | None) -> tuple[str, str]:  # noqa: D102
         # ``hi`` is the bare time: "{end}#{id}" sorts after it, so ``end`` is exclusive.
         lo = self.format(start) if start is not None else self.FLOOR
-        hi = self.format(self._ceil(end)) if end is not None else self.CEILING
+        if end is None:
+            return lo, self.CEILING
+        try:
+            hi = self.format(self._ceil(end))
+        except OverflowError:
+            # ``end`` is in the last step of year 9999: rounded up, it is past the last
+            # time a datetime holds, so every sort key is before it.
+            hi = self.CEILING
         return lo, hi
 
 
