@@ -816,8 +816,12 @@ def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, 
     def order_of(item: dict[str, Any]) -> str:
         stored = item.get(id_attr)
         # An item another program wrote (adopted bare key) without an id: its sort key
-        # is its identity, as foreign_event reads it.
-        event_id = stored["S"] if stored is not None else item[sk][kind]
+        # is its identity, as foreign_event reads it; with an id of another type (a
+        # number), its text, as foreign_identity reads it.
+        if stored is None:
+            event_id = item[sk][kind]
+        else:
+            event_id = stored["S"] if "S" in stored else str(plain_value(stored))
         return codec.order_key(item[sk][kind], event_id)
 
     return order_of
