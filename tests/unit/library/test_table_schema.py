@@ -314,6 +314,25 @@ def test_adopted_foreign_items_with_a_number_for_their_id_read_in_order(client: 
     ds.close()
 
 
+def test_an_adopted_item_the_codec_cannot_order_fails_the_read_naming_it(client: Any) -> None:
+    # Given another program's item whose number sort key is not whole milliseconds
+    ds = facade_for(client, EPOCH_FLAT, shards=2)
+    bad = {"device": {"S": "OLD"}, "at": {"N": "1357034400000.5"}, "temp": {"N": "19"}}
+    client.put_item(TableName=DEVICES, Item=bad)
+    # Then the survey counts it, and adopt refuses the key while it is there
+    assert ds.survey_bare_key("OLD").unreadable_items == 1
+    with pytest.raises(InvalidInputError) as refused:
+        ds.adopt("OLD")
+    assert refused.value.field == "key"
+    # And once adopted regardless, a read fails naming the item: the table does not hold
+    # what the schema says (TableSchemaError), not a bad request (InvalidInputError)
+    ds.adopt("OLD", survey=False)
+    assert ds.put_events([Event(key="OLD", id="r1", ts=T0, data={})])[0].ok
+    with pytest.raises(TableSchemaError, match=r"1357034400000\.5"):
+        read_all(ds, "OLD", 100)
+    ds.close()
+
+
 def test_a_flat_field_named_like_the_schemas_attribute_is_refused(client: Any) -> None:
     ds = facade_for(client, EPOCH_FLAT)
     event = Event(key="K", id="e1", ts=T0, data={"device": "x"})

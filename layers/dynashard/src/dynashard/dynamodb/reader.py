@@ -798,6 +798,10 @@ def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, 
         Item (DynamoDB typed JSON) -> order key: the sort key itself for an exact codec
         (dynashard's own ``SK``), else the codec's order key of the sort key and the id.
 
+    The function raises :class:`~dynashard.errors.TableSchemaError`, naming the item, for
+    a sort key the codec cannot order (another program's item under an adopted key's
+    bare partition key, say), as :func:`foreign_event` does for one it cannot read.
+
     Examples
     --------
     >>> order_function()({"SK": {"S": "2013-01-01T10:15:00.000000Z#f1"}})
@@ -822,7 +826,18 @@ def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, 
             event_id = item[sk][kind]
         else:
             event_id = stored["S"] if "S" in stored else str(plain_value(stored))
-        return codec.order_key(item[sk][kind], event_id)
+        try:
+            return codec.order_key(item[sk][kind], event_id)
+        except InvalidInputError as exc:
+            # A sort key the codec cannot order (e.g. not whole milliseconds): the table
+            # does not hold what the schema says, as foreign_event reports it; not bad input.
+            pk = item.get(schema.partition_key, {}).get("S")
+            raise TableSchemaError(
+                [
+                    f"the item {schema.partition_key}={pk!r} {sk}={item[sk][kind]!r} cannot "
+                    f"be ordered under codec {codec.name}: {exc.field}: {exc.message}"
+                ]
+            ) from exc
 
     return order_of
 
