@@ -322,3 +322,17 @@ def test_coarser_iso_codecs_take_windows_to_the_last_microsecond_of_year_9999(
     for ts in (start, end - timedelta(microseconds=1), last):
         assert lo <= codec.encode(ts, "z\U0010ffff") <= hi
     assert codec.window(None, end)[1] == hi
+
+
+def test_an_epoch_window_ending_at_the_first_millisecond_is_empty_and_valid() -> None:
+    # A window that ends at 0001-01-01T00:00:00Z, without a start, holds nothing; its
+    # range must still be one DynamoDB takes (BETWEEN refuses a lower bound above the
+    # upper: "The BETWEEN operator requires upper bound to be greater than or equal to
+    # lower bound", a ValidationException that failed the read as a ShardQueryError).
+    first = datetime(1, 1, 1, tzinfo=UTC)
+    lo, hi = EPOCH_MS_NUMBER.window(None, first)
+    assert int(lo) <= int(hi)
+    assert not int(lo) <= int(EPOCH_MS_NUMBER.encode(first, "e")) <= int(hi)
+    # and one that ends a millisecond later holds exactly that millisecond
+    lo, hi = EPOCH_MS_NUMBER.window(None, first + timedelta(microseconds=1))
+    assert lo == hi == EPOCH_MS_NUMBER.encode(first, "e")
