@@ -109,9 +109,11 @@ P6 (errors)
     ``OverflowError`` / ``KeyError``, never a ``ShardQueryError`` on a healthy table,
     never a silent wrong answer. Under a non-default layout, counters, the ordered index,
     ``count_events`` and ``compact`` are refused with ``InvalidInputError`` field
-    ``schema``; a ``path="gsi1"`` read of a layout whose GSI cannot serve it (none, or a
-    codec other than ``iso_time_then_id``) with field ``path``; a window under
-    ``plain_string`` with field ``from`` or ``to``.
+    ``schema`` (checked once at set-up, and at the audit; the rules of P3 and P4 run
+    under the default layout only, so another layout's steps go to events); a
+    ``path="gsi1"`` read of a layout whose GSI cannot serve it (none, or a codec other
+    than ``iso_time_then_id``) with field ``path``; a window under ``plain_string`` with
+    field ``from`` or ``to``.
 Audit (teardown)
     Items stored per logical key (a Query of every physical key the key may have used,
     counting items whose ``key`` attribute is the key, and under the bare key also
@@ -730,6 +732,8 @@ class OpenRead:
     after: Any
     empty_pages: int = 0
     seen: set[str] = field(default_factory=set)
+    #: The time of the last event returned (None before any).
+    last_time: datetime | None = None
 
 
 # --- hypothesis strategies --------------------------------------------------------
@@ -902,8 +906,8 @@ class DynashardModel(RuleBasedStateMachine):
     ) -> None:
         """Draw the sequence's table layout, build the facade, configure C and the index."""
         # A wide integer, not sampled_from: over a few values hypothesis favours the first
-        # and the last (its boundary bias), which left layouts undrawn in the derandomized
-        # moto run; both ends of this range are the default.
+        # and the last (its boundary bias), which starved the others; both ends of this
+        # range are the default, the layout weighted up anyway.
         draws = self.layout_draws
         pick = st.integers(0, 2**16 - 1).map(lambda i: draws[i % len(draws)])
         self.layout = data.draw(pick, label="layout")
@@ -926,17 +930,37 @@ class DynashardModel(RuleBasedStateMachine):
         distinct = len({normalise(v) for v in sample})
         shards = max(1, min(index_shards, distinct))
         if not self.layout.is_default:
-            self._refused_for_schema(
-                "index:configure",
-                lambda: self.facade.ordered_index(self.index_key).configure_from_sample(
-                    sample, shards
-                ),
-            )
+            self._default_only_refused(sample, shards)
             return
         try:
             self.facade.ordered_index(self.index_key).configure_from_sample(sample, shards)
         except InvalidInputError:
             self.facade.ordered_index(self.index_key).configure_from_sample(sample, 1)
+
+    def _default_only_refused(self, sample: list[str], shards: int) -> None:
+        """Under another layout each path that needs dynashard's own is refused (P6).
+
+        Checked once, here: the rules of those paths (P3, P4) run under the default
+        layout only, so another layout's steps go to its writes and reads.
+        """
+        counter, key = self.counter_names[0], self.k("A")
+
+        def index() -> Any:
+            return self.facade.ordered_index(self.index_key)
+
+        checks = {
+            "index:configure": lambda: index().configure_from_sample(sample, shards),
+            "index:put": lambda: index().put([OrderedItem("e0", "a", {})]),
+            "index:delete": lambda: index().delete(["e0"]),
+            "index:read": lambda: index().query(limit=1),
+            "counter:increment": lambda: self.facade.increment_counter(counter, 1),
+            "counter:idempotent": lambda: self.facade.increment_counter(counter, 1, "k0"),
+            "counter:read": lambda: self.facade.get_counter(counter),
+            "events:count": lambda: self.facade.count_events(key),
+            "events:compact": lambda: self.facade.compact(key),
+        }
+        for what, call in checks.items():
+            self._refused_for_schema(what, call)
 
     def _refused_for_schema(self, what: str, call: Any) -> None:
         """A path that needs dynashard's own layout refuses another (field ``schema``)."""
@@ -1171,7 +1195,7 @@ class DynashardModel(RuleBasedStateMachine):
             self.model.legacy.setdefault(logical, {})[sk] = Row(order, event.ts, item)
 
     @rule(
-        key=st.integers(0, 3),
+        key=st.integers(0, 4),
         batch=st.lists(
             st.tuples(
                 st.sampled_from(FOREIGN_IDS),
@@ -1200,8 +1224,21 @@ class DynashardModel(RuleBasedStateMachine):
         the table has a GSI). Under ``plain_string`` the item carries a ``ts`` (the sort
         key holds no time); under ``epoch_ms_number`` sometimes an id attribute, text or
         number (the sort key holds no id). A put of a sort key already there replaces it.
+        ``key`` 4 is the key of the latest open read of a plain key, if any, and the first
+        item's time one step of the codec past the read's last event, in its order: the
+        old program's writes between pages of a read, just ahead of its cursor.
         """
-        logical = self.plain_keys[key]
+        open_reads = [
+            r for r in self.reads if r.kind == "events" and r.params["key"] in self.plain_keys
+        ]
+        logical = self.plain_keys[key % 4]
+        if key == 4 and open_reads:
+            read = open_reads[-1]
+            logical = read.params["key"]
+            if read.last_time is not None:
+                step = timedelta(microseconds=self.layout.step)
+                ahead = -step if read.params["descending"] else step
+                batch = [(batch[0][0], _shift(read.last_time, ahead), *batch[0][2:]), *batch[1:]]
         layout, schema = self.layout, self.layout.schema
         for agent, ts, latency, status in batch:
             sk = layout.sort_key(ts, agent)
@@ -1471,6 +1508,7 @@ class DynashardModel(RuleBasedStateMachine):
 
     # -- ordered index ------------------------------------------------------------------
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(
         batch=st.lists(
             st.tuples(st.sampled_from(IDS), st.sampled_from(ORDERED_VALUES), st.integers(0, 9)),
@@ -1482,11 +1520,6 @@ class DynashardModel(RuleBasedStateMachine):
     def index_put(self, batch: list[tuple[str, str, int]]) -> None:
         """Put entries (a known id with a new value is a re-put)."""
         items = [OrderedItem(i, v, {"n": n}) for i, v, n in batch]
-        if not self.layout.is_default:
-            self._refused_for_schema(
-                "index:put", lambda: self.facade.ordered_index(self.index_key).put(items)
-            )
-            return
         try:
             self.facade.ordered_index(self.index_key).put(items)
         except Exception as exc:
@@ -1500,14 +1533,10 @@ class DynashardModel(RuleBasedStateMachine):
                 shadow[[normalise(v) for v in shadow].index(normalise(value))] = value
             self.model.index[item_id] = (value, {"n": n})
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3))
     def index_delete(self, ids: list[str]) -> None:
         """Delete entries by id (an unknown id is skipped)."""
-        if not self.layout.is_default:
-            self._refused_for_schema(
-                "index:delete", lambda: self.facade.ordered_index(self.index_key).delete(ids)
-            )
-            return
         try:
             removed = self.facade.ordered_index(self.index_key).delete(ids)
         except Exception as exc:
@@ -1522,6 +1551,7 @@ class DynashardModel(RuleBasedStateMachine):
 
     # -- counters (P4) ------------------------------------------------------------------
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(
         which=st.integers(0, 1),
         by=st.integers(-50, 50).filter(bool),
@@ -1532,11 +1562,6 @@ class DynashardModel(RuleBasedStateMachine):
         name = self.counter_names[which]
         if idem is not None:
             by = self.idem_by.setdefault(f"{name}/{idem}", by)
-        if not self.layout.is_default:
-            self._refused_for_schema(
-                "counter:increment", lambda: self.facade.increment_counter(name, by, idem)
-            )
-            return
         self._touch(f"COUNTER#{name}")
         try:
             applied = self.facade.increment_counter(name, by, idem)
@@ -1551,17 +1576,13 @@ class DynashardModel(RuleBasedStateMachine):
             if idem is not None:
                 self.model.applied[(name, idem)] = by
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(sign=st.sampled_from((1, -1)), idem=st.sampled_from(("b0", "b1")))
     def increment_at_bound(self, sign: int, idem: str) -> None:
         """An idempotent increment of 38 digits, then its redeliveries (P4 at the bound)."""
         name = self.big_counter
         by = self.idem_by.setdefault(f"{name}/{idem}", sign * COUNTER_BOUND)
         redelivery = (name, idem) in self.model.applied
-        if not self.layout.is_default:
-            self._refused_for_schema(
-                "counter:increment", lambda: self.facade.increment_counter(name, by, idem)
-            )
-            return
         self._touch(f"COUNTER#{name}")
         try:
             applied = self.facade.increment_counter(name, by, idem)
@@ -1579,13 +1600,11 @@ class DynashardModel(RuleBasedStateMachine):
             self.model.counters[name] = self.model.counters.get(name, 0) + by
             self.model.applied[(name, idem)] = by
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(which=st.integers(0, 2))
     def read_counter(self, which: int) -> None:
         """get_counter is the sum of the applied increments."""
         name = (*self.counter_names, self.big_counter)[which]
-        if not self.layout.is_default:
-            self._refused_for_schema("counter:read", lambda: self.facade.get_counter(name))
-            return
         try:
             value = self.facade.get_counter(name).value
         except Exception as exc:
@@ -1709,7 +1728,8 @@ class DynashardModel(RuleBasedStateMachine):
             return
         if got:
             last = got[-1]
-            read.after = self.layout.order(parse_ts_text(last["ts"]), last["id"])
+            read.last_time = parse_ts_text(last["ts"])
+            read.after = self.layout.order(read.last_time, last["id"])
             read.empty_pages = 0
         else:
             read.empty_pages += 1
@@ -1799,6 +1819,41 @@ class DynashardModel(RuleBasedStateMachine):
         self.reads.append(read)
         del self.reads[:-4]
 
+    @rule(
+        key=st.integers(0, 3),
+        limit=st.sampled_from((1, 2)),
+        descending=st.booleans(),
+        writer=st.sampled_from(("foreign", "event")),
+        agent=st.sampled_from(FOREIGN_IDS),
+        event_id=st.sampled_from(IDS),
+    )
+    def write_between_pages(
+        self, key: int, limit: int, descending: bool, writer: str, agent: str, event_id: str
+    ) -> None:
+        """P2 across a write: a page, a write just ahead of its cursor, the rest of the read.
+
+        The write is the old program's to the key's bare partition key (read once the key
+        is adopted) or an event to the key's shards, one step of the codec past the
+        page's last event in the read's order; either may land on a stream that ran out.
+        """
+        logical = self.plain_keys[key]
+        params = self._params(logical, (None, None), limit, descending, "base", True, None)
+        read = OpenRead("events", params, None, None)
+        self._page(read)
+        if read.cursor is None or read.last_time is None:
+            return
+        step = timedelta(microseconds=self.layout.step)
+        ts = _shift(read.last_time, -step if descending else step)
+        if writer == "foreign":
+            self.write_foreign(key, [(agent, ts, 7, "ok")], None, False)
+        else:
+            self._put([self._event(logical, event_id, ts, {"carrier": "DL", "n": 7})])
+        for _ in range(100):
+            self._page(read)
+            if read.cursor is None:
+                return
+        self.diverge(self._label(params, "stuck"), f"read {params} did not end")
+
     @precondition(lambda self: bool(self.reads))
     @rule(which=st.integers(0, 3), pages=st.integers(1, 3))
     def continue_read(self, which: int, pages: int) -> None:
@@ -1882,6 +1937,7 @@ class DynashardModel(RuleBasedStateMachine):
         empty = lo == "" or hi == ""
         return (lo or None), hi, strict and empty, empty
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(
         kind=st.sampled_from(("all", "prefix", "range")),
         a=st.sampled_from(ORDERED_BOUNDS),
@@ -1896,14 +1952,6 @@ class DynashardModel(RuleBasedStateMachine):
             params["prefix"] = a
         elif kind == "range":
             params["start"], params["end"] = a, b
-        if not self.layout.is_default:
-            self._refused_for_schema(
-                "index:read",
-                lambda: self.facade.ordered_index(self.index_key).query(
-                    prefix=params["prefix"], start=params["start"], end=params["end"], limit=limit
-                ),
-            )
-            return
         read = OpenRead("index", params, None, None)
         for _ in range(pages):
             self._index_page(read)
