@@ -46,13 +46,14 @@ codec (docs/architecture.md, "A table brought by its owner"; the codecs' docstri
   (``InvalidInputError``), so every read of a bucketed family is refused there.
 - one item per sort key per shard: events of one key with the same sort key are one
   event (a later event with an earlier one's sort key is sent as its redelivery, the
-  same id, time and data; under ``epoch_ms_number`` the same millisecond is the same
-  event). Distinct events of one millisecond are sent only by
-  :meth:`DynashardModel.put_same_millisecond`, in one batch: the second is refused
-  (``permanent``, field ``ts``) on the same shard, certainly so while the key never had
-  more than one shard; acknowledged on another shard, both are read (tie by id), and
-  that millisecond of the key is never written again (a later write or redelivery of
-  either could land on the other's shard and replace it: cross-batch collisions).
+  same id, time and data). Under ``epoch_ms_number`` the sort key is the millisecond
+  alone, so distinct events of one millisecond (any batches; also sent on purpose by
+  :meth:`DynashardModel.put_same_millisecond`) contend for a shard's item: the writer
+  never overwrites another event (conditional puts), moves a ``random`` key's event to
+  another shard, and refuses (``permanent``, field ``ts``) one that finds every shard
+  it may use taken. The model accepts a refusal only while another acknowledged event
+  of the key has that millisecond, reads every acknowledged one (ties by id), and
+  checks a key never holds more events in one millisecond than shards it ever had.
 - the time an item reads back: dynashard's items their whole ``ts``; another program's
   the time its sort key holds (floored), or its ``ts`` attribute under ``plain_string``.
 
@@ -406,6 +407,12 @@ class Layout:
             return event_id
         return f"{self.time_text(ts)}#{event_id}"
 
+    def ident(self, ts: datetime, event_id: str) -> str:
+        """An event's identity in its key: its sort key, or (epoch) millisecond and id."""
+        if self.form == "epoch":
+            return f"{self.epoch_ms(ts)}#{event_id}"
+        return self.sort_key(ts, event_id)
+
     def order(self, ts: datetime, event_id: str) -> Any:
         """The order of an event in a read: bytes, or (millisecond, id bytes) for epoch."""
         if self.form == "epoch":
@@ -665,14 +672,11 @@ class Model:
     counters: dict[str, int] = field(default_factory=dict)
     applied: dict[tuple[str, str], int] = field(default_factory=dict)
     meta: dict[str, KeyMeta] = field(default_factory=dict)
-    #: (read key, sort key text) -> (id, time, data) of every event ever sent: one item
-    #: per sort key, so a later event with that sort key is sent as this one again.
+    #: (read key, :meth:`Layout.ident`) -> (id, time, data) of every event ever sent:
+    #: a later event with that identity is sent as this one again (a redelivery).
     identity: dict[tuple[str, str], tuple[str, datetime, dict[str, Any]]] = field(
         default_factory=dict
     )
-    #: (read key, sort key text) of two events (epoch: one millisecond, two shards):
-    #: never written again.
-    frozen: set[tuple[str, str]] = field(default_factory=set)
 
     def visible(self, key: str) -> dict[Any, Row]:
         out = dict(self.events.get(key, {}))
@@ -978,15 +982,14 @@ class DynashardModel(RuleBasedStateMachine):
     # -- writes -----------------------------------------------------------------------
 
     def _event(self, key: str, event_id: str, ts: datetime, data: dict[str, Any]) -> Event | None:
-        """The event to send, or None when its sort key may not be written (frozen, alias).
+        """The event to send, or None when its sort key may not be written (alias).
 
-        One item per sort key: a known sort key of the key is the earlier event again
-        (a redelivery carries the same id, time and data).
+        One event per identity (:meth:`Layout.ident`): a known one is the earlier event
+        again (a redelivery carries the same id, time and data).
         """
-        sk = self.layout.sort_key(ts, event_id)
-        ident = (key, sk)
-        if ident in self.model.frozen or self._alias_blocked(key, sk):
+        if self._alias_blocked(key, self.layout.sort_key(ts, event_id)):
             return None
+        ident = (key, self.layout.ident(ts, event_id))
         event_id, ts, data = self.model.identity.setdefault(ident, (event_id, ts, data))
         return Event(key=key, id=event_id, ts=ts_text(ts), data=data)
 
@@ -999,7 +1002,13 @@ class DynashardModel(RuleBasedStateMachine):
 
     def _bare_blocked(self, key: str, sk: str) -> bool:
         """An item under the bare key ``L#7`` whose sort key an event of ``L`` has (or had)."""
-        return key == self.k("L#7") and (self.k("L"), sk) in self.model.identity
+        if key != self.k("L#7"):
+            return False
+        prefix = self.k("L")
+        return any(
+            k == prefix and self.layout.sort_key(ts, event_id) == sk
+            for (k, _), (event_id, ts, _) in self.model.identity.items()
+        )
 
     def _put(self, events: list[Event | None]) -> None:
         unique: dict[tuple[str, str], Event] = {}
@@ -1014,6 +1023,7 @@ class DynashardModel(RuleBasedStateMachine):
         except Exception as exc:  # put_events never raises for per-record problems
             self.diverge("write:raised", f"put_events({batch}) raised {exc!r}")
             return
+        refused = []
         for event, outcome in zip(batch, outcomes, strict=True):
             refuse = event.key == self.family and self.family_unit not in (
                 None,
@@ -1028,9 +1038,42 @@ class DynashardModel(RuleBasedStateMachine):
                     )
                 continue
             if not outcome.ok:
-                self.diverge("write:refused", f"{event!r} refused: {outcome.error}")
+                refused.append((event, outcome))
                 continue
             self._acknowledged(event, outcome.key)
+        for event, outcome in refused:  # after the batch's acknowledged: any may hold a ms
+            taken = self._millisecond_taken(event)
+            if not (taken and outcome.permanent and outcome.field == "ts"):
+                self.diverge("write:refused", f"{event!r} refused: {outcome}")
+        self._one_item_per_shard_and_millisecond({event.key for event in batch})
+
+    def _millisecond_taken(self, event: Event) -> bool:
+        """Another acknowledged event of the key has the event's millisecond (epoch).
+
+        Under ``epoch_ms_number`` an event is refused (``permanent``, field ``ts``) only
+        when every shard it may go to holds another event at its millisecond.
+        """
+        if self.layout.form != "epoch":
+            return False
+        ms, me = self.layout.epoch_ms(event.ts), event.id.encode()
+        return any(o[0] == ms and o[1] != me for o in self.model.events.get(event.key, {}))
+
+    def _one_item_per_shard_and_millisecond(self, keys: set[str]) -> None:
+        """Under ``epoch_ms_number`` a key holds at most one event per millisecond per shard
+        it ever had: more acknowledged events than that means one overwrote another."""
+        if self.layout.form != "epoch":
+            return
+        for key in keys - {self.family}:
+            per_ms: dict[int, int] = {}
+            for order in self.model.events.get(key, {}):
+                per_ms[order[0]] = per_ms.get(order[0], 0) + 1
+            shards = self.model.meta.get(key, KeyMeta()).max_n
+            crowded = {ms: n for ms, n in per_ms.items() if n > shards}
+            if crowded:
+                self.diverge(
+                    "write:one-item-per-ms",
+                    f"{key} acknowledged {crowded} events in one millisecond on {shards} shard(s)",
+                )
 
     def _acknowledged(self, event: Event, physical_key: str | None) -> None:
         """Record an acknowledged event (and what its write did to the key's metadata)."""
@@ -1092,57 +1135,38 @@ class DynashardModel(RuleBasedStateMachine):
     @rule(
         which=st.integers(0, 2),
         when=times,
-        ids=st.lists(st.sampled_from(IDS), min_size=2, max_size=2, unique=True),
+        ids=st.lists(st.sampled_from(IDS), min_size=2, max_size=3, unique=True),
         carriers=st.tuples(st.sampled_from(CARRIERS), st.sampled_from(CARRIERS)),
     )
     def put_same_millisecond(
         self, which: int, when: datetime, ids: list[str], carriers: tuple[str, str]
     ) -> None:
-        """Two events of one key and one millisecond in one batch (``epoch_ms_number``).
+        """Events of one key and one millisecond in one batch (``epoch_ms_number``).
 
-        On one shard they would be one item: the writer refuses the second (permanent,
-        field ``ts``), certainly while the key never had more than one shard. On two
-        shards both are acknowledged and read, ordered by id; that millisecond of the
-        key is then never written again (module docstring).
+        A shard holds one of them: the writer moves the others to other shards of a
+        ``random`` key, and refuses (``permanent``, field ``ts``) what finds every shard
+        taken, or a ``calculated`` key's whose own shard is taken (:meth:`_put`); no
+        acknowledged event is ever overwritten (P1), and a key holds at most one event
+        per millisecond per shard it ever had.
         """
         key = (self.k("A"), self.k("H"), self.calc_key)[which]
-        sk = self.layout.sort_key(when, "")
-        if (key, sk) in self.model.identity or (key, sk) in self.model.frozen:
-            return  # the millisecond has an event: a second would collide across batches
-        later = from_micros(self.layout.floor(when) + 999)  # the same millisecond
-        first = Event(key=key, id=ids[0], ts=ts_text(when), data={"carrier": carriers[0]})
-        second = Event(key=key, id=ids[1], ts=ts_text(later), data={"carrier": carriers[1]})
-        self.model.identity[(key, sk)] = (first.id, first.ts, first.data)
-        try:
-            outcomes = self.facade.put_events([first, second])
-        except Exception as exc:
-            self.diverge("write:raised", f"put_events({[first, second]}) raised {exc!r}")
-            return
-        if not outcomes[0].ok:
-            self.diverge("write:refused", f"{first!r} refused: {outcomes[0].error}")
-            return
-        self._acknowledged(first, outcomes[0].key)
-        meta = self.model.meta.get(key, KeyMeta())
-        outcome = outcomes[1]
-        if not outcome.ok:
-            if not outcome.permanent or outcome.field != "ts":
-                self.diverge("write:same-ms", f"{second!r} refused as {outcome}")
-            return
-        if meta.max_n == 1:
-            self.diverge(
-                "write:same-ms",
-                f"{second!r} acknowledged beside {first!r} on a key that never had two shards",
+        base = self.layout.floor(when)
+        events = [
+            self._event(
+                key,
+                event_id,
+                from_micros(base + (micros(when) - base + 333 * n) % 1000),  # same ms
+                {"carrier": carriers[n % 2], "n": n},
             )
-        self.model.frozen.add((key, sk))
-        self._acknowledged(second, outcome.key)
+            for n, event_id in enumerate(ids)
+        ]
+        self._put(events)
 
     @precondition(lambda self: bool(self.model.identity))
     @rule(data=st.data())
     def redeliver(self, data: st.DataObject) -> None:
         """A retry or redelivery of an acknowledged event: same key, id, ts and data."""
-        idents = sorted(i for i in self.model.identity if i not in self.model.frozen)
-        if not idents:
-            return
+        idents = sorted(self.model.identity)
         key, sk = data.draw(st.sampled_from(idents))
         event_id, ts, payload = self.model.identity[(key, sk)]
         self._put([Event(key=key, id=event_id, ts=ts_text(ts), data=payload)])
