@@ -4,54 +4,131 @@ The machine drives the public facade with random interleavings of every operatio
 (writes under each strategy, redeliveries, resizes across cooldowns, adoption of legacy
 items, ordered-index puts, counters, configuration changes of bucket units) and checks
 every kind of read against :class:`Model`, a plain in-memory record of what the library
-acknowledged. The model never calls the library's merge, sort, bucket or normalisation
-code: it sorts by the documented sort keys itself.
+acknowledged. The model never calls the library's merge, sort, bucket, encode or
+normalisation code: it computes sort keys and their order itself, from the documented
+rules.
+
+The table layout (the schema dimension)
+---------------------------------------
+Each sequence draws one :class:`Layout` at initialization: the data table's key schema
+(``DynashardConfig.schema``, :class:`~dynashard.core.schema.TableSchema`) and the model's
+own reading of its sort-key codec. :data:`LAYOUTS`:
+
+``default``
+    dynashard's own table (``PK``/``SK`` ``{ts µs}#{id}``, ``GSI1``, nested ``data``);
+    drawn twice as often as each of the others.
+``ops_log``
+    Another program's table: ``pk``/``sk``, ``iso_ms_then_id`` (``{ts ms}#{id}``, time
+    floored to the millisecond), no GSI, a flat payload, its own attribute names.
+``renamed``
+    ``iso_time_then_id`` with every attribute and the GSI renamed, nested ``body``:
+    a non-default schema whose GSI reads are served.
+``seconds``
+    ``iso_s_then_id`` (whole seconds) with dynashard's names and ``GSI1`` configured:
+    written to, but GSI reads are refused (they cover ``iso_time_then_id`` only).
+``epoch``
+    ``device``/``at`` (``N``, epoch milliseconds floored), the id in its own attribute
+    only, no GSI, flat: one item per shard and millisecond.
+``plain``
+    ``pk``/``sk`` = the event id, no GSI, nested ``payload``: no time windows.
+
+Each layout has its own table (:func:`create_layout_tables`, built from the layout, not
+from the library's table code); the metadata table is shared. The model's rules per
+codec (docs/architecture.md, "A table brought by its owner"; the codecs' docstrings):
+
+- sort key: ISO codecs the time floored to the codec's precision, fixed width, ``Z``,
+  ``#``, id; ``epoch_ms_number`` the floored epoch milliseconds; ``plain_string`` the id.
+- order: ISO codecs the sort key's UTF-8 bytes; ``epoch_ms_number`` the millisecond,
+  then the id's UTF-8 bytes (ties across shards); ``plain_string`` the id's bytes.
+  Descending reverses it.
+- windows: an item is in ``[start, end)`` when its time floored to the precision is in
+  ``[floor(start), ceil(end))``; ``plain_string`` refuses any bound
+  (``InvalidInputError``), so every read of a bucketed family is refused there.
+- one item per sort key per shard: events of one key with the same sort key are one
+  event (a later event with an earlier one's sort key is sent as its redelivery, the
+  same id, time and data). Under ``epoch_ms_number`` the sort key is the millisecond
+  alone, so distinct events of one millisecond (any batches; also sent on purpose by
+  :meth:`DynashardModel.put_same_millisecond`) contend for a shard's item: the writer
+  never overwrites another event (conditional puts), moves a ``random`` key's event to
+  another shard, and refuses (``permanent``, field ``ts``) one that finds every shard
+  it may use taken. The model accepts a refusal only while another acknowledged event
+  of the key has that millisecond, reads every acknowledged one (ties by id), and
+  checks a key never holds more events in one millisecond than shards it ever had.
+- the time an item reads back: dynashard's items their whole ``ts``; another program's
+  the time its sort key holds (floored), or its ``ts`` attribute under ``plain_string``.
+
+Adoption has two kinds of legacy items under a key's bare partition key:
+:meth:`DynashardModel.write_legacy` (dynashard's shape, written before adoption only)
+and :meth:`DynashardModel.write_foreign` (another program's shape: raw ``put_item``,
+no ``key``/``id``/``ts`` attributes, the sort key in the codec's form, the program's own
+attributes; under ``plain_string`` it carries a ``ts``, and under ``epoch_ms_number``
+sometimes an id attribute, text or number), which the old program may go on writing
+after the key is adopted. A foreign item reads as ``{key: the bare key, id and ts from
+its sort key (epoch: the id attribute, else the sort key's digits), data: every
+attribute but the table's and the GSI's key attributes}``.
+:meth:`DynashardModel.write_unreadable` puts an item the codec cannot read: the survey
+counts it, ``adopt`` refuses (field ``key``), a read of the adopted key fails with
+``TableSchemaError``; the item is then deleted again. The bare key ``L#7`` is also shard
+7 of ``L``: the model writes no item there whose sort key one of ``L``'s events has, nor
+an event of ``L`` whose sort key an item there has (another program overwriting
+dynashard's item, or the reverse, is not the library's to prevent).
 
 Properties checked
 ------------------
 P1 (completeness and order)
     A complete read (every page until the cursor is None) returns exactly the model's
     events of the key in the window (and with the calculated attribute), each once, in
-    exact sort-key order ``{ts}#{id}`` (fixed-width UTC ISO-8601, byte order), ascending
-    or descending. Legacy items under the bare partition key count once the key is
-    adopted, never before.
+    exact order of the layout's sort keys (module section above; the default's
+    ``{ts}#{id}``, fixed-width UTC ISO-8601, byte order), ascending or descending.
+    Legacy items under the bare partition key (either shape) count once the key is
+    adopted, never before; those the old program writes after adoption count too.
 P2 (cursor continuation)
-    Let page k of a read return items whose last is at sort key ``s`` (``s`` = the start
-    of the order when no item was returned yet). Whatever was written, resized or
-    adopted since, page k+1, read with page k's cursor, must be a prefix of ``E``: the
-    model's events of the read *at the moment of page k+1*, in the read's order, strictly
-    after ``s``. Its length is at most ``limit``; a shorter page is allowed, but a page
-    whose cursor is None must hold all of ``E``, and a read may not return more than
-    :data:`MAX_EMPTY_PAGES` empty pages in a row. No page repeats an item of an earlier
-    page (implied: every item is strictly after ``s``).
+    Let page k of a read return items whose last is at order key ``s`` (``s`` = the
+    start of the order when no item was returned yet). Whatever was written, resized or
+    adopted since (the old program's bare-key writes included), page k+1, read with page
+    k's cursor, must be a prefix of ``E``: the model's events of the read *at the moment
+    of page k+1*, in the read's order, strictly after ``s``. Its length is at most
+    ``limit``; a shorter page is allowed, but a page whose cursor is None must hold all
+    of ``E``, and a read may not return more than :data:`MAX_EMPTY_PAGES` empty pages in
+    a row. No page repeats an item of an earlier page (implied: every item is strictly
+    after ``s``).
 P3 (ordered index)
     A read of the ordered index (full, prefix, ``[start, end)``) returns each live id once,
     with its latest value, in the order of ``{normalise(value)}\\x1f{id}`` (the documented
-    normalisation, re-implemented here), paged under P2's rule.
+    normalisation, re-implemented here), paged under P2's rule. Default layout only.
 P4 (counters)
     ``get_counter`` is the sum of every applied increment; a redelivered idempotent
-    increment returns False and changes nothing.
+    increment returns False and changes nothing. Default layout only.
 P5 (shard counts)
     grow / shrink / set_shard_count answer as their documents say (cooldown from the
     last change of N, a shrink also within the cooldown of creation, the cap of
-    ``max_shards`` and of the key's own ``max_shards``).
+    ``max_shards`` and of the key's own ``max_shards``), under every layout.
 P6 (errors)
     A read or write that raises raises a documented library error
     (:class:`~dynashard.errors.DynashardError`: ``InvalidInputError`` for bad input)
     exactly when the model says the input is invalid; never a bare ``TypeError`` /
-    ``OverflowError``, never a ``ShardQueryError`` on a healthy table, never a silent
-    wrong answer.
+    ``OverflowError`` / ``KeyError``, never a ``ShardQueryError`` on a healthy table,
+    never a silent wrong answer. Under a non-default layout, counters, the ordered index,
+    ``count_events`` and ``compact`` are refused with ``InvalidInputError`` field
+    ``schema`` (checked once at set-up, and at the audit; the rules of P3 and P4 run
+    under the default layout only, so another layout's steps go to events); a
+    ``path="gsi1"`` read of a layout whose GSI cannot serve it (none, or a codec other
+    than ``iso_time_then_id``) with field ``path``; a window under ``plain_string`` with
+    field ``from`` or ``to``.
 Audit (teardown)
     Items stored per logical key (a Query of every physical key the key may have used,
-    counting items whose ``key`` attribute is the key) are never fewer than the model's
-    distinct events; more is recorded as an observation (a redelivery after a resize may
-    store an event on two shards; reads collapse it).
+    counting items whose ``key`` attribute is the key, and under the bare key also
+    those without one) are never fewer than the model's distinct events; more is
+    recorded as an observation (a redelivery after a resize may store an event on two
+    shards; reads collapse it). Default layout: ``count_events`` is exact and
+    ``compact`` leaves one copy of each event.
 
 What a pending fix changes is a field of :class:`Semantics`, in one place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
@@ -69,9 +146,17 @@ from hypothesis.stateful import (
 
 from dynashard import Dynashard, DynashardConfig, Event, Strategy, TimeBucket
 from dynashard.core.families import BucketFamily
+from dynashard.core.schema import (
+    DEFAULT_SCHEMA,
+    EPOCH_MS_NUMBER,
+    ISO_MS_THEN_ID,
+    ISO_S_THEN_ID,
+    PLAIN_STRING,
+    Payload,
+    TableSchema,
+)
 from dynashard.dynamodb.ordered_index import OrderedItem
-from dynashard.dynamodb.writer import build_item
-from dynashard.errors import CounterOverflowError, InvalidInputError
+from dynashard.errors import CounterOverflowError, InvalidInputError, TableSchemaError
 
 #: The most shards a key is resized to: keeps every read small, and shard 7 of ``L``
 #: exists (the physical key ``L#7`` is also the bare key of the logical key ``L#7``).
@@ -88,6 +173,10 @@ CARRIERS = ("UA", "AA", "DL")
 IDS = tuple(f"e{i}" for i in range(6))
 ORDERED_VALUES = ("a", "B", "ab", "Ab", "b", "ç", "C", "N1", "n10", "n2", " x", "Z", "zz", "é")
 ORDERED_BOUNDS = (*ORDERED_VALUES, "", "\x01", "\u0301", "n", "N1", "c", "y")
+#: Ids another program gives its items (never one of :data:`IDS`, so that its items and
+#: dynashard's never share a sort key): ``#``, a space, a capital and an accent sort
+#: between and around them in UTF-8 byte order.
+FOREIGN_IDS = ("threat_detector", "agent-7", "Zed", "ops#1", "a b", "\u00e9-scan")
 
 
 # --- semantics: what each pending fix decides, in one place -------------------------
@@ -160,40 +249,6 @@ class Report:
         self.observations[label] = self.observations.get(label, 0) + count
 
 
-# --- the backend: where the tables are ---------------------------------------------
-
-
-@dataclass
-class Backend:
-    """Tables and a client the machine's facades share (moto or DynamoDB Local).
-
-    Attributes
-    ----------
-    client : DynamoDBClient
-        boto3 DynamoDB client (thread-safe for the facade's workers).
-    data_table, metadata_table : str
-        Table names, created already; every sequence uses fresh key prefixes.
-    max_workers : int
-        Worker threads of each facade.
-    """
-
-    client: Any
-    data_table: str
-    metadata_table: str
-    max_workers: int = 4
-
-    def facade(self, config_changes: dict[str, Any]) -> Dynashard:
-        config = DynashardConfig(
-            self.data_table,
-            self.metadata_table,
-            max_shards=MAX_MODEL_SHARDS * 2,
-            cooldown_s=COOLDOWN_S,
-            max_workers=self.max_workers,
-            **config_changes,
-        )
-        return Dynashard(config, client=self.client)
-
-
 # --- the model's own time and ordering rules (from docs, not from the library) ------
 
 
@@ -206,9 +261,9 @@ def ts_text(ts: datetime) -> str:
     )
 
 
-def sort_key(ts: datetime, event_id: str) -> str:
-    """``{ts}#{id}``, the documented time-series sort key."""
-    return f"{ts_text(ts)}#{event_id}"
+def parse_ts_text(text: str) -> datetime:
+    """The time of a fixed-width UTC ISO-8601 text (:func:`ts_text`)."""
+    return datetime.fromisoformat(text[:26]).replace(tzinfo=UTC)
 
 
 def as_utc(value: datetime) -> datetime:
@@ -238,6 +293,13 @@ def buckets_spanned(start: datetime, end: datetime, unit: TimeBucket) -> int:
     return int((eh - sh).total_seconds() // 3600) + 1
 
 
+def typed_value(value: Any) -> dict[str, Any]:
+    """A payload value (text or whole number) as DynamoDB's typed attribute value."""
+    if isinstance(value, str):
+        return {"S": value}
+    return {"N": str(value)}
+
+
 def normalise(value: str) -> str:
     """The ordered index's documented normalisation: NFKD, marks and Cc dropped, casefolded."""
     current = value
@@ -250,6 +312,314 @@ def normalise(value: str) -> str:
             break
         current = cleaned
     return current
+
+
+YEAR_ONE = datetime(1, 1, 1, tzinfo=UTC)
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def micros(ts: datetime) -> int:
+    """Microseconds since 0001-01-01T00:00:00Z (naive is UTC); never negative."""
+    return (as_utc(ts) - YEAR_ONE) // _US
+
+
+def from_micros(value: int) -> datetime:
+    """The UTC time ``value`` microseconds after 0001-01-01T00:00:00Z."""
+    return YEAR_ONE + value * _US
+
+
+# --- the table layout: the schema dimension ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A data table's key schema, and the model's own reading of its sort-key codec.
+
+    The methods re-state the documented rules (docs/architecture.md, "A table brought
+    by its owner"); none calls the library's codec.
+
+    Attributes
+    ----------
+    name : str
+        The layout's name (``default``, ``ops_log``, ...).
+    schema : TableSchema
+        What the facade is configured with.
+    form : str
+        ``iso`` (``{time}#{id}``), ``epoch`` (``N`` epoch milliseconds) or ``plain``
+        (the id).
+    digits : int
+        Fraction digits of an ``iso`` sort key's time: 6, 3 or 0.
+    """
+
+    name: str
+    schema: TableSchema
+    form: str
+    digits: int = 6
+
+    def __repr__(self) -> str:
+        return f"Layout({self.name})"
+
+    @property
+    def is_default(self) -> bool:
+        return self.name == "default"
+
+    @property
+    def gsi_reads(self) -> bool:
+        """GSI reads are served: a GSI is configured and the codec is ``iso_time_then_id``."""
+        return self.schema.gsi_name is not None and self.form == "iso" and self.digits == 6
+
+    @property
+    def windows(self) -> bool:
+        """The sort key holds the time, so a read may take a window."""
+        return self.form != "plain"
+
+    @property
+    def step(self) -> int:
+        """Microseconds of the codec's precision (1 for the default's microseconds)."""
+        return 1000 if self.form == "epoch" else 10 ** (6 - self.digits)
+
+    def floor(self, ts: datetime) -> int:
+        """``ts`` floored to the precision, in :func:`micros`."""
+        m = micros(ts)
+        return m - m % self.step
+
+    def ceil(self, ts: datetime) -> int:
+        """``ts`` rounded up to the precision, in :func:`micros`."""
+        return -(-micros(ts) // self.step) * self.step
+
+    def epoch_ms(self, ts: datetime) -> int:
+        """Milliseconds since 1970-01-01T00:00:00Z, floored (negative before it)."""
+        return (micros(ts) - micros(UNIX_EPOCH)) // 1000
+
+    def time_text(self, ts: datetime) -> str:
+        """An ISO sort key's time: floored, fixed width, ``digits`` fraction digits, ``Z``."""
+        text = ts_text(from_micros(self.floor(ts)))  # ...T10:15:00.123456Z
+        if self.digits == 6:
+            return text
+        return text[: 20 + self.digits if self.digits else 19] + "Z"
+
+    def sort_key(self, ts: datetime, event_id: str) -> str:
+        """The text of the sort key an event's item has (``S`` or ``N``)."""
+        if self.form == "epoch":
+            return str(self.epoch_ms(ts))
+        if self.form == "plain":
+            return event_id
+        return f"{self.time_text(ts)}#{event_id}"
+
+    def ident(self, ts: datetime, event_id: str) -> str:
+        """An event's identity in its key: its sort key, or (epoch) millisecond and id."""
+        if self.form == "epoch":
+            return f"{self.epoch_ms(ts)}#{event_id}"
+        return self.sort_key(ts, event_id)
+
+    def order(self, ts: datetime, event_id: str) -> Any:
+        """The order of an event in a read: bytes, or (millisecond, id bytes) for epoch."""
+        if self.form == "epoch":
+            return (self.epoch_ms(ts), event_id.encode())
+        return self.sort_key(ts, event_id).encode()
+
+    def in_window(self, ts: datetime, start: datetime | None, end: datetime | None) -> bool:
+        """Whether an item at ``ts`` is in ``[start, end)`` at the codec's precision."""
+        t = self.floor(ts)
+        if start is not None and t < self.floor(start):
+            return False
+        return end is None or t < self.ceil(end)
+
+    def typed(self, text: str) -> dict[str, str]:
+        """A sort key's text as a typed attribute value."""
+        return {"N" if self.form == "epoch" else "S": text}
+
+
+DEFAULT_LAYOUT = Layout("default", DEFAULT_SCHEMA, "iso", 6)
+#: Every layout a sequence may draw (module docstring).
+LAYOUTS: tuple[Layout, ...] = (
+    DEFAULT_LAYOUT,
+    Layout(
+        "ops_log",
+        TableSchema(
+            partition_key="pk",
+            sort_key="sk",
+            sort_key_codec=ISO_MS_THEN_ID,
+            gsi_name=None,
+            key_attr="stream",
+            id_attr="event_id",
+            ts_attr="at",
+            shard_attr="shard_no",
+            payload=Payload.FLAT,
+        ),
+        "iso",
+        3,
+    ),
+    Layout(
+        "renamed",
+        TableSchema(
+            partition_key="p",
+            sort_key="s",
+            gsi_name="ByTime",
+            gsi_partition_key="gp",
+            gsi_sort_key="gs",
+            key_attr="k",
+            id_attr="eid",
+            ts_attr="time",
+            shard_attr="sh",
+            data_attr="body",
+        ),
+        "iso",
+        6,
+    ),
+    Layout("seconds", TableSchema(sort_key_codec=ISO_S_THEN_ID, data_attr="payload"), "iso", 0),
+    Layout(
+        "epoch",
+        TableSchema(
+            partition_key="device",
+            sort_key="at",
+            sort_key_codec=EPOCH_MS_NUMBER,
+            gsi_name=None,
+            key_attr="stream",
+            id_attr="reading_id",
+            ts_attr="time",
+            shard_attr="shard_no",
+            payload=Payload.FLAT,
+        ),
+        "epoch",
+    ),
+    Layout(
+        "plain",
+        TableSchema(
+            partition_key="pk",
+            sort_key="sk",
+            sort_key_codec=PLAIN_STRING,
+            gsi_name=None,
+            data_attr="payload",
+        ),
+        "plain",
+    ),
+)
+#: How many times a layout appears among a sequence's draws (1 unless named).
+LAYOUT_WEIGHTS = {"default": 2}
+
+
+def layout_named(name: str) -> Layout:
+    """The layout of a name (:data:`LAYOUTS`)."""
+    for layout in LAYOUTS:
+        if layout.name == name:
+            return layout
+    raise KeyError(f"no layout {name!r}; one of {', '.join(x.name for x in LAYOUTS)}")
+
+
+def layout_table_request(layout: Layout, table: str) -> dict[str, Any]:
+    """The ``CreateTable`` request of a layout's data table (on-demand, GSI projecting all)."""
+    schema = layout.schema
+    sk_type = "N" if layout.form == "epoch" else "S"
+    types = {schema.partition_key: "S", schema.sort_key: sk_type}
+    request: dict[str, Any] = {
+        "TableName": table,
+        "KeySchema": [
+            {"AttributeName": schema.partition_key, "KeyType": "HASH"},
+            {"AttributeName": schema.sort_key, "KeyType": "RANGE"},
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    if schema.gsi_name is not None:
+        types[schema.gsi_partition_key] = "S"
+        types[schema.gsi_sort_key] = sk_type
+        request["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": schema.gsi_name,
+                "KeySchema": [
+                    {"AttributeName": schema.gsi_partition_key, "KeyType": "HASH"},
+                    {"AttributeName": schema.gsi_sort_key, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ]
+    request["AttributeDefinitions"] = [
+        {"AttributeName": name, "AttributeType": kind} for name, kind in sorted(types.items())
+    ]
+    return request
+
+
+def create_layout_tables(
+    client: Any, suffix: str = "", layouts: tuple[Layout, ...] = LAYOUTS
+) -> dict[str, str]:
+    """Create the data table of each non-default layout; return layout name -> table.
+
+    Parameters
+    ----------
+    client : DynamoDBClient
+        moto's or DynamoDB Local's client.
+    suffix : str
+        Appended to each table's name.
+    layouts : tuple of Layout
+        The layouts (the default's table is dynashard's own, made by the caller).
+
+    Returns
+    -------
+    dict of str to str
+        For :attr:`Backend.tables`.
+    """
+    from sandbox.tables import wait_active
+
+    tables: dict[str, str] = {}
+    for layout in layouts:
+        if layout.is_default:
+            continue
+        name = f"dynashard-model-{layout.name}{suffix}"
+        with contextlib.suppress(client.exceptions.ResourceInUseException):  # made already
+            client.create_table(**layout_table_request(layout, name))
+        tables[layout.name] = name
+    for name in tables.values():
+        wait_active(client, name)
+    return tables
+
+
+# --- the backend: where the tables are ---------------------------------------------
+
+
+@dataclass
+class Backend:
+    """Tables and a client the machine's facades share (moto or DynamoDB Local).
+
+    Attributes
+    ----------
+    client : DynamoDBClient
+        boto3 DynamoDB client (thread-safe for the facade's workers).
+    data_table, metadata_table : str
+        Table names, created already; every sequence uses fresh key prefixes.
+        ``data_table`` is dynashard's own (the default layout's).
+    max_workers : int
+        Worker threads of each facade.
+    tables : dict of str to str
+        The data table of each other layout (:func:`create_layout_tables`); a layout
+        without one is never drawn.
+    """
+
+    client: Any
+    data_table: str
+    metadata_table: str
+    max_workers: int = 4
+    tables: dict[str, str] = field(default_factory=dict)
+
+    def table_of(self, layout: Layout) -> str:
+        return self.data_table if layout.is_default else self.tables[layout.name]
+
+    def layouts(self) -> tuple[Layout, ...]:
+        """The layouts this backend has tables for."""
+        return tuple(x for x in LAYOUTS if x.is_default or x.name in self.tables)
+
+    def facade(self, config_changes: dict[str, Any], layout: Layout = DEFAULT_LAYOUT) -> Dynashard:
+        config = DynashardConfig(
+            self.table_of(layout),
+            self.metadata_table,
+            max_shards=MAX_MODEL_SHARDS * 2,
+            cooldown_s=COOLDOWN_S,
+            max_workers=self.max_workers,
+            schema=layout.schema,
+            check_schema=not layout.is_default,
+            **config_changes,
+        )
+        return Dynashard(config, client=self.client)
 
 
 # --- the in-memory model ----------------------------------------------------------
@@ -267,25 +637,51 @@ class KeyMeta:
     max_shards: int | None = None
 
 
+@dataclass(frozen=True)
+class Row:
+    """One event the model expects a read to return.
+
+    Attributes
+    ----------
+    order : Any
+        Its order under the layout (:meth:`Layout.order`).
+    time : datetime
+        The time a window tests (floored again by :meth:`Layout.in_window`).
+    item : dict
+        What the read returns: ``{"key", "id", "ts", "data"}``.
+    """
+
+    order: Any
+    time: datetime
+    item: dict[str, Any]
+
+
 @dataclass
 class Model:
     """What was acknowledged: events per read key, legacy items, index entries, counters."""
 
-    events: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    legacy: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    layout: Layout = DEFAULT_LAYOUT
+    #: read key -> order -> row: the events dynashard acknowledged.
+    events: dict[str, dict[Any, Row]] = field(default_factory=dict)
+    #: key -> sort key text -> row: the items under the key's bare partition key, either
+    #: shape (one per sort key: a later put of the same sort key replaces it).
+    legacy: dict[str, dict[str, Row]] = field(default_factory=dict)
     adopted: set[str] = field(default_factory=set)
     index: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     index_shadow: dict[str, list[str]] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     applied: dict[tuple[str, str], int] = field(default_factory=dict)
     meta: dict[str, KeyMeta] = field(default_factory=dict)
-    #: sort key -> data, per read key, for every event ever sent (redeliveries reuse it).
-    identity: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: (read key, :meth:`Layout.ident`) -> (id, time, data) of every event ever sent:
+    #: a later event with that identity is sent as this one again (a redelivery).
+    identity: dict[tuple[str, str], tuple[str, datetime, dict[str, Any]]] = field(
+        default_factory=dict
+    )
 
-    def visible(self, key: str) -> dict[str, dict[str, Any]]:
+    def visible(self, key: str) -> dict[Any, Row]:
         out = dict(self.events.get(key, {}))
         if key in self.adopted:
-            out.update(self.legacy.get(key, {}))
+            out.update({row.order: row for row in self.legacy.get(key, {}).values()})
         return out
 
     def expected(
@@ -295,22 +691,18 @@ class Model:
         end: datetime | None,
         attribute: str | None,
         descending: bool,
-        after: str | None,
+        after: Any,
     ) -> list[dict[str, Any]]:
-        lo = ts_text(as_utc(start)) if start is not None else None
-        hi = ts_text(as_utc(end)) if end is not None else None
+        layout = self.layout
         rows = []
-        for sk, item in self.visible(key).items():
-            ts = sk[:27]
-            if lo is not None and ts < lo:
+        for order, row in self.visible(key).items():
+            if not layout.in_window(row.time, start, end):
                 continue
-            if hi is not None and ts >= hi:
+            if attribute is not None and row.item["data"].get("carrier") != attribute:
                 continue
-            if attribute is not None and item["data"].get("carrier") != attribute:
+            if after is not None and (order >= after if descending else order <= after):
                 continue
-            if after is not None and (sk >= after if descending else sk <= after):
-                continue
-            rows.append((sk, item))
+            rows.append((order, row.item))
         rows.sort(key=lambda r: r[0], reverse=descending)
         return [item for _, item in rows]
 
@@ -341,9 +733,11 @@ class OpenRead:
     kind: str  # "events" or "index"
     params: dict[str, Any]
     cursor: str | None
-    after: str | None
+    after: Any
     empty_pages: int = 0
     seen: set[str] = field(default_factory=set)
+    #: The time of the last event returned (None before any).
+    last_time: datetime | None = None
 
 
 # --- hypothesis strategies --------------------------------------------------------
@@ -410,10 +804,13 @@ class DynashardModel(RuleBasedStateMachine):
     backend: Backend
     semantics: Semantics
     report: Report
+    #: The layouts a sequence draws from, with repeats for weight (:func:`machine_for`).
+    layout_draws: tuple[Layout, ...] = (DEFAULT_LAYOUT,)
 
     def __init__(self) -> None:
         super().__init__()
         self.prefix = f"m{uuid.uuid4().hex[:10]}-"
+        self.layout = DEFAULT_LAYOUT
         self.model = Model()
         self.now = CLOCK_START
         self.reads: list[OpenRead] = []
@@ -456,6 +853,8 @@ class DynashardModel(RuleBasedStateMachine):
         return self.units["H"] if key == self.k("H") else self.units["default"]
 
     def diverge(self, label: str, message: str) -> None:
+        if not self.layout.is_default:
+            label = f"{label}@{self.layout.name}"
         self.report.diverged(label, message)
         labels = self.semantics.raise_labels
         if self.semantics.raise_on_divergence and (not labels or any(x in label for x in labels)):
@@ -472,7 +871,7 @@ class DynashardModel(RuleBasedStateMachine):
             "time_buckets": ((self.k("H"), self.units["H"]),),
             "bucketed_keys": (BucketFamily(self.family, self.units["family"]),),
         }
-        self.ds = self.backend.facade(changes)
+        self.ds = self.backend.facade(changes, self.layout)
         self.ds.metadata.clock = self._clock
 
     @property
@@ -497,6 +896,7 @@ class DynashardModel(RuleBasedStateMachine):
         calc_shards=st.integers(1, 4),
         index_shards=st.integers(1, 4),
         sample=st.lists(st.sampled_from(ORDERED_VALUES), min_size=4, max_size=12),
+        data=st.data(),
     )
     def setup(
         self,
@@ -506,7 +906,17 @@ class DynashardModel(RuleBasedStateMachine):
         calc_shards: int,
         index_shards: int,
         sample: list[str],
+        data: st.DataObject,
     ) -> None:
+        """Draw the sequence's table layout, build the facade, configure C and the index."""
+        # A wide integer, not sampled_from: over a few values hypothesis favours the first
+        # and the last (its boundary bias), which starved the others; both ends of this
+        # range are the default, the layout weighted up anyway.
+        draws = self.layout_draws
+        pick = st.integers(0, 2**16 - 1).map(lambda i: draws[i % len(draws)])
+        self.layout = data.draw(pick, label="layout")
+        self.model.layout = self.layout
+        self.report.observe(f"layout:{self.layout.name}")
         self.units = {"default": default, "H": h, "family": fam}
         self.old_units = {name: {unit} for name, unit in self.units.items()}
         self._build()
@@ -523,28 +933,97 @@ class DynashardModel(RuleBasedStateMachine):
         meta.max_n = calc_shards
         distinct = len({normalise(v) for v in sample})
         shards = max(1, min(index_shards, distinct))
+        if not self.layout.is_default:
+            self._default_only_refused(sample, shards)
+            return
         try:
             self.facade.ordered_index(self.index_key).configure_from_sample(sample, shards)
         except InvalidInputError:
             self.facade.ordered_index(self.index_key).configure_from_sample(sample, 1)
 
+    def _default_only_refused(self, sample: list[str], shards: int) -> None:
+        """Under another layout each path that needs dynashard's own is refused (P6).
+
+        Checked once, here: the rules of those paths (P3, P4) run under the default
+        layout only, so another layout's steps go to its writes and reads.
+        """
+        counter, key = self.counter_names[0], self.k("A")
+
+        def index() -> Any:
+            return self.facade.ordered_index(self.index_key)
+
+        checks = {
+            "index:configure": lambda: index().configure_from_sample(sample, shards),
+            "index:put": lambda: index().put([OrderedItem("e0", "a", {})]),
+            "index:delete": lambda: index().delete(["e0"]),
+            "index:read": lambda: index().query(limit=1),
+            "counter:increment": lambda: self.facade.increment_counter(counter, 1),
+            "counter:idempotent": lambda: self.facade.increment_counter(counter, 1, "k0"),
+            "counter:read": lambda: self.facade.get_counter(counter),
+            "events:count": lambda: self.facade.count_events(key),
+            "events:compact": lambda: self.facade.compact(key),
+        }
+        for what, call in checks.items():
+            self._refused_for_schema(what, call)
+
+    def _refused_for_schema(self, what: str, call: Any) -> None:
+        """A path that needs dynashard's own layout refuses another (field ``schema``)."""
+        try:
+            result = call()
+        except InvalidInputError as exc:
+            if exc.field != "schema":
+                self.diverge(f"{what}:refusal-field", f"{what} refused with {exc!r}")
+            return
+        except Exception as exc:
+            self.diverge(f"{what}:refusal-error", f"{what} raised {exc!r}, not field schema")
+            return
+        self.diverge(f"{what}:served", f"{what} answered {result!r} under another schema")
+
     # -- writes -----------------------------------------------------------------------
 
-    def _event(self, key: str, event_id: str, ts: datetime, data: dict[str, Any]) -> Event:
-        ident = (key, sort_key(ts, event_id))
-        data = self.model.identity.setdefault(ident, data)  # a redelivery carries the same
+    def _event(self, key: str, event_id: str, ts: datetime, data: dict[str, Any]) -> Event | None:
+        """The event to send, or None when its sort key may not be written (alias).
+
+        One event per identity (:meth:`Layout.ident`): a known one is the earlier event
+        again (a redelivery carries the same id, time and data).
+        """
+        if self._alias_blocked(key, self.layout.sort_key(ts, event_id)):
+            return None
+        ident = (key, self.layout.ident(ts, event_id))
+        event_id, ts, data = self.model.identity.setdefault(ident, (event_id, ts, data))
         return Event(key=key, id=event_id, ts=ts_text(ts), data=data)
 
-    def _put(self, events: list[Event]) -> None:
+    def _alias_blocked(self, key: str, sk: str) -> bool:
+        """An event of ``L`` whose sort key an item under the bare key ``L#7`` has.
+
+        ``L#7`` is ``L``'s shard 7: the two would be one item (module docstring).
+        """
+        return key == self.k("L") and sk in self.model.legacy.get(self.k("L#7"), {})
+
+    def _bare_blocked(self, key: str, sk: str) -> bool:
+        """An item under the bare key ``L#7`` whose sort key an event of ``L`` has (or had)."""
+        if key != self.k("L#7"):
+            return False
+        prefix = self.k("L")
+        return any(
+            k == prefix and self.layout.sort_key(ts, event_id) == sk
+            for (k, _), (event_id, ts, _) in self.model.identity.items()
+        )
+
+    def _put(self, events: list[Event | None]) -> None:
         unique: dict[tuple[str, str], Event] = {}
         for event in events:
-            unique.setdefault((event.key, event.sort_key), event)
+            if event is not None:
+                unique.setdefault((event.key, event.sort_key), event)
         batch = list(unique.values())
+        if not batch:
+            return
         try:
             outcomes = self.facade.put_events(batch)
         except Exception as exc:  # put_events never raises for per-record problems
             self.diverge("write:raised", f"put_events({batch}) raised {exc!r}")
             return
+        refused = []
         for event, outcome in zip(batch, outcomes, strict=True):
             refuse = event.key == self.family and self.family_unit not in (
                 None,
@@ -559,20 +1038,58 @@ class DynashardModel(RuleBasedStateMachine):
                     )
                 continue
             if not outcome.ok:
-                self.diverge("write:refused", f"{event!r} refused: {outcome.error}")
+                refused.append((event, outcome))
                 continue
-            if event.key == self.family:
-                self.family_unit = self.family_unit or self.units["family"]
-            else:
-                unit = self._configured_unit(event.key)
-                written = self.gsi_units.setdefault(event.key, set())
-                if written and unit not in written:
-                    self._drop_reads(event.key)  # mixed units: read from the base table
-                written.add(unit)
-            self._touch(outcome.key)  # the writer's get-or-create of the key's metadata
-            item = {"key": event.key, "id": event.id, "ts": ts_text(event.ts), "data": event.data}
-            sk = sort_key(event.ts, event.id)
-            self.model.events.setdefault(event.key, {})[sk] = item
+            self._acknowledged(event, outcome.key)
+        for event, outcome in refused:  # after the batch's acknowledged: any may hold a ms
+            taken = self._millisecond_taken(event)
+            if not (taken and outcome.permanent and outcome.field == "ts"):
+                self.diverge("write:refused", f"{event!r} refused: {outcome}")
+        self._one_item_per_shard_and_millisecond({event.key for event in batch})
+
+    def _millisecond_taken(self, event: Event) -> bool:
+        """Another acknowledged event of the key has the event's millisecond (epoch).
+
+        Under ``epoch_ms_number`` an event is refused (``permanent``, field ``ts``) only
+        when every shard it may go to holds another event at its millisecond.
+        """
+        if self.layout.form != "epoch":
+            return False
+        ms, me = self.layout.epoch_ms(event.ts), event.id.encode()
+        return any(o[0] == ms and o[1] != me for o in self.model.events.get(event.key, {}))
+
+    def _one_item_per_shard_and_millisecond(self, keys: set[str]) -> None:
+        """Under ``epoch_ms_number`` a key holds at most one event per millisecond per shard
+        it ever had: more acknowledged events than that means one overwrote another."""
+        if self.layout.form != "epoch":
+            return
+        for key in keys - {self.family}:
+            per_ms: dict[int, int] = {}
+            for order in self.model.events.get(key, {}):
+                per_ms[order[0]] = per_ms.get(order[0], 0) + 1
+            shards = self.model.meta.get(key, KeyMeta()).max_n
+            crowded = {ms: n for ms, n in per_ms.items() if n > shards}
+            if crowded:
+                self.diverge(
+                    "write:one-item-per-ms",
+                    f"{key} acknowledged {crowded} events in one millisecond on {shards} shard(s)",
+                )
+
+    def _acknowledged(self, event: Event, physical_key: str | None) -> None:
+        """Record an acknowledged event (and what its write did to the key's metadata)."""
+        if event.key == self.family:
+            self.family_unit = self.family_unit or self.units["family"]
+        else:
+            unit = self._configured_unit(event.key)
+            written = self.gsi_units.setdefault(event.key, set())
+            if written and unit not in written:
+                self._drop_reads(event.key)  # mixed units: read from the base table
+            written.add(unit)
+        assert physical_key is not None
+        self._touch(physical_key)  # the writer's get-or-create of the key's metadata
+        item = {"key": event.key, "id": event.id, "ts": ts_text(event.ts), "data": event.data}
+        order = self.layout.order(event.ts, event.id)
+        self.model.events.setdefault(event.key, {})[order] = Row(order, event.ts, item)
 
     def _touch(self, key: str) -> None:
         meta = self.model.meta.setdefault(key, KeyMeta())
@@ -614,15 +1131,70 @@ class DynashardModel(RuleBasedStateMachine):
         """Events of the time-bucketed family (written under their bucket's key)."""
         self._put([self._event(self.family, i, ts, {"carrier": c}) for i, ts, c in batch])
 
+    @precondition(lambda self: self.layout.form == "epoch")
+    @rule(
+        which=st.integers(0, 2),
+        when=times,
+        ids=st.lists(st.sampled_from(IDS), min_size=2, max_size=3, unique=True),
+        carriers=st.tuples(st.sampled_from(CARRIERS), st.sampled_from(CARRIERS)),
+    )
+    def put_same_millisecond(
+        self, which: int, when: datetime, ids: list[str], carriers: tuple[str, str]
+    ) -> None:
+        """Events of one key and one millisecond in one batch (``epoch_ms_number``).
+
+        A shard holds one of them: the writer moves the others to other shards of a
+        ``random`` key, and refuses (``permanent``, field ``ts``) what finds every shard
+        taken, or a ``calculated`` key's whose own shard is taken (:meth:`_put`); no
+        acknowledged event is ever overwritten (P1), and a key holds at most one event
+        per millisecond per shard it ever had.
+        """
+        key = (self.k("A"), self.k("H"), self.calc_key)[which]
+        base = self.layout.floor(when)
+        events = [
+            self._event(
+                key,
+                event_id,
+                from_micros(base + (micros(when) - base + 333 * n) % 1000),  # same ms
+                {"carrier": carriers[n % 2], "n": n},
+            )
+            for n, event_id in enumerate(ids)
+        ]
+        self._put(events)
+
     @precondition(lambda self: bool(self.model.identity))
     @rule(data=st.data())
     def redeliver(self, data: st.DataObject) -> None:
         """A retry or redelivery of an acknowledged event: same key, id, ts and data."""
         idents = sorted(self.model.identity)
         key, sk = data.draw(st.sampled_from(idents))
-        ts_part, event_id = sk[:27], sk[28:]
-        event = Event(key=key, id=event_id, ts=ts_part, data=self.model.identity[(key, sk)])
-        self._put([event])
+        event_id, ts, payload = self.model.identity[(key, sk)]
+        self._put([Event(key=key, id=event_id, ts=ts_text(ts), data=payload)])
+
+    def _dynashard_item(self, event: Event, sk: str) -> dict[str, Any]:
+        """The item dynashard would write for an event, under its bare partition key.
+
+        Built from the layout's attribute names (no GSI keys: another program wrote it).
+        """
+        schema = self.layout.schema
+        item: dict[str, Any] = {
+            schema.partition_key: {"S": event.key},
+            schema.sort_key: self.layout.typed(sk),
+            schema.key_attr: {"S": event.key},
+            schema.id_attr: {"S": event.id},
+            schema.ts_attr: {"S": ts_text(event.ts)},
+            schema.shard_attr: {"N": "0"},
+        }
+        payload = {name: typed_value(value) for name, value in event.data.items()}
+        if schema.payload is Payload.NESTED:
+            item[schema.data_attr] = {"M": payload}
+        else:
+            item.update(payload)
+        return item
+
+    def _put_bare(self, item: dict[str, Any]) -> None:
+        table = self.backend.table_of(self.layout)
+        self.backend.client.put_item(TableName=table, Item=item)
 
     @precondition(lambda self: True)
     @rule(
@@ -630,24 +1202,159 @@ class DynashardModel(RuleBasedStateMachine):
         batch=st.lists(st.tuples(st.sampled_from(IDS), times), min_size=1, max_size=3),
     )
     def write_legacy(self, key: int, batch: list[tuple[str, datetime]]) -> None:
-        """Items written under the bare partition key before the key is adopted."""
+        """Items in dynashard's shape under the bare partition key, before the key is adopted."""
         logical = self.plain_keys[key]
         if logical in self.model.adopted:
             return  # the application stops its bare writes before adopting
-        unit = self.units["H"] if logical == self.k("H") else self.units["default"]
         for event_id, ts in batch:
             event = self._event(logical, event_id, ts, {"carrier": "UA", "legacy": 1})
-            item, _ = build_item(event, 0, unit)
-            item["PK"] = {"S": logical}
-            item.pop("GSI1PK", None)  # written by another program: no dynashard index keys
-            item.pop("GSI1SK", None)
-            self.backend.client.put_item(TableName=self.backend.data_table, Item=item)
-            self.model.legacy.setdefault(logical, {})[sort_key(event.ts, event_id)] = {
-                "key": logical,
-                "id": event_id,
-                "ts": ts_text(event.ts),
-                "data": event.data,
+            if event is None:
+                continue
+            sk = self.layout.sort_key(event.ts, event.id)
+            if self._bare_blocked(logical, sk):
+                continue
+            self._put_bare(self._dynashard_item(event, sk))
+            order = self.layout.order(event.ts, event.id)
+            item = {"key": logical, "id": event.id, "ts": ts_text(event.ts), "data": event.data}
+            self.model.legacy.setdefault(logical, {})[sk] = Row(order, event.ts, item)
+
+    @rule(
+        key=st.integers(0, 4),
+        batch=st.lists(
+            st.tuples(
+                st.sampled_from(FOREIGN_IDS),
+                times,
+                st.integers(0, 999),
+                st.sampled_from(("ok", "failed")),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        id_attr=st.sampled_from((None, "S", "N")),
+        gsi_keys=st.booleans(),
+    )
+    def write_foreign(
+        self,
+        key: int,
+        batch: list[tuple[str, datetime, int, str]],
+        id_attr: str | None,
+        gsi_keys: bool,
+    ) -> None:
+        """Another program's items under a key's bare partition key, in its own shape.
+
+        Before adoption or after it (the old program keeps writing during a cut-over):
+        raw ``put_item``, no ``key``/``id``/``ts`` attribute of dynashard's, the sort key
+        in the codec's form, the program's own attributes (and its own GSI keys where
+        the table has a GSI). Under ``plain_string`` the item carries a ``ts`` (the sort
+        key holds no time); under ``epoch_ms_number`` sometimes an id attribute, text or
+        number (the sort key holds no id). A put of a sort key already there replaces it.
+        ``key`` 4 is the key of the latest open read of a plain key, if any, and the first
+        item's time one step of the codec past the read's last event, in its order: the
+        old program's writes between pages of a read, just ahead of its cursor.
+        """
+        open_reads = [
+            r for r in self.reads if r.kind == "events" and r.params["key"] in self.plain_keys
+        ]
+        logical = self.plain_keys[key % 4]
+        if key == 4 and open_reads:
+            read = open_reads[-1]
+            logical = read.params["key"]
+            if read.last_time is not None:
+                step = timedelta(microseconds=self.layout.step)
+                ahead = -step if read.params["descending"] else step
+                batch = [(batch[0][0], _shift(read.last_time, ahead), *batch[0][2:]), *batch[1:]]
+        layout, schema = self.layout, self.layout.schema
+        for agent, ts, latency, status in batch:
+            sk = layout.sort_key(ts, agent)
+            if self._bare_blocked(logical, sk):
+                continue
+            data: dict[str, Any] = {"agent": agent, "latencyMs": latency, "status": status}
+            if layout.form == "epoch":
+                time = UNIX_EPOCH + timedelta(milliseconds=layout.epoch_ms(ts))
+                if id_attr == "S":
+                    data[schema.id_attr], event_id = agent, agent
+                elif id_attr == "N":
+                    data[schema.id_attr], event_id = latency + 1, str(latency + 1)
+                else:
+                    event_id = sk  # the sort key's digits stand in for the id
+            elif layout.form == "plain":
+                time, event_id = ts, agent
+                data[schema.ts_attr] = ts_text(ts)  # the sort key holds no time
+            else:
+                time, event_id = from_micros(layout.floor(ts)), agent
+            item = {
+                schema.partition_key: {"S": logical},
+                schema.sort_key: layout.typed(sk),
+                **{name: typed_value(value) for name, value in data.items()},
             }
+            if gsi_keys and schema.gsi_name is not None:  # its own single-table index keys
+                item[schema.gsi_partition_key] = {"S": f"AGENT#{agent}"}
+                item[schema.gsi_sort_key] = layout.typed(sk)
+            self._put_bare(item)
+            order = layout.order(time, event_id)
+            event = {"key": logical, "id": event_id, "ts": ts_text(time), "data": data}
+            self.model.legacy.setdefault(logical, {})[sk] = Row(order, time, event)
+
+    @rule(key=st.integers(0, 3))
+    def write_unreadable(self, key: int) -> None:
+        """An item the codec cannot read under a bare key, checked, then deleted again.
+
+        The survey counts it (and the readable items the model knows there); ``adopt``
+        of a key not adopted yet refuses (field ``key``); a read of an adopted key fails
+        with ``TableSchemaError``, never skipping it.
+        """
+        logical = self.plain_keys[key]
+        layout, schema = self.layout, self.layout.schema
+        if layout.form == "epoch":
+            sk = "1357034400000.5"  # not whole milliseconds
+        elif layout.form == "plain":
+            sk = "no-time"  # and no ts attribute: the item holds no time at all
+        elif layout.digits == 6:
+            sk = "2013-01-01T10:00:00.000Z#agent-7"  # milliseconds, not microseconds
+        else:
+            sk = "2013-01-01T10:00:00.000000Z#agent-7"  # microseconds: not this precision
+        item = {
+            schema.partition_key: {"S": logical},
+            schema.sort_key: layout.typed(sk),
+            "agent": {"S": "broken"},
+        }
+        self._put_bare(item)
+        try:
+            self._check_unreadable(logical)
+        finally:
+            self.backend.client.delete_item(
+                TableName=self.backend.table_of(layout),
+                Key={schema.partition_key: {"S": logical}, schema.sort_key: layout.typed(sk)},
+            )
+
+    def _check_unreadable(self, logical: str) -> None:
+        try:
+            survey = self.facade.survey_bare_key(logical)
+        except Exception as exc:
+            self.diverge("unreadable:survey", f"survey_bare_key({logical}) raised {exc!r}")
+            return
+        readable = len(self.model.legacy.get(logical, {}))
+        found = survey.dynashard_items + survey.foreign_items
+        if (survey.unreadable_items, found) != (1, readable):
+            self.diverge("unreadable:survey", f"{survey}: model 1 unreadable, {readable} readable")
+        if logical not in self.model.adopted:
+            try:
+                info = self.facade.adopt(logical)
+            except InvalidInputError as exc:
+                if exc.field != "key":
+                    self.diverge("unreadable:adopt", f"adopt({logical}) raised {exc!r}")
+                return
+            self.diverge("unreadable:adopted", f"adopt({logical}) accepted it: {info}")
+            self._adopted(logical)  # follow the library, to keep checking the rest
+            return
+        try:
+            page = self.facade.query_events(logical, limit=1000)
+        except TableSchemaError:
+            return
+        except Exception as exc:
+            self.diverge("unreadable:read", f"read of {logical} raised {exc!r}")
+            return
+        self.diverge("unreadable:read", f"read of {logical} returned {_ids(page.items)}")
 
     @rule(key=st.integers(0, 3))
     def adopt(self, key: int) -> None:
@@ -664,6 +1371,9 @@ class DynashardModel(RuleBasedStateMachine):
             self.diverge("adopt:alias", f"adopt({logical}) aliases a shard: {info}")
         if not info.adopted:
             self.diverge("adopt", f"adopt({logical}) returned {info}")
+        self._adopted(logical)
+
+    def _adopted(self, logical: str) -> None:
         self.model.adopted.add(logical)
         self._drop_reads(logical)  # its GSI1 reads end: an adopted key reads the base table
         meta = self.model.meta.setdefault(logical, KeyMeta())
@@ -684,7 +1394,10 @@ class DynashardModel(RuleBasedStateMachine):
 
         A GSI1 cursor of a key that became adopted or mixed-unit is refused with
         ``CursorError`` (the read moves to the base table): documented, not checked here.
+        A layout whose GSI serves no read has base-table cursors only: they go on.
         """
+        if not self.layout.gsi_reads:
+            return
         self.reads = [
             r
             for r in self.reads
@@ -696,10 +1409,9 @@ class DynashardModel(RuleBasedStateMachine):
     def _resize_targets(self) -> list[str]:
         keys = [*self.plain_keys, self.calc_key]
         keys += [f"COUNTER#{name}" for name in (*self.counter_names, self.big_counter)]
-        for sk in sorted(self.model.events.get(self.family, {})):
-            ts = datetime.fromisoformat(sk[:26]).replace(tzinfo=UTC)
+        for _, row in sorted(self.model.events.get(self.family, {}).items()):
             unit = self.family_unit or self.units["family"]
-            keys.append(f"{self.family}#{bucket_label(ts, unit)}")
+            keys.append(f"{self.family}#{bucket_label(row.time, unit)}")
         return keys
 
     def _cap(self, key: str) -> int:
@@ -820,6 +1532,7 @@ class DynashardModel(RuleBasedStateMachine):
 
     # -- ordered index ------------------------------------------------------------------
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(
         batch=st.lists(
             st.tuples(st.sampled_from(IDS), st.sampled_from(ORDERED_VALUES), st.integers(0, 9)),
@@ -844,6 +1557,7 @@ class DynashardModel(RuleBasedStateMachine):
                 shadow[[normalise(v) for v in shadow].index(normalise(value))] = value
             self.model.index[item_id] = (value, {"n": n})
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3))
     def index_delete(self, ids: list[str]) -> None:
         """Delete entries by id (an unknown id is skipped)."""
@@ -861,6 +1575,7 @@ class DynashardModel(RuleBasedStateMachine):
 
     # -- counters (P4) ------------------------------------------------------------------
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(
         which=st.integers(0, 1),
         by=st.integers(-50, 50).filter(bool),
@@ -885,6 +1600,7 @@ class DynashardModel(RuleBasedStateMachine):
             if idem is not None:
                 self.model.applied[(name, idem)] = by
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(sign=st.sampled_from((1, -1)), idem=st.sampled_from(("b0", "b1")))
     def increment_at_bound(self, sign: int, idem: str) -> None:
         """An idempotent increment of 38 digits, then its redeliveries (P4 at the bound)."""
@@ -908,6 +1624,7 @@ class DynashardModel(RuleBasedStateMachine):
             self.model.counters[name] = self.model.counters.get(name, 0) + by
             self.model.applied[(name, idem)] = by
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(which=st.integers(0, 2))
     def read_counter(self, which: int) -> None:
         """get_counter is the sum of the applied increments."""
@@ -969,16 +1686,35 @@ class DynashardModel(RuleBasedStateMachine):
                     must = True
         return must, may or must
 
+    def _layout_refusal(self, p: dict[str, Any]) -> set[str]:
+        """The fields an otherwise valid read is refused with under this layout (P6).
+
+        ``plain_string`` takes no window (``from`` / ``to``); ``path="gsi1"`` needs a GSI
+        with ``iso_time_then_id`` (``path``; ``consistent`` with it is refused anyway).
+        A read refused for both may name either.
+        """
+        fields = set()
+        if not self.layout.windows and (p.get("start") is not None or p.get("end") is not None):
+            fields |= {"from", "to"}
+        if p.get("path") == "gsi1" and not p.get("consistent", True) and not self.layout.gsi_reads:
+            fields.add("path")
+        return fields
+
     def _page(self, read: OpenRead) -> None:
         """Read the next page of an open event read and check it (P2)."""
         p = read.params
         must, may = self._read_error(p)
+        fields = set() if must else self._layout_refusal(p)
+        if fields:
+            must = may = True
         options = {k: v for k, v in p.items() if k != "key" and v is not None}
         try:
             page = self.facade.query_events(p["key"], cursor=read.cursor, **options)
         except InvalidInputError as exc:
             if not may:
                 self.diverge(self._label(p, "raised"), f"read {p} raised {exc!r}")
+            elif fields and exc.field not in fields:
+                self.diverge(self._label(p, "refusal-field"), f"read {p} raised {exc!r}")
             read.cursor = None
             return
         except Exception as exc:
@@ -1016,7 +1752,8 @@ class DynashardModel(RuleBasedStateMachine):
             return
         if got:
             last = got[-1]
-            read.after = f"{last['ts']}#{last['id']}"
+            read.last_time = parse_ts_text(last["ts"])
+            read.after = self.layout.order(read.last_time, last["id"])
             read.empty_pages = 0
         else:
             read.empty_pages += 1
@@ -1091,6 +1828,8 @@ class DynashardModel(RuleBasedStateMachine):
             attribute = None  # mostly valid reads; sometimes attr on a key not calculated
         if key == self.family and which % 2 == 0:  # mostly a full window of the family
             window = (window[0] or ANCHORS[0], window[1] or ANCHORS[0] + timedelta(days=2))
+        elif not self.layout.windows and which % 3:  # mostly valid reads: no window
+            window = (None, None)
         read = OpenRead(
             "events",
             self._params(key, window, limit, descending, path, consistent, attribute),
@@ -1103,6 +1842,41 @@ class DynashardModel(RuleBasedStateMachine):
                 return
         self.reads.append(read)
         del self.reads[:-4]
+
+    @rule(
+        key=st.integers(0, 3),
+        limit=st.sampled_from((1, 2)),
+        descending=st.booleans(),
+        writer=st.sampled_from(("foreign", "event")),
+        agent=st.sampled_from(FOREIGN_IDS),
+        event_id=st.sampled_from(IDS),
+    )
+    def write_between_pages(
+        self, key: int, limit: int, descending: bool, writer: str, agent: str, event_id: str
+    ) -> None:
+        """P2 across a write: a page, a write just ahead of its cursor, the rest of the read.
+
+        The write is the old program's to the key's bare partition key (read once the key
+        is adopted) or an event to the key's shards, one step of the codec past the
+        page's last event in the read's order; either may land on a stream that ran out.
+        """
+        logical = self.plain_keys[key]
+        params = self._params(logical, (None, None), limit, descending, "base", True, None)
+        read = OpenRead("events", params, None, None)
+        self._page(read)
+        if read.cursor is None or read.last_time is None:
+            return
+        step = timedelta(microseconds=self.layout.step)
+        ts = _shift(read.last_time, -step if descending else step)
+        if writer == "foreign":
+            self.write_foreign(key, [(agent, ts, 7, "ok")], None, False)
+        else:
+            self._put([self._event(logical, event_id, ts, {"carrier": "DL", "n": 7})])
+        for _ in range(100):
+            self._page(read)
+            if read.cursor is None:
+                return
+        self.diverge(self._label(params, "stuck"), f"read {params} did not end")
 
     @precondition(lambda self: bool(self.reads))
     @rule(which=st.integers(0, 3), pages=st.integers(1, 3))
@@ -1187,6 +1961,7 @@ class DynashardModel(RuleBasedStateMachine):
         empty = lo == "" or hi == ""
         return (lo or None), hi, strict and empty, empty
 
+    @precondition(lambda self: self.layout.is_default)  # P3, P4: dynashard's own table only
     @rule(
         kind=st.sampled_from(("all", "prefix", "range")),
         a=st.sampled_from(ORDERED_BOUNDS),
@@ -1213,9 +1988,11 @@ class DynashardModel(RuleBasedStateMachine):
 
     def _audit(self) -> None:
         """Items stored per key are never fewer than the model's events (more: observed)."""
-        client, table = self.backend.client, self.backend.data_table
+        client, table = self.backend.client, self.backend.table_of(self.layout)
+        schema = self.layout.schema
         for key in (*self.plain_keys, self.calc_key):
-            distinct = set(self.model.events.get(key, {})) | set(self.model.legacy.get(key, {}))
+            distinct = set(self.model.events.get(key, {}))
+            distinct |= {row.order for row in self.model.legacy.get(key, {}).values()}
             if not distinct:
                 continue
             stored = 0
@@ -1224,14 +2001,21 @@ class DynashardModel(RuleBasedStateMachine):
             for pk in pks:
                 kwargs: dict[str, Any] = {
                     "TableName": table,
-                    "KeyConditionExpression": "PK = :pk",
+                    "KeyConditionExpression": "#p = :pk",
                     "ExpressionAttributeValues": {":pk": {"S": pk}},
-                    "ProjectionExpression": "#k",
-                    "ExpressionAttributeNames": {"#k": "key"},
+                    "ProjectionExpression": "#k, #s",
+                    "ExpressionAttributeNames": {
+                        "#p": schema.partition_key,
+                        "#s": schema.sort_key,
+                        "#k": schema.key_attr,
+                    },
                 }
                 while True:
                     response = client.query(**kwargs)
-                    stored += sum(1 for i in response["Items"] if i["key"]["S"] == key)
+                    for item in response["Items"]:
+                        owner = item.get(schema.key_attr)
+                        # under the bare key, another program's items (no key) are the key's
+                        stored += owner == {"S": key} or (owner is None and pk == key)
                     if "LastEvaluatedKey" not in response:
                         break
                     kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -1241,7 +2025,11 @@ class DynashardModel(RuleBasedStateMachine):
                 self.report.observe("audit:stored-twice", stored - len(distinct))
                 if self.semantics.duplicates_stored_fail:
                     self.diverge("audit:stored-twice", f"{key}: {stored} items, {len(distinct)}")
-            self._audit_compaction(key)
+            if self.layout.is_default:
+                self._audit_compaction(key)
+            else:
+                self._refused_for_schema("audit:count", lambda k=key: self.facade.count_events(k))
+                self._refused_for_schema("audit:compact", lambda k=key: self.facade.compact(k))
 
     def _audit_compaction(self, key: str) -> None:
         """count_events is exact; compact leaves one copy of each event and reads unchanged."""
@@ -1279,7 +2067,10 @@ def _ids(items: list[dict[str, Any]]) -> list[str]:
 
 
 def machine_for(
-    backend: Backend, semantics: Semantics | None = None, report: Report | None = None
+    backend: Backend,
+    semantics: Semantics | None = None,
+    report: Report | None = None,
+    layouts: tuple[str, ...] | None = None,
 ) -> type[DynashardModel]:
     """Return the machine class bound to a backend (moto or DynamoDB Local).
 
@@ -1290,7 +2081,11 @@ def machine_for(
     semantics : Semantics, optional
         What the pending fixes decide; the defaults are the documented behaviour.
     report : Report, optional
-        Collects sequences, steps, divergences and observations.
+        Collects sequences, steps, divergences and observations (``layout:{name}``:
+        the sequences each layout drew).
+    layouts : tuple of str, optional
+        The layouts sequences draw from (default: every layout the backend has a table
+        for), weighted by :data:`LAYOUT_WEIGHTS`.
 
     Returns
     -------
@@ -1298,9 +2093,16 @@ def machine_for(
         A :class:`DynashardModel` subclass; its ``TestCase`` runs under pytest, or pass it
         to :func:`hypothesis.stateful.run_state_machine_as_test`.
     """
+    available = backend.layouts()
+    chosen = available if layouts is None else tuple(layout_named(n) for n in layouts)
+    missing = [x.name for x in chosen if x not in available]
+    if missing:
+        raise ValueError(f"the backend has no table for the layouts {missing}")
+    draws = tuple(x for x in chosen for _ in range(LAYOUT_WEIGHTS.get(x.name, 1)))
     attrs: dict[str, Any] = {
         "backend": backend,
         "semantics": semantics or Semantics(),
         "report": report or Report(),
+        "layout_draws": draws,
     }
     return type("BoundDynashardModel", (DynashardModel,), attrs)

@@ -1,9 +1,11 @@
 """The soak: the model of the whole library on DynamoDB Local, thousands of sequences.
 
 ``make soak`` runs ``python -m tests.model.soak``: it starts DynamoDB Local (in memory,
-as the integration tests do), creates one set of tables, and runs the machine of
+as the integration tests do), creates one set of tables (dynashard's own, and a data
+table per other table layout of the model), and runs the machine of
 :mod:`tests.model.machine` for ``--sequences`` sequences of up to ``--steps`` steps,
-each sequence on fresh key prefixes over the shared tables. It prints the seed (pass
+each sequence on fresh key prefixes over the shared tables, under the table layout it
+draws (``--layout NAME``, repeatable, draws from those only). It prints the seed (pass
 ``--seed`` to replay a run), writes a JSON summary (sequences, steps, divergences by
 label with an example each, observations, seed, elapsed seconds, steps/s) to
 ``--report`` and exits 1 on any divergence.
@@ -27,7 +29,14 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from sandbox.engines.dynamodb_local import DynamoDBLocal
 from sandbox.tables import create_tables, data_and_metadata
-from tests.model.machine import Backend, Report, Semantics, machine_for
+from tests.model.machine import (
+    LAYOUTS,
+    Backend,
+    Report,
+    Semantics,
+    create_layout_tables,
+    machine_for,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", default="soak-report.json")
     parser.add_argument("--keep-going", action="store_true")
     parser.add_argument("--workers", type=int, default=4, help="threads of each facade")
+    parser.add_argument(
+        "--layout",
+        action="append",
+        choices=[x.name for x in LAYOUTS],
+        help="draw the table layout from these only (repeatable; default: every layout)",
+    )
     args = parser.parse_args(argv)
     run_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"soak: seed {run_seed} (replay: python -m tests.model.soak --seed {run_seed})")
@@ -60,10 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     with DynamoDBLocal() as ddb:
         client = ddb.client()
         data_table, metadata_table = data_and_metadata(create_tables(client, suffix="-soak"))
+        tables = create_layout_tables(client, suffix="-soak")
         semantics = Semantics(raise_on_divergence=not args.keep_going)
-        machine = machine_for(
-            Backend(client, data_table, metadata_table, args.workers), semantics, report
-        )
+        backend = Backend(client, data_table, metadata_table, args.workers, tables)
+        layouts = tuple(args.layout) if args.layout else None
+        machine = machine_for(backend, semantics, report, layouts)
         phases = [Phase.generate] if args.keep_going else [Phase.generate, Phase.shrink]
         run_settings = settings(
             max_examples=args.sequences,
@@ -81,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "status": status,
         "seed": run_seed,
+        "layouts": args.layout or [x.name for x in LAYOUTS],
         "sequences": report.sequences,
         "steps": report.steps,
         "elapsed_s": round(elapsed, 1),

@@ -123,3 +123,29 @@ def test_a_bare_key_is_still_not_a_physical_key() -> None:
     # Contributor Insights may report an adopted key's bare key: it maps to no shard.
     with pytest.raises(InvalidInputError):
         split_physical_key("DEPARTURES#JFK")
+
+
+def test_the_old_programs_write_to_an_adopted_bare_key_between_pages_is_read(
+    facade: Dynashard, ddb_client: Any
+) -> None:
+    # Given an adopted key, its events on its shard, and a read whose first page found
+    # the bare key empty (it ran out on page 1)
+    facade.adopt("K")
+    events = [Event(key="K", id=f"e{i}", ts=T0 + timedelta(seconds=2 * i)) for i in range(3)]
+    assert all(o.ok for o in facade.put_events(events))
+    page = facade.query_events("K", limit=1)
+    assert [i["id"] for i in page.items] == ["e0"]
+    # When the program that wrote the bare key before dynashard goes on writing it during
+    # the cut-over, in its own shape, after the page's last event
+    item = {
+        "PK": {"S": "K"},
+        "SK": {"S": "2013-01-01T00:00:01.000000Z#threat_detector"},
+        "latencyMs": {"N": "340"},
+    }
+    ddb_client.put_item(TableName=DATA_TABLE.default_name, Item=item)
+    # Then the read's next pages hold its item, in order, as they would a shard's
+    ids = []
+    while page.cursor is not None:
+        page = facade.query_events("K", limit=1, cursor=page.cursor)
+        ids.extend(i["id"] for i in page.items)
+    assert ids == ["threat_detector", "e1", "e2"]

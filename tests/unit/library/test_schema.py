@@ -304,3 +304,35 @@ def test_schema_mismatches_names_each_difference() -> None:
         "table 't' GSI 'GSI1': partition key is 'G' (S), the schema says 'GSI1PK' (S)"
     ]
     assert schema_mismatches(describe(gsi=None), DEFAULT_SCHEMA) == ["table 't': has no GSI 'GSI1'"]
+
+
+@pytest.mark.parametrize("codec", [ISO_MS_THEN_ID, ISO_S_THEN_ID], ids=str)
+@pytest.mark.parametrize("before_last", [0, 1, 998], ids=lambda us: f"last-{us}us")
+def test_coarser_iso_codecs_take_windows_to_the_last_microsecond_of_year_9999(
+    codec: SortKeyCodec, before_last: int
+) -> None:
+    # Windows may reach the last microsecond of year 9999 (docs/architecture.md). An end
+    # in the year's last millisecond (or second) rounds up past what a datetime holds:
+    # the window still takes every time up to it, the last step's items included, not a
+    # bare OverflowError.
+    last = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    end = last - timedelta(microseconds=before_last)
+    start = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    lo, hi = codec.window(start, end)
+    for ts in (start, end - timedelta(microseconds=1), last):
+        assert lo <= codec.encode(ts, "z\U0010ffff") <= hi
+    assert codec.window(None, end)[1] == hi
+
+
+def test_an_epoch_window_ending_at_the_first_millisecond_is_empty_and_valid() -> None:
+    # A window that ends at 0001-01-01T00:00:00Z, without a start, holds nothing; its
+    # range must still be one DynamoDB takes (BETWEEN refuses a lower bound above the
+    # upper: "The BETWEEN operator requires upper bound to be greater than or equal to
+    # lower bound", a ValidationException that failed the read as a ShardQueryError).
+    first = datetime(1, 1, 1, tzinfo=UTC)
+    lo, hi = EPOCH_MS_NUMBER.window(None, first)
+    assert int(lo) <= int(hi)
+    assert not int(lo) <= int(EPOCH_MS_NUMBER.encode(first, "e")) <= int(hi)
+    # and one that ends a millisecond later holds exactly that millisecond
+    lo, hi = EPOCH_MS_NUMBER.window(None, first + timedelta(microseconds=1))
+    assert lo == hi == EPOCH_MS_NUMBER.encode(first, "e")

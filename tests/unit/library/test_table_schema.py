@@ -291,6 +291,48 @@ def test_a_calculated_keys_event_never_leaves_its_shard(client: Any) -> None:
     ds.close()
 
 
+def test_adopted_foreign_items_with_a_number_for_their_id_read_in_order(client: Any) -> None:
+    # Given another program's readings under a bare key, in its own shape: the sort key
+    # holds no id, one item carries its id as a number, one carries none at all
+    ds = facade_for(client, EPOCH_FLAT, shards=2)
+    for at, extra in (("1357034400000", {"reading_id": {"N": "42"}}), ("1357034400001", {})):
+        item = {"device": {"S": "OLD"}, "at": {"N": at}, "temp": {"N": "19"}, **extra}
+        client.put_item(TableName=DEVICES, Item=item)
+    ds.adopt("OLD")
+    assert ds.put_events([Event(key="OLD", id="r1", ts=T0, data={"temp": 21})])[0].ok
+    # When the adopted key is read, a page of one at a time and in one page
+    # Then the number reads as its text (as the survey reads it), the other's id is its
+    # sort key's digits, and the items are in (millisecond, id) order, not a KeyError
+    expected = [
+        ("42", "2013-01-01T10:00:00.000000Z", {"reading_id": 42, "temp": 19}),
+        ("r1", "2013-01-01T10:00:00.000000Z", {"temp": 21}),
+        ("1357034400001", "2013-01-01T10:00:00.001000Z", {"temp": 19}),
+    ]
+    for limit in (1, 100):
+        items = read_all(ds, "OLD", limit)
+        assert [(i["id"], i["ts"], i["data"]) for i in items] == expected
+    ds.close()
+
+
+def test_an_adopted_item_the_codec_cannot_order_fails_the_read_naming_it(client: Any) -> None:
+    # Given another program's item whose number sort key is not whole milliseconds
+    ds = facade_for(client, EPOCH_FLAT, shards=2)
+    bad = {"device": {"S": "OLD"}, "at": {"N": "1357034400000.5"}, "temp": {"N": "19"}}
+    client.put_item(TableName=DEVICES, Item=bad)
+    # Then the survey counts it, and adopt refuses the key while it is there
+    assert ds.survey_bare_key("OLD").unreadable_items == 1
+    with pytest.raises(InvalidInputError) as refused:
+        ds.adopt("OLD")
+    assert refused.value.field == "key"
+    # And once adopted regardless, a read fails naming the item: the table does not hold
+    # what the schema says (TableSchemaError), not a bad request (InvalidInputError)
+    ds.adopt("OLD", survey=False)
+    assert ds.put_events([Event(key="OLD", id="r1", ts=T0, data={})])[0].ok
+    with pytest.raises(TableSchemaError, match=r"1357034400000\.5"):
+        read_all(ds, "OLD", 100)
+    ds.close()
+
+
 def test_a_flat_field_named_like_the_schemas_attribute_is_refused(client: Any) -> None:
     ds = facade_for(client, EPOCH_FLAT)
     event = Event(key="K", id="e1", ts=T0, data={"device": "x"})

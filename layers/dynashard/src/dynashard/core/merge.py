@@ -6,9 +6,10 @@ collapsing identical sort keys (the same event stored under two shard counts, se
 invariant 2), and says where the page ended.
 
 The cursor carries every shard's position: because the merge is in global order, when
-a page ends at sort key ``p`` every live shard has had each item up to ``p`` emitted, so
-one position serves all live shards, and shards that ran out are listed as done. The
-next page resumes every live shard strictly after ``p``: no gap, no overlap (invariant 4).
+a page ends at sort key ``p`` every shard has had each item up to ``p`` emitted, so one
+position serves all shards, and shards that ran out are listed as done. The next page
+resumes every shard strictly after ``p``, those that ran out too (an item written
+between pages may land on any shard): no gap, no overlap (invariant 4).
 """
 
 from __future__ import annotations
@@ -147,9 +148,10 @@ class Cursor:
     query : str
         Fingerprint of the query (key, range, order) the cursor belongs to.
     position : str
-        Sort key of the last item returned; live shards resume strictly after it.
+        Sort key of the last item returned; shards resume strictly after it.
     done : frozenset of int
-        Shards that had no more items in the range.
+        Shards that had no more items in the range when the page was read (the readers
+        query them again: an item may have been written to one since).
 
     Examples
     --------

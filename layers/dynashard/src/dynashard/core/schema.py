@@ -337,7 +337,14 @@ class IsoTimeThenId(SortKeyCodec):
     def window(self, start: datetime | None, end: datetime | None) -> tuple[str, str]:  # noqa: D102
         # ``hi`` is the bare time: "{end}#{id}" sorts after it, so ``end`` is exclusive.
         lo = self.format(start) if start is not None else self.FLOOR
-        hi = self.format(self._ceil(end)) if end is not None else self.CEILING
+        if end is None:
+            return lo, self.CEILING
+        try:
+            hi = self.format(self._ceil(end))
+        except OverflowError:
+            # ``end`` is in the last step of year 9999: rounded up, it is past the last
+            # time a datetime holds, so every sort key is before it.
+            hi = self.CEILING
         return lo, hi
 
 
@@ -454,7 +461,10 @@ class EpochMsNumber(SortKeyCodec):
         lo = epoch_ms(start) if start is not None else MIN_EPOCH_MS
         # ceil_ms(end) - 1: the last millisecond wholly or partly before ``end``.
         hi = -((EPOCH - end) // _MS) - 1 if end is not None else MAX_EPOCH_MS
-        return str(lo), str(hi)
+        # An end at the first millisecond (0001-01-01T00:00:00Z) without a start leaves
+        # nothing before it: the millisecond before year 1, which no event has, keeps the
+        # range empty and valid (BETWEEN refuses a lower bound above the upper one).
+        return str(min(lo, hi)), str(hi)
 
     def time_of(self, order_key: str) -> datetime:
         """Return the millisecond an order key stands for.

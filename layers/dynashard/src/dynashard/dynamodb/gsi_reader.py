@@ -9,8 +9,9 @@ of its ``G(bucket)`` GSI1 shards, queried in parallel. A page that fills inside 
 queries no later bucket; one that runs past the end of a bucket goes on to the next.
 
 The cursor (:class:`dynashard.core.merge.Cursor`) carries the sort key of the last item
-returned, which every live stream resumes strictly after, and the streams of that
-bucket that ran out. A stream is numbered ``bucket_index * MAX_SHARD_COUNT + g``
+returned, which every stream of the bucket resumes strictly after (those that ran out
+on an earlier page too: a write between pages may land on any), and the streams of
+that bucket that ran out. A stream is numbered ``bucket_index * MAX_SHARD_COUNT + g``
 (``bucket_index`` counted from the window's first bucket, which the cursor's query
 fingerprint pins), so a bucket whose ``G`` grew between two pages is read on its new
 shards from the same position.
@@ -269,7 +270,9 @@ class GsiBucketReader:
             raise InvalidInputError("gsi1_shards", "needs one count >= 1 per bucket")
         fingerprint = gsi1_fingerprint(key, start, end, descending, unit)
         position = Cursor.decode(cursor, fingerprint) if cursor else None
-        done = set(position.done) if position else set()
+        # Every stream of a bucket is queried from the position, those the cursor lists
+        # as done too: a write between pages may land on any of them after the position.
+        done: set[int] = set()
 
         order = list(range(len(buckets)))
         if descending:
@@ -288,7 +291,7 @@ class GsiBucketReader:
         streams_used: list[_GsiStream] = []
         finished = True
         for b in order:
-            ids = [i for i in self._ids(b, buckets[b], gsi1_shards[b]) if i.number not in done]
+            ids = self._ids(b, buckets[b], gsi1_shards[b])
             remaining = limit - len(items)
             per_shard = shard_page_limit(remaining, len(ids), consistent=False)
             streams = [self._stream(key, i, lo, hi, per_shard, descending, last) for i in ids]
@@ -309,8 +312,7 @@ class GsiBucketReader:
             exhausted = {
                 ids[live[k]].number for k in merged.exhausted if not streams[live[k]].failure
             }
-            # Only the streams of the bucket the position is in need remembering.
-            done = {n for n in done if n // MAX_SHARD_COUNT == b} | exhausted
+            done = exhausted  # of the bucket the position is in
             complete = len(exhausted) == len(live) and not failed
             if not complete or len(items) >= limit:
                 finished = complete and b == order[-1]

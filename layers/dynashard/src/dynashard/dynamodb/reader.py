@@ -424,8 +424,11 @@ class ShardedReader:
         target = () if value is None else ("attr", value)
         fingerprint = query_fingerprint(key, lo, hi, descending, *target)
         position = Cursor.decode(cursor, fingerprint) if cursor else None
+        # Every page queries every stream from the position, those a cursor lists as done
+        # (they ran out on an earlier page) too: a write between pages may land on any of
+        # them after the position (a shard, or the bare key another program still writes
+        # during an adoption's cut-over), and the next page must hold it.
 
-        skip = position.done if position is not None else frozenset()
         item_bytes = self.memory.item_bytes.get(key, DEFAULT_ITEM_BYTES)
         streams: dict[int, _ShardStream] = {}
 
@@ -443,7 +446,7 @@ class ShardedReader:
         # started after the read began sees every write acknowledged before it began.
         guess = self.memory.shard_info.get(key) if info is None and value is None else None
         if guess is not None:
-            open_streams(_unfinished(physical_keys_to_query(guess), skip))
+            open_streams(physical_keys_to_query(guess))
         try:
             info = info if info is not None else self.metadata.for_reader(key)
             if info.strategy is Strategy.ORDERED:  # its entries lack ts and id (a KeyError)
@@ -456,7 +459,7 @@ class ShardedReader:
             raise
         self.memory.remember(key, info=info)
         every = physical_keys_to_query(info, self._candidate_shards(info, value))
-        keys = _unfinished(every, skip)
+        keys = every
         for s in [s for s in streams if s not in keys]:  # the guess had a shard too many
             streams.pop(s).cancel()
         open_streams(keys, info.shard_attribute)
@@ -480,9 +483,8 @@ class ShardedReader:
             failures.update(streams[s].failure)
         if merged.items:  # one item a page: a key's items vary little in size
             self.memory.remember(key, size=float(wire_item_size(merged.items[0])))
-        done = set(skip)
         # A stream that stopped because its query failed is missing, not done.
-        done.update(live[i] for i in merged.exhausted if not streams[live[i]].failure)
+        done = {live[i] for i in merged.exhausted if not streams[live[i]].failure}
         next_cursor = None
         if merged.last_sort_key is not None and len(done & every.keys()) < len(every):
             next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
@@ -713,11 +715,6 @@ def _count_through(sort_keys: list[str], frontier: str, descending: bool) -> int
     return lo
 
 
-def _unfinished(keys: dict[int, str], done: frozenset[int]) -> dict[int, str]:
-    """Return the streams of ``keys`` a cursor has not marked exhausted."""
-    return {s: pk for s, pk in keys.items() if s not in done}
-
-
 def _attribute_text(value: str | int) -> str:
     """Return the text a targeted read hashes, as the writer's ``shard_attribute_value``."""
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -798,6 +795,10 @@ def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, 
         Item (DynamoDB typed JSON) -> order key: the sort key itself for an exact codec
         (dynashard's own ``SK``), else the codec's order key of the sort key and the id.
 
+    The function raises :class:`~dynashard.errors.TableSchemaError`, naming the item, for
+    a sort key the codec cannot order (another program's item under an adopted key's
+    bare partition key, say), as :func:`foreign_event` does for one it cannot read.
+
     Examples
     --------
     >>> order_function()({"SK": {"S": "2013-01-01T10:15:00.000000Z#f1"}})
@@ -816,9 +817,24 @@ def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, 
     def order_of(item: dict[str, Any]) -> str:
         stored = item.get(id_attr)
         # An item another program wrote (adopted bare key) without an id: its sort key
-        # is its identity, as foreign_event reads it.
-        event_id = stored["S"] if stored is not None else item[sk][kind]
-        return codec.order_key(item[sk][kind], event_id)
+        # is its identity, as foreign_event reads it; with an id of another type (a
+        # number), its text, as foreign_identity reads it.
+        if stored is None:
+            event_id = item[sk][kind]
+        else:
+            event_id = stored["S"] if "S" in stored else str(plain_value(stored))
+        try:
+            return codec.order_key(item[sk][kind], event_id)
+        except InvalidInputError as exc:
+            # A sort key the codec cannot order (e.g. not whole milliseconds): the table
+            # does not hold what the schema says, as foreign_event reports it; not bad input.
+            pk = item.get(schema.partition_key, {}).get("S")
+            raise TableSchemaError(
+                [
+                    f"the item {schema.partition_key}={pk!r} {sk}={item[sk][kind]!r} cannot "
+                    f"be ordered under codec {codec.name}: {exc.field}: {exc.message}"
+                ]
+            ) from exc
 
     return order_of
 
