@@ -274,11 +274,12 @@ class FakeCloudWatch:
         nonzero = int(np.count_nonzero(total))
         top = _top(total, limit)
         periods = self._periods(minutes, period_minutes)
-        top = list(top)
-        per_period = np.stack([per_minute[idx][:, top].sum(axis=0) for idx in periods])
+        # the periods are runs of consecutive minutes: sum each run at once
+        starts = [idx[0] for idx in periods]
+        per_period = np.add.reduceat(per_minute[:, top], starts, axis=0).T.tolist()
         rows = [
-            (self.figures.keys[k], float(total[k]), per_period[:, j].tolist())
-            for j, k in enumerate(top)
+            (self.figures.keys[k], float(total[k]), points)
+            for k, points in zip(top, per_period, strict=True)
         ]
         return _report(rows, limit, nonzero, period_minutes)
 
