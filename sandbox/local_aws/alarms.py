@@ -694,7 +694,7 @@ class UnwatchedWriteLoad:
     def peak_offered_wcu(
         self, start: datetime, end: datetime, period_s: int, max_contributors: int = 100
     ) -> LoadHistory:
-        """Return an empty history of the window (no contributor reported).
+        """Return an empty history of the window: no contributor, and no bound on any key.
 
         Parameters
         ----------
@@ -708,7 +708,9 @@ class UnwatchedWriteLoad:
         Returns
         -------
         LoadHistory
-            No key's peak.
+            No key's peak, and nothing known of the keys it leaves out (its bound is
+            the default, infinite), so the sweep shrinks no key on it, not even one
+            grown on the write-load report.
         """
         from dynashard.planning.shrinking import LoadHistory
 

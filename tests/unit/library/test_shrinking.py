@@ -279,6 +279,16 @@ def test_a_key_grown_on_the_report_and_left_out_of_it_shrinks_on_its_parts_bound
     assert "unknown, not idle" in kept[also_cool]
 
 
+def test_a_history_that_states_no_bound_shrinks_no_key_it_leaves_out() -> None:
+    # Given a history that names no key and says nothing of the others (the default bound,
+    # as the sandbox's rule gives before it has watched a whole cool period)
+    history = PartHistories([LoadHistory(NOW, NOW, 60, {})])
+    port = FakeShrinker([grown_on_the_report(5, "COOL")])
+    # Then even a key grown on the write-load report is unknown, and kept
+    outcome = shrink_cool_keys(NOW, port, history, Settings())
+    assert port.calls == [] and "unknown, not idle" in outcome.kept[0].reason
+
+
 def test_a_key_the_report_names_is_planned_on_its_peak_not_a_bound() -> None:
     history = PartHistories([LoadHistory(NOW, NOW, 60, {"COOL": 900.0}, 10.0)])
     port = FakeShrinker([grown_on_the_report(5, "COOL")])

@@ -96,7 +96,9 @@ class LoadHistory:
         the report named every contributor, else the smallest reported window total
         over ``period_s`` (a key left out summed no more than that over the window,
         so no single period of it held more). Over several parts: the largest of
-        their bounds.
+        their bounds. ``math.inf`` (the default) when nothing is known of the keys it
+        leaves out: a history that does not state a bound gives none, so no absent
+        key is ever taken for idle by omission.
     part_bounds : tuple of float
         Per part of the key space, that part's report's bound (as
         ``unreported_units_per_s``), part 0 first; empty for one report over every
@@ -108,7 +110,7 @@ class LoadHistory:
     end: datetime
     period_s: int
     peak_units_per_s: Mapping[str, float] = field(default_factory=dict)
-    unreported_units_per_s: float = 0.0
+    unreported_units_per_s: float = math.inf
     part_bounds: tuple[float, ...] = ()
 
     def bound(self, key: str) -> float:
@@ -690,7 +692,11 @@ def shrink_cool_keys(
         # named it when it grew: then its writes are logged, and its part's report
         # bounds what it can have written.
         peak = load.peak_units_per_s.get(info.key)
-        bounded = peak is None and WRITE_LOAD_GROWTH in info.grown_for
+        bounded = (
+            peak is None
+            and WRITE_LOAD_GROWTH in info.grown_for
+            and math.isfinite(load.bound(info.key))
+        )
         plan = plan_shrink(
             info,
             load.bound(info.key) if bounded else peak,
