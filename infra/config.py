@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dynashard import names
 from dynashard.core.buckets import TimeBucket, parse_time_buckets
 from dynashard.core.families import parse_bucketed_keys
+from dynashard.core.load import MAX_WRITE_LOAD_PARTS
 from dynashard.core.schema import Payload, TableSchema, codec_named
 from dynashard.lambda_kit.key_settings import KeySetting, check_key_settings, parse_key_settings
 
@@ -144,6 +145,20 @@ class DynashardParameters(BaseModel):
     shrink_cool_period_s : float
         Seconds a key must stay below the low-water mark before it shrinks, >= 60
         (``DYNASHARD_SHRINK_COOL_PERIOD_S``).
+    write_load_parts : int
+        Parts of the key space the write-load Contributor Insights rule is split into,
+        one rule each (1 to 20; ``DYNASHARD_WRITE_LOAD_PARTS`` of the ingest functions,
+        which put each key's part in its ``write load`` line; the scaler reads every
+        part's report). A report names at most 100 keys; a key it leaves out is
+        bounded by its part's 100th, and the shrink sweep acts on that bound only when
+        it is below the key's low-water mark, so a part must have fewer than 100 keys
+        busy within one cool period: ``P`` above the keys hot within
+        ``shrink_cool_period_s`` / 100, with room for an uneven hash. 8 by measurement
+        (``docs/benchmarks.md``, fleet simulation: churn with 500 keys hot within a cool
+        period shrinks its cooled keys at 8, not at 4). Costs: one rule per part (of the
+        account's 100 per Region), one ``GetInsightRuleReport`` per part per sweep
+        minute and per alarm run (20 per second per Region), the same matched log
+        events (each line matches one part's rule).
     in_band_growth : bool
         Whether a writer that meets key-range throttling grows the key itself
         (``DYNASHARD_IN_BAND_GROWTH``, doubling N, under the cooldown) besides the
@@ -263,6 +278,7 @@ class DynashardParameters(BaseModel):
     target_utilization: float = Field(default=0.8, gt=0, le=1)
     shrink_utilization: float | None = Field(default=None, ge=0, lt=1)
     shrink_cool_period_s: float = Field(default=1800.0, ge=60)
+    write_load_parts: int = Field(default=8, ge=1, le=MAX_WRITE_LOAD_PARTS)
     in_band_growth: bool = False
     write_max_attempts: int = Field(default=8, ge=1, le=20)
     api_auth: Literal["iam", "api_key"] = "iam"

@@ -16,6 +16,7 @@ from infra.constructs.monitoring import Monitoring
 from infra.constructs.query import Query
 from infra.constructs.scaler import Scaler
 from infra.constructs.tables import DataTable, Tables
+from infra.constructs.write_load import WriteLoadRules
 
 #: Construct id of the :class:`Dynashard` construct in this stack. CDK leaves a
 #: construct named ``Default`` out of the logical ids below it (``makeUniqueId`` in
@@ -87,6 +88,11 @@ class DynashardStack(Stack):
     def ingest(self) -> Ingest:
         """Ingest: The ingest functions, queue and stream."""
         return _built(self.dynashard.ingest)
+
+    @property
+    def write_load(self) -> WriteLoadRules:
+        """WriteLoadRules: The write-load Contributor Insights rules, one per part."""
+        return _built(self.dynashard.write_load)
 
     @property
     def query(self) -> Query:

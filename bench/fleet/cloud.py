@@ -5,23 +5,28 @@ In memory and in emulated time: :class:`MemoryMetadataStore` is the metadata tab
 :class:`~dynashard.dynamodb.shard_metadata.ShardMetadata` runs on it, cooldown and
 optimistic lock included); :class:`Figures` keeps per minute what DynamoDB publishes
 (``WriteKeyRangeThroughputThrottleEvents``) and what the Contributor Insights rules
-count (PKT, PKC per physical key; the stack's write-load rule per logical key);
-:class:`FakeCloudWatch` and :class:`FakeDynamoDB` answer the library's boto3 adapters
-(:mod:`dynashard.cloudwatch.insights`) from those figures, with the report's top-N
-(``MaxContributorCount``, 1..100), ``OrderBy="Sum"`` and ``Period``, and count the calls.
+count (PKT, PKC per physical key; the stack's write-load rules per logical key, one per
+part of the key space); :class:`FakeCloudWatch` and :class:`FakeDynamoDB` answer the
+library's boto3 adapters (:mod:`dynashard.cloudwatch.insights`) from those figures, with
+the report's top-N (``MaxContributorCount``, 1..100), ``OrderBy="Sum"`` and ``Period``,
+and count the calls. Which keys a write-load rule counts is what its body's filters say
+of the writers' own ``write load`` lines (:func:`write_load_masks`: the library's
+:func:`~dynashard.core.load.summarize_write_load` fields, the sandbox's rule evaluation).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from dynashard.core.load import WRITE_LOAD_MESSAGE, summarize_write_load
 from dynashard.core.shard_info import ShardInfo
+from sandbox.local_aws.logs import LocalInsightRule
 
 #: Emulated time starts here (epoch seconds, 2026-01-01T00:00:00Z).
 EPOCH0 = 1_767_225_600
@@ -171,6 +176,42 @@ def _report(
     }
 
 
+def write_load_masks(
+    keys: Sequence[str], bodies: Mapping[str, str], writer_parts: int
+) -> dict[str, np.ndarray]:
+    """Return, per write-load rule, which logical keys' lines it counts.
+
+    Each key's ``write load`` line is the writers' own (the message and
+    :meth:`~dynashard.core.load.KeyWriteLoad.log_fields` of
+    :func:`~dynashard.core.load.summarize_write_load`, with the writers' parts), and a
+    rule counts it when its body's filters match it
+    (:meth:`sandbox.local_aws.logs.LocalInsightRule.contribution`), as CloudWatch would.
+
+    Parameters
+    ----------
+    keys : sequence of str
+        Logical keys, index = position.
+    bodies : mapping of str to str
+        Rule name -> its body (JSON), as the stack deploys it.
+    writer_parts : int
+        The writers' ``DYNASHARD_WRITE_LOAD_PARTS``.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Rule name -> boolean mask over ``keys``.
+    """
+    lines = [
+        {"message": WRITE_LOAD_MESSAGE, **load.log_fields()}
+        for load in summarize_write_load(((k, 1, False) for k in keys), writer_parts)
+    ]
+    masks: dict[str, np.ndarray] = {}
+    for name, body in bodies.items():
+        rule = LocalInsightRule(body, clock=lambda: 0.0)
+        masks[name] = np.array([rule.contribution(line) is not None for line in lines])
+    return masks
+
+
 class FakeCloudWatch:
     """The CloudWatch client the library's Insights adapters call, over :class:`Figures`.
 
@@ -180,18 +221,21 @@ class FakeCloudWatch:
         The run's figures.
     table : str
         Data table name.
-    write_load_rule : str
-        The stack's write-load rule (offered WCU per logical key).
+    write_load : mapping of str to ndarray
+        The stack's write-load rules (offered WCU per logical key): rule name -> the
+        keys whose lines it counts (:func:`write_load_masks`).
     """
 
-    def __init__(self, figures: Figures, table: str, write_load_rule: str) -> None:
+    def __init__(self, figures: Figures, table: str, write_load: Mapping[str, np.ndarray]) -> None:
         self.figures = figures
         self.rules = {
             PKT_RULE.format(table=table): "PKT",
             PKC_RULE.format(table=table): "PKC",
-            write_load_rule: "LOAD",
+            **dict.fromkeys(write_load, "LOAD"),
         }
+        self.write_load = dict(write_load)
         self.calls: Counter[str] = Counter()
+        self._window: tuple[tuple[int, ...], np.ndarray, np.ndarray] | None = None
 
     def get_insight_rule_report(self, **request: Any) -> dict[str, Any]:
         """Answer ``GetInsightRuleReport``: top ``MaxContributorCount`` by Sum, per ``Period``."""
@@ -205,7 +249,9 @@ class FakeCloudWatch:
         if not minutes:
             return _report([], limit, 0, period_minutes)
         if kind == "LOAD":
-            return self._logical(minutes, limit, period_minutes)
+            return self._logical(
+                minutes, limit, period_minutes, self.write_load[request["RuleName"]]
+            )
         lo, hi = ("thr_lo", "thr_hi") if kind == "PKT" else ("cons_lo", "cons_hi")
         return self._physical(minutes, lo, hi, limit, period_minutes)
 
@@ -216,18 +262,24 @@ class FakeCloudWatch:
         return list(groups.values())
 
     def _logical(
-        self, minutes: list[tuple[int, Minute]], limit: int, period_minutes: int
+        self, minutes: list[tuple[int, Minute]], limit: int, period_minutes: int, mask: np.ndarray
     ) -> dict[str, Any]:
-        per_minute = np.stack([fig.offered for _, fig in minutes])
-        total = per_minute.sum(axis=0)
+        # the parts of one sweep ask for the same window: stack its minutes once
+        window = tuple(m for m, _ in minutes)
+        if self._window is None or self._window[0] != window:
+            per_minute = np.stack([fig.offered for _, fig in minutes])
+            self._window = (window, per_minute, per_minute.sum(axis=0))
+        _, per_minute, total = self._window
+        total = np.where(mask, total, 0.0)
         nonzero = int(np.count_nonzero(total))
         top = _top(total, limit)
         periods = self._periods(minutes, period_minutes)
-        top = list(top)
-        per_period = np.stack([per_minute[idx][:, top].sum(axis=0) for idx in periods])
+        # the periods are runs of consecutive minutes: sum each run at once
+        starts = [idx[0] for idx in periods]
+        per_period = np.add.reduceat(per_minute[:, top], starts, axis=0).T.tolist()
         rows = [
-            (self.figures.keys[k], float(total[k]), per_period[:, j].tolist())
-            for j, k in enumerate(top)
+            (self.figures.keys[k], float(total[k]), points)
+            for k, points in zip(top, per_period, strict=True)
         ]
         return _report(rows, limit, nonzero, period_minutes)
 

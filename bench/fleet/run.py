@@ -13,7 +13,16 @@ from typing import Any
 import numpy as np
 
 from bench.charts import render
-from bench.fleet.sim import POLICIES, STATIC_N, WORKLOADS, Policy, Run, simulate, workload
+from bench.fleet.sim import (
+    POLICIES,
+    STATIC_N,
+    WORKLOADS,
+    Policy,
+    Run,
+    WriteLoadRules,
+    simulate,
+    workload,
+)
 from bench.machine import load_average, machine, print_targets, utc_now, write_result
 from dynashard import names
 from dynashard.lambda_kit.settings import FunctionSettings
@@ -54,13 +63,25 @@ SPECS = {
 SERIES_BINS = 1_440
 
 
-def deployed_settings() -> tuple[FunctionSettings, bool]:
-    """Return the scaler's settings as the stack deploys them, and in-band growth (writers)."""
+def deployed_settings() -> tuple[FunctionSettings, bool, WriteLoadRules]:
+    """Return the scaler's settings, in-band growth (writers) and the write-load rules.
+
+    All as the stack deploys them: the scaler function's environment, the ingest
+    function's, and each rule the scaler's ``DYNASHARD_WRITE_LOAD_RULE`` names with its
+    body from the template (:meth:`sandbox.twin.LocalTwin.insight_rule_body`).
+    """
     from sandbox.env_vars import deployed_in_band_growth, local_twin
 
     twin = local_twin()
     env = twin.function_environment(twin.function_spec("functions.scaler.app:handler").logical_id)
-    return FunctionSettings.model_validate(env), deployed_in_band_growth()
+    writer = twin.function_environment(
+        twin.function_spec("functions.ingest.app:sqs_handler").logical_id
+    )
+    rule_names = tuple(env[names.ENV_WRITE_LOAD_RULE].split(","))
+    bodies = tuple(twin.insight_rule_body(name)[0] for name in rule_names)
+    parts = FunctionSettings.model_validate(writer).write_load_parts
+    rules = WriteLoadRules(rule_names, bodies, parts)
+    return FunctionSettings.model_validate(env), deployed_in_band_growth(), rules
 
 
 def default_settings() -> FunctionSettings:
@@ -68,6 +89,13 @@ def default_settings() -> FunctionSettings:
     return FunctionSettings.model_validate(
         {names.ENV_DATA_TABLE: "dynashard-data", names.ENV_METADATA_TABLE: "dynashard-shards"}
     )
+
+
+def default_write_load() -> WriteLoadRules:
+    """Return the stack's default write-load rules, from the library (no synthesis)."""
+    from infra.config import DynashardParameters
+
+    return WriteLoadRules.of_library(DynashardParameters().write_load_parts)
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -115,6 +143,9 @@ def figures(run: Run, seconds: int, oracle: Run | None) -> dict[str, Any]:
         "extra_shard_seconds_vs_oracle": (round(extra / oracle_extra, 3) if oracle_extra else None),
         "scaler_invocations": run.invocations,
         "scaler_runs_that_changed_n": len(run.scaler_runs),
+        "keys_shrunk": sum(r.get("shrunk", 0) for r in run.scaler_runs),
+        "keys_shrunk_on_a_bound": sum(r.get("shrunk_on_bound", 0) for r in run.scaler_runs),
+        "keys_above_one_shard_at_end": int((run.n_meta > 1).sum()),
         "insights_calls_per_minute": {
             "mean": round(sum(run.ci_calls_per_minute) / minutes, 2),
             "max": max(run.ci_calls_per_minute, default=0),
@@ -191,6 +222,7 @@ def run_all(
     workloads: Sequence[str] = WORKLOADS,
     delay_minutes: int = 1,
     coarse_step_s: int | None = None,
+    write_load: WriteLoadRules | None = None,
 ) -> dict[str, Any]:
     """Run every workload under every policy; return the result document's body.
 
@@ -210,6 +242,8 @@ def run_all(
         CloudWatch's publication delay.
     coarse_step_s : int, optional
         Seconds per step after the first hour; None: each workload's :data:`SPECS`.
+    write_load : WriteLoadRules, optional
+        The write-load rules; None: the stack's default (:func:`default_write_load`).
 
     Returns
     -------
@@ -217,6 +251,7 @@ def run_all(
         Workload name -> its description, seed, size and each policy's figures.
     """
     out: dict[str, Any] = {}
+    rules = write_load if write_load is not None else default_write_load()
     for name in workloads:
         spec = SPECS[name]
         n_keys = spec.keys if keys is None else keys
@@ -228,7 +263,7 @@ def run_all(
         order: list[Policy] = ["oracle", "none", "static", "blog", "dynashard"]
         for policy in order:
             t0 = time.perf_counter()
-            runs[policy] = simulate(policy, load, seconds, settings, in_band, delay_minutes)
+            runs[policy] = simulate(policy, load, seconds, settings, in_band, delay_minutes, rules)
             walls[policy] = round(time.perf_counter() - t0, 1)
         oracle = runs["oracle"]
         out[name] = {
@@ -319,10 +354,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=28)
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--delay-minutes", type=int, default=1, help="CloudWatch publication delay")
+    ap.add_argument(
+        "--write-load-parts",
+        type=int,
+        help="rules of the write-load rule's key space, the library's bodies (default: the "
+        "stack's rules and bodies, from the synthesized template)",
+    )
     ap.add_argument("--output", type=Path, default=RESULT)
     ns = ap.parse_args(argv)
     load_start, t0 = load_average(), time.perf_counter()
-    settings, in_band = deployed_settings()
+    settings, in_band, rules = deployed_settings()
+    if ns.write_load_parts is not None:
+        rules = WriteLoadRules.of_library(ns.write_load_parts)
     result = run_all(
         ns.keys,
         ns.minutes,
@@ -332,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns.workloads.split(","),
         ns.delay_minutes,
         ns.coarse_step,
+        rules,
     )
     found = targets(result)
     wall = time.perf_counter() - t0
@@ -347,6 +391,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "delay_minutes": ns.delay_minutes,
             "static_n": STATIC_N,
             "in_band_growth_as_deployed": in_band,
+            "write_load_rules": {
+                "parts": len(rules.names),
+                "writer_parts": rules.writer_parts,
+                "as_deployed": ns.write_load_parts is None,
+            },
             "scaler_settings": settings.model_dump(
                 include={
                     "partition_wcu",
@@ -373,7 +422,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{fig['shard_seconds_vs_oracle']}"
                 f" (above 1/key {fig['extra_shard_seconds_vs_oracle']})"
                 f"  invocations {fig['scaler_invocations']}"
-                f"  CI/min {fig['insights_calls_per_minute']}  wall {fig['wall_s']} s"
+                f"  CI/min {fig['insights_calls_per_minute']}"
+                f"  above 1 at end {fig['keys_above_one_shard_at_end']}"
+                f"  shrunk {fig['keys_shrunk']} ({fig['keys_shrunk_on_a_bound']} on a bound)"
+                f"  wall {fig['wall_s']} s"
             )
     print(f"chart: {chart}")
     print_targets(found, ns.output, wall)

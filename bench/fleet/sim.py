@@ -10,7 +10,10 @@ figures go to :class:`~bench.fleet.cloud.Figures`; the alarm of
 ``infra.alarm_specs.SCALER_ALARMS`` is evaluated (:meth:`AlarmSpec.is_breaching`) and
 the scaler runs: the library's own :func:`dynashard.planning.sweep.sweep` (growth and
 shrink) on :class:`~dynashard.dynamodb.shard_metadata.ShardMetadata` over an in-memory
-table, with the library's Contributor Insights adapters over a fake CloudWatch.
+table, with the library's Contributor Insights adapters over a fake CloudWatch: the
+hot-key reports, and the write-load rules as the stack deploys them
+(:class:`WriteLoadRules`: one per part of the key space, read part by part by
+:class:`~dynashard.cloudwatch.insights.InsightRuleOfferedLoad`).
 
 Workloads (:func:`workload`): (a) Zipf, (b) churn, (c) flash crowd, (d) diurnal, (e) a
 30-day backfill. (d) and (e) change over hours and days: after their first hour they
@@ -35,8 +38,10 @@ from bench.fleet.cloud import (
     Figures,
     MemoryMetadataStore,
     Minute,
+    write_load_masks,
 )
 from dynashard.cloudwatch.insights import ContributorInsightsHotKeySource, InsightRuleOfferedLoad
+from dynashard.core.load import write_load_rules
 from dynashard.core.throttling import WRITE_KEY_RANGE_METRIC
 from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.lambda_kit.settings import FunctionSettings
@@ -58,6 +63,37 @@ PLANNERS: dict[str, Callable[..., Any]] = {
     "loads_by_logical_key": shards.loads_by_logical_key,
     "plan_shard_count": shards.plan_shard_count,
 }
+#: The library's adapter of the write-load rules (a test checks it is the library's).
+OFFERED_LOAD: Callable[..., Any] = InsightRuleOfferedLoad
+
+
+@dataclass(frozen=True)
+class WriteLoadRules:
+    """The stack's write-load Contributor Insights rules, as the scaler and writers see them.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The rules, part 0 first (the scaler's ``DYNASHARD_WRITE_LOAD_RULE``).
+    bodies : tuple of str
+        Their bodies (JSON), in the same order.
+    writer_parts : int
+        The writers' ``DYNASHARD_WRITE_LOAD_PARTS``: the part each line carries.
+    """
+
+    names: tuple[str, ...]
+    bodies: tuple[str, ...]
+    writer_parts: int
+
+    @classmethod
+    def of_library(cls, parts: int) -> WriteLoadRules:
+        """Return ``parts`` rules as the library writes them (for runs off the template)."""
+        import json
+
+        bodies = tuple(json.dumps(b, sort_keys=True) for b in write_load_rules(["fleet"], parts))
+        base = "fleet-offered-write-units"
+        names = (base,) if parts == 1 else tuple(f"{base}-{i}-of-{parts}" for i in range(parts))
+        return cls(names, bodies, parts)
 
 
 # --- workloads -----------------------------------------------------------------------------
@@ -270,6 +306,7 @@ class Run:
     settings: FunctionSettings
     in_band: bool
     delay_minutes: int = 1
+    write_load: WriteLoadRules = field(default_factory=lambda: WriteLoadRules.of_library(1))
     keys: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -303,7 +340,11 @@ class Run:
             clock=lambda: self.now,
             sleep=lambda _s: None,
         )
-        self.cloudwatch = FakeCloudWatch(self.figures, self.settings.data_table, "write-load-rule")
+        rules = self.write_load
+        masks = write_load_masks(
+            self.keys, dict(zip(rules.names, rules.bodies, strict=True)), rules.writer_parts
+        )
+        self.cloudwatch = FakeCloudWatch(self.figures, self.settings.data_table, masks)
         self.dynamodb = FakeDynamoDB(self.settings.data_table)
         self.alarm_state = "OK"
         self.invocations = 0
@@ -482,7 +523,7 @@ class Run:
     def _invoke(self, due: list[scaling.Alarm], shrink: bool) -> None:
         self.invocations += 1
         hot_keys = ContributorInsightsHotKeySource(self.cloudwatch, self.dynamodb)  # type: ignore[arg-type]
-        offered = InsightRuleOfferedLoad("write-load-rule", self.cloudwatch)  # type: ignore[arg-type]
+        offered = OFFERED_LOAD(self.write_load.names, self.cloudwatch)
         port = _Port(self.meta)
         now = datetime.fromtimestamp(self.now, UTC)
         if self.policy == "blog":
@@ -505,6 +546,7 @@ class Run:
                     "t_s": int(self.now - EPOCH0),
                     "grown": len(run.grown),
                     "shrunk": len(run.shrink.shrunk),
+                    "shrunk_on_bound": sum(1 for s in run.shrink.shrunk if s.bounded),
                 }
             )
 
@@ -553,9 +595,14 @@ def simulate(
     settings: FunctionSettings,
     in_band: bool,
     delay_minutes: int = 1,
+    write_load: WriteLoadRules | None = None,
 ) -> Run:
-    """Run one workload under one policy for ``seconds`` emulated seconds."""
-    run = Run(policy, load, settings, in_band, delay_minutes)
+    """Run one workload under one policy for ``seconds`` emulated seconds.
+
+    ``write_load``: the stack's write-load rules; default one rule over every key.
+    """
+    rules = write_load if write_load is not None else WriteLoadRules.of_library(1)
+    run = Run(policy, load, settings, in_band, delay_minutes, rules)
     k = len(load.base)
     for m in range(math.ceil(seconds / 60)):
         z = [np.zeros(k) for _ in range(5)]

@@ -141,6 +141,7 @@ def post_events(body: Annotated[api.EventsBody, Body()]) -> Response[api.PostEve
         bucket=_time_bucket(),
         key_of=facade.write_key,
         schema=get_table_schema(),
+        parts=get_settings().write_load_parts,
     )
     payload = api.PostEventsResponse.from_outcomes(outcomes, batch=batch)
     _count(payload.written, len(payload.failed) + len(payload.rejected))
@@ -308,6 +309,7 @@ def _process(
         redelivered=redelivered,
         key_of=facade.write_key,
         schema=get_table_schema,
+        parts=get_settings().write_load_parts,
     )
     _count(result.written, result.failed)
     return lambda_kit.partial_batch_response(

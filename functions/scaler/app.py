@@ -46,8 +46,10 @@ class Settings(FunctionSettings):
         the sweep into a no-op.
     write_load_rule : str
         The Contributor Insights rule that ranks logical keys by the write units the
-        ingest functions were offered (``DYNASHARD_WRITE_LOAD_RULE``); empty: plan
-        writes from DynamoDB's own hot-key figures alone.
+        ingest functions were offered (``DYNASHARD_WRITE_LOAD_RULE``), or the rules of
+        the parts of the key space comma-separated, part 0 first (the stack's
+        ``write_load_parts``); empty: plan writes from DynamoDB's own hot-key figures
+        alone, and shrink nothing.
     """
 
     alarm_names: str = Field("", validation_alias=names.ENV_SCALER_ALARM_NAMES)
@@ -57,6 +59,11 @@ class Settings(FunctionSettings):
     def alarm_name_list(self) -> list[str]:
         """List of str: :attr:`alarm_names` split, blanks dropped."""
         return [n.strip() for n in self.alarm_names.split(",") if n.strip()]
+
+    @property
+    def write_load_rule_list(self) -> list[str]:
+        """List of str: :attr:`write_load_rule` split, part 0 first, blanks dropped."""
+        return [n.strip() for n in self.write_load_rule.split(",") if n.strip()]
 
 
 kit = lambda_kit.function_kit(__name__, Settings)
@@ -82,11 +89,14 @@ def get_hot_key_source() -> scaling.HotKeySource:
 
 @lambda_kit.container_cache
 def get_offered_load_source() -> InsightRuleOfferedLoad | None:
-    """Return the adapter on ``DYNASHARD_WRITE_LOAD_RULE`` (offered load and its history)."""
+    """Return the adapter on ``DYNASHARD_WRITE_LOAD_RULE`` (offered load and its history).
+
+    Every part's rule, part 0 first: the adapter reads each one's report.
+    """
     from dynashard.cloudwatch.insights import InsightRuleOfferedLoad
 
-    rule = get_settings().write_load_rule
-    return InsightRuleOfferedLoad(rule) if rule else None
+    rules = get_settings().write_load_rule_list
+    return InsightRuleOfferedLoad(rules) if rules else None
 
 
 def _from_lambda_action(event: CloudWatchAlarmEvent) -> scaling.Alarm:

@@ -5,7 +5,7 @@ one it imports (``Table.from_table_attributes``), and builds around it everythin
 shards its hot keys: the shard-metadata table, the layer, the scaler (function,
 key-range throttle alarms on the table and GSI1, its one-minute sweep, its on-failure
 queue), the dashboard and dead-letter alarms, and, on request, the ingest functions
-(REST API, SQS queue, Kinesis stream, the write-load Contributor Insights rule) and the
+(REST API, SQS queue, Kinesis stream, the write-load Contributor Insights rules) and the
 query function (REST API). The project's own stack (:class:`infra.stack.DynashardStack`)
 is its data table plus this construct.
 
@@ -50,6 +50,7 @@ from infra.constructs.monitoring import Monitoring
 from infra.constructs.query import Query
 from infra.constructs.scaler import Scaler
 from infra.constructs.tables import Tables, contributor_insights_state, data_table_errors
+from infra.constructs.write_load import WriteLoadRules
 from infra.nag import add_suppressions
 
 #: Id of the synth warning about Contributor Insights (``Annotations.acknowledge_warning``
@@ -109,8 +110,9 @@ class Dynashard(Construct):
     with_ingest : bool
         Also build the ingest functions: ``POST`` routes of a REST API, an SQS queue with
         its dead-letter queue, a Kinesis stream with its on-failure queue, and the
-        write-load Contributor Insights rule on their logs, which the scaler reads to
-        size growth and to shrink. Default False: the table is written by the user's own
+        write-load Contributor Insights rules on their logs (one per part of the key
+        space, the parameters' ``write_load_parts``), which the scaler reads to size
+        growth and to shrink. Default False: the table is written by the user's own
         code (with the library in the layer).
     with_query : bool
         Also build the query function and the ``GET`` routes of the REST API. Default
@@ -127,7 +129,8 @@ class Dynashard(Construct):
         A table the app declares says it itself (``contributor_insights_specification``).
     name_prefix : str, optional
         First part of the names of the alarms (``{prefix}-TableWriteKeyRange``), of the
-        write-load rule (``{prefix}-offered-write-units``), of the dashboard and of the
+        write-load rules (``{prefix}-offered-write-units``, with ``-{i}-of-{P}`` per
+        part when there are several), of the dashboard and of the
         API: letters, digits, ``-`` and ``_``. Default ``{stack name}-{construct_id}``,
         unique per construct in an account and region as long as stack names are.
 
@@ -142,6 +145,9 @@ class Dynashard(Construct):
         The REST API, when there are ingest or query functions.
     ingest : Ingest or None
         The ingest functions, queue and stream (``with_ingest``).
+    write_load : WriteLoadRules or None
+        The write-load Contributor Insights rules on the ingest functions' logs
+        (``with_ingest``).
     query : Query or None
         The query function (``with_query``).
     scaler : Scaler
@@ -208,6 +214,7 @@ class Dynashard(Construct):
         self.layer: lambda_.LayerVersion = DynashardLayer(self, "DynashardLayer").layer
         self.api: EventsApi | None = None
         self.ingest: Ingest | None = None
+        self.write_load: WriteLoadRules | None = None
         self.query: Query | None = None
         if with_ingest or with_query:
             api = self.api = EventsApi(self, "Api", config=config, name=self.name_prefix)
@@ -219,6 +226,12 @@ class Dynashard(Construct):
                     tables=self.tables,
                     layer=self.layer,
                     api=api,
+                )
+                self.write_load = WriteLoadRules(
+                    self,
+                    "WriteLoad",
+                    functions=self.ingest.functions,
+                    parts=config.write_load_parts,
                     name_prefix=self.name_prefix,
                 )
             if with_query:
@@ -238,7 +251,7 @@ class Dynashard(Construct):
             tables=self.tables,
             layer=self.layer,
             name_prefix=self.name_prefix,
-            write_load_rule_name=self.ingest.write_load_rule_name if self.ingest else None,
+            write_load_rule_names=self.write_load.rule_names if self.write_load else (),
             gsi_name=gsi_name,
         )
         self.monitoring = Monitoring(

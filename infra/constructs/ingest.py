@@ -10,19 +10,18 @@ The queue is a standard queue, or with ``fifo_ingest_queue`` a FIFO queue (and a
 dead-letter queue, as SQS requires of a FIFO queue's DLQ).
 
 The ingest code logs one ``write load`` line per logical key and invocation
-(:mod:`dynashard.core.load`); a CloudWatch Contributor Insights rule on the three log groups
-ranks logical keys by the write units offered, and the scaler reads its report. The
-rule has a name of its own (``{name prefix}-offered-write-units``) so that the scaler's
-environment and policy can name it without a reference to this construct.
+(:mod:`dynashard.core.load`), with its key's part of the key space
+(``DYNASHARD_WRITE_LOAD_PARTS``, the stack's ``write_load_parts``); the Contributor
+Insights rules on the three log groups, one per part, rank logical keys by the write
+units offered and the scaler reads their reports
+(:class:`infra.constructs.write_load.WriteLoadRules`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_lambda as lambda_
@@ -31,7 +30,6 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dynashard import names
-from dynashard.core.load import WRITE_LOAD_RULE_SUFFIX, write_load_rule_body
 from dynashard.lambda_kit.key_settings import dump_key_settings
 from infra.config import DynashardParameters, FunctionName
 from infra.constructs.api import EventsApi
@@ -72,50 +70,6 @@ ORDERED_INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:DeleteItem")
 #: /shards/{key}/max-shards``: raising a key's cap first reads whether any shard it would
 #: open is an adopted key's bare partition key (one BatchGetItem of those keys).
 CAP_ACTIONS = ("dynamodb:BatchGetItem",)
-#: Longest Contributor Insights rule name CloudWatch accepts (``PutInsightRule``).
-MAX_INSIGHT_RULE_NAME_LENGTH = 128
-
-
-def write_load_rule_name(name_prefix: str) -> str:
-    """Return the name of the write-load Contributor Insights rule.
-
-    Parameters
-    ----------
-    name_prefix : str
-        The names of one :class:`~infra.constructs.dynashard.Dynashard` construct's
-        resources start with it: its stack's name unless told otherwise.
-
-    Returns
-    -------
-    str
-        ``{name_prefix}-{WRITE_LOAD_RULE_SUFFIX}``, e.g. ``dynashard-dev-offered-write-units``.
-
-    Raises
-    ------
-    ValueError
-        If the name is longer than the 128 characters CloudWatch allows for a rule name
-        (``PutInsightRule``, CloudWatch API Reference).
-    """
-    name = f"{name_prefix}-{WRITE_LOAD_RULE_SUFFIX}"
-    if len(name) > MAX_INSIGHT_RULE_NAME_LENGTH:
-        raise ValueError(
-            f"Contributor Insights rule name {name!r} is longer than "
-            f"{MAX_INSIGHT_RULE_NAME_LENGTH} characters; use a shorter stack name or prefix"
-        )
-    return name
-
-
-def _build_write_load_rule(
-    scope: Construct, rule_name: str, functions: Sequence[DynashardFunction]
-) -> cloudwatch.CfnInsightRule:
-    """Return the enabled rule that ranks logical keys by offered WCU on ``functions``' logs."""
-    return cloudwatch.CfnInsightRule(
-        scope,
-        "WriteLoadRule",
-        rule_name=rule_name,
-        rule_state="ENABLED",
-        rule_body=write_load_rule_body([fn.log_group.log_group_name for fn in functions]),
-    )
 
 
 def _build_write_statements(
@@ -235,8 +189,6 @@ class Ingest(Construct):
         The dynashard layer.
     api : EventsApi
         The REST API; the POST routes are added to it.
-    name_prefix : str
-        First part of the write-load rule's name (:func:`write_load_rule_name`).
 
     Attributes
     ----------
@@ -251,11 +203,8 @@ class Ingest(Construct):
     stream_failure_queue : aws_cdk.aws_sqs.Queue
         On-failure destination of the stream's event source mapping (it receives the
         failed batch's shard and sequence numbers, not the records).
-    write_load_rule_name : str
-        Name of the write-load rule, :func:`write_load_rule_name` (a plain string).
-    write_load_rule : aws_cdk.aws_cloudwatch.CfnInsightRule
-        Contributor Insights rule on the three functions' log groups that sums
-        ``offered_wcu`` per ``logical_key`` (:func:`dynashard.core.load.write_load_rule_body`).
+    functions : tuple of DynashardFunction
+        The three ingest functions, whose logs the write-load rules read.
     """
 
     def __init__(
@@ -267,17 +216,20 @@ class Ingest(Construct):
         tables: Tables,
         layer: lambda_.ILayerVersion,
         api: EventsApi,
-        name_prefix: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.queue, self.dead_letter_queue = _build_queues(self, config)
         self.stream, self.stream_failure_queue = _build_stream(self)
 
-        key_settings = (
-            {names.ENV_KEY_SETTINGS: dump_key_settings(config.key_settings)}
-            if config.key_settings
-            else {}
-        )
+        environment = {
+            # each write-load line carries its key's part: one rule per part reads it
+            names.ENV_WRITE_LOAD_PARTS: str(config.write_load_parts),
+            **(
+                {names.ENV_KEY_SETTINGS: dump_key_settings(config.key_settings)}
+                if config.key_settings
+                else {}
+            ),
+        }
 
         def _function(
             construct_id: str,
@@ -297,7 +249,7 @@ class Ingest(Construct):
                 memory=memory,
                 description=description,
                 statements=_build_write_statements(tables, ordered_index),
-                environment=key_settings,
+                environment=environment,
             )
             grant_data_table_key(fn, tables.data_table, write=True)
             return fn
@@ -322,12 +274,7 @@ class Ingest(Construct):
         skip_checkov(self.queue_function.function, SQS_SOURCE_NO_DLQ, SQS_CONCURRENCY)
         skip_checkov(self.stream_function.function, KINESIS_SOURCE_NO_DLQ, KINESIS_CONCURRENCY)
         self._build_event_sources(config)
-        self.write_load_rule_name = write_load_rule_name(name_prefix)
-        self.write_load_rule = _build_write_load_rule(
-            self,
-            self.write_load_rule_name,
-            [self.api_function, self.queue_function, self.stream_function],
-        )
+        self.functions = (self.api_function, self.queue_function, self.stream_function)
         api.add_route("POST", "/events", self.api_function.function, json_body=True)
         api.add_route("POST", "/counters/{name}", self.api_function.function, json_body=True)
         api.add_route("PUT", "/index/{key}/layout", self.api_function.function, json_body=True)

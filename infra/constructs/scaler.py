@@ -37,6 +37,7 @@ write-load rule.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from aws_cdk import ArnFormat, Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -181,7 +182,7 @@ def _build_scaler_statements(
     scope: Construct,
     tables: Tables,
     alarm_names: list[str],
-    write_load_rule_name: str | None,
+    write_load_rule_names: Sequence[str],
     gsi_name: str | None,
 ) -> list[iam.PolicyStatement]:
     """Return the scaler's statements: metadata, Contributor Insights, its alarms' states.
@@ -190,15 +191,15 @@ def _build_scaler_statements(
     (``DynamoDBContributorInsights-<PKC|SKC|PKT|SKT>-<table>-<epoch ms>``), so the
     rule ARN is matched by table name, and ``DescribeContributorInsights`` on the
     table (and its GSI, when the table has one) tells the scaler the exact names. The
-    ingest functions' write-load rule, when there are ingest functions, has a known
-    name, so its report is allowed on that one ARN.
+    ingest functions' write-load rules, when there are ingest functions, have known
+    names, so their reports are allowed on those ARNs only.
     """
     table = tables.data_table
     rule_arn = (
         f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:insight-rule/"
         f"DynamoDBContributorInsights-*-{table.table_name}-*"
     )
-    if write_load_rule_name:
+    if write_load_rule_names:
         # the sweep shrinks keys from the write-load report only (no report, no shrink):
         # it finds the keys above the default count with a Scan of the metadata table
         shrink = [
@@ -214,12 +215,9 @@ def _build_scaler_statements(
                 actions=["cloudwatch:GetInsightRuleReport"],
                 resources=[
                     stack_arn(
-                        scope,
-                        "cloudwatch",
-                        "insight-rule",
-                        write_load_rule_name,
-                        ArnFormat.SLASH_RESOURCE_NAME,
+                        scope, "cloudwatch", "insight-rule", name, ArnFormat.SLASH_RESOURCE_NAME
                     )
+                    for name in write_load_rule_names
                 ],
             )
         ]
@@ -276,13 +274,13 @@ class Scaler(Construct):
         The dynashard layer.
     name_prefix : str
         First part of the alarms' names (:func:`alarm_name`).
-    write_load_rule_name : str or None
-        Name of the ingest functions' write-load Contributor Insights rule
-        (:func:`infra.constructs.ingest.write_load_rule_name`); the function reads its
-        report (``DYNASHARD_WRITE_LOAD_RULE``, ``cloudwatch:GetInsightRuleReport``).
-        None without ingest functions: the function plans from DynamoDB's Contributor
-        Insights alone, and the sweep shrinks no key (a key missing from the write-load
-        report is unknown, not idle).
+    write_load_rule_names : sequence of str
+        Names of the ingest functions' write-load Contributor Insights rules, part 0
+        first (:attr:`infra.constructs.write_load.WriteLoadRules.rule_names`); the
+        function reads their reports (``DYNASHARD_WRITE_LOAD_RULE``, comma-separated;
+        ``cloudwatch:GetInsightRuleReport``). Empty without ingest functions: the
+        function plans from DynamoDB's Contributor Insights alone, and the sweep shrinks
+        no key (a key missing from the write-load report is unknown, not idle).
     gsi_name : str or None
         The data table's time-bucket GSI (its two alarms, ``DescribeContributorInsights``
         on it); None: the table has none.
@@ -311,7 +309,7 @@ class Scaler(Construct):
         tables: Tables,
         layer: lambda_.ILayerVersion,
         name_prefix: str,
-        write_load_rule_name: str | None,
+        write_load_rule_names: Sequence[str],
         gsi_name: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -328,13 +326,13 @@ class Scaler(Construct):
             memory="scaler",
             description="dynashard scaler: grows shard counts of throttled logical keys",
             statements=_build_scaler_statements(
-                self, tables, alarm_names, write_load_rule_name, gsi_name
+                self, tables, alarm_names, write_load_rule_names, gsi_name
             ),
             environment={
                 names.ENV_SCALER_ALARM_NAMES: ",".join(alarm_names),
                 **(
-                    {names.ENV_WRITE_LOAD_RULE: write_load_rule_name}
-                    if write_load_rule_name
+                    {names.ENV_WRITE_LOAD_RULE: ",".join(write_load_rule_names)}
+                    if write_load_rule_names
                     else {}
                 ),
                 **_shrink_environment(config),

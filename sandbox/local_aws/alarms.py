@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from dynashard.planning.shrinking import LoadHistory, ShrinkPort
     from sandbox.emulator.core import PartitionEmulator
     from sandbox.local_aws.lambda_runtime import LocalFunction
-    from sandbox.local_aws.logs import LocalInsightRule
+    from sandbox.local_aws.logs import LocalInsightRule, LocalWriteLoadRules
 
 _log = logging.getLogger(__name__)
 
@@ -694,7 +694,7 @@ class UnwatchedWriteLoad:
     def peak_offered_wcu(
         self, start: datetime, end: datetime, period_s: int, max_contributors: int = 100
     ) -> LoadHistory:
-        """Return an empty history of the window (no contributor reported).
+        """Return an empty history of the window: no contributor, and no bound on any key.
 
         Parameters
         ----------
@@ -708,7 +708,9 @@ class UnwatchedWriteLoad:
         Returns
         -------
         LoadHistory
-            No key's peak.
+            No key's peak, and nothing known of the keys it leaves out (its bound is
+            the default, infinite), so the sweep shrinks no key on it, not even one
+            grown on the write-load report.
         """
         from dynashard.planning.shrinking import LoadHistory
 
@@ -726,10 +728,10 @@ def scaler_action(
     mode: ContributorInsightsMode = "ACCESSED_AND_THROTTLED_KEYS",
     alarm_states: LocalAlarmStates | None = None,
     offered_load: OfferedLoadSource | None = None,
-    load_history: LocalInsightRule | None = None,
+    load_history: LocalInsightRule | LocalWriteLoadRules | None = None,
     shrinker: ShrinkPort | None = None,
     function: LocalFunction | None = None,
-    write_load_rule: str | None = None,
+    write_load_rule: str | Sequence[str] | None = None,
 ) -> AlarmAction:
     """Bind the scaler handler as an alarm action, with hot keys from the emulator.
 
@@ -759,8 +761,8 @@ def scaler_action(
         The offered write units per logical key (the stack's Contributor Insights rule
         evaluated locally, :class:`sandbox.local_aws.logs.LocalInsightRule`); default
         :data:`UNWATCHED`, so the scaler estimates writes from the hot keys alone.
-    load_history : LocalInsightRule, optional
-        The same rule, read per period for the shrink sweep
+    load_history : LocalInsightRule or LocalWriteLoadRules, optional
+        The same rule (or its parts), read per period for the shrink sweep
         (:meth:`sandbox.local_aws.logs.LocalInsightRule.peak_offered_wcu`); default
         :data:`UNWATCHED`: the sweep never shrinks.
     shrinker : ShrinkPort, optional
@@ -771,8 +773,9 @@ def scaler_action(
         invoked with its name, timeout and role, and each stand-in above checked against
         that role for the CloudWatch call it replaces (:mod:`sandbox.twin.ports`);
         default the handler imported, unchecked.
-    write_load_rule : str, optional
-        The write-load rule's name, for the check of ``GetInsightRuleReport``.
+    write_load_rule : str or sequence of str, optional
+        The write-load rule's name, or its parts' names, for the check of
+        ``GetInsightRuleReport`` (one call per rule, as the deployed adapter makes).
 
     Returns
     -------
@@ -799,7 +802,14 @@ def scaler_action(
     if role is not None:
         from sandbox.twin.ports import CheckedPort, contributor_insights_requests
 
-        rule_report = [("cloudwatch", "GetInsightRuleReport", {"RuleName": write_load_rule})]
+        rule_names = (
+            [write_load_rule]
+            if write_load_rule is None or isinstance(write_load_rule, str)
+            else list(write_load_rule)
+        )
+        rule_report = [
+            ("cloudwatch", "GetInsightRuleReport", {"RuleName": rule}) for rule in rule_names
+        ]
         hot_keys = CheckedPort(hot_keys, role, {"hot_keys": contributor_insights_requests})
         states = CheckedPort(
             states,

@@ -10,13 +10,18 @@ with the sandbox clock (emulated time when the act runs faster than real time).
 
 Rule syntax supported (CloudWatch User Guide, "Contributor Insights rule syntax"):
 ``LogFormat`` ``JSON``; ``Contribution.Keys`` (1 to 4 JSON paths), ``ValueOf`` (a JSON
-path; without it each matching line counts 1), ``Filters`` with ``Match`` and ``In``;
+path; without it each matching line counts 1), ``Filters`` with ``Match`` and ``In``
+(the field's value is one of the strings) or ``EqualTo`` (the field is that number);
 ``AggregateOn`` ``Sum`` or ``Count``. Anything else raises ``ValueError``.
 
 The rule answers both of the scaler's load ports: :meth:`LocalInsightRule.offered_wcu`
 (one window, for growth) and :meth:`LocalInsightRule.peak_offered_wcu` (each key's
 busiest period of a window, for the shrink sweep), as
-:class:`dynashard.cloudwatch.insights.InsightRuleOfferedLoad` reads them on AWS.
+:class:`dynashard.cloudwatch.insights.InsightRuleOfferedLoad` reads them on AWS. A
+stack that splits the write-load rule into parts of the key space has one rule per
+part; :class:`LocalWriteLoadRules` reads them together, as that adapter reads the parts'
+reports (each part's own top N, joined by
+:meth:`dynashard.planning.shrinking.LoadHistory.from_parts`).
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from dynashard.planning.shrinking import LoadHistory
 if TYPE_CHECKING:
     from datetime import datetime
 
-_SUPPORTED_FILTER_OPS = {"Match", "In"}
+#: The filter operators emulated; ``In`` takes strings, ``EqualTo`` one number.
+_FILTER_OPS = ("In", "EqualTo")
 
 
 def _path(expression: str) -> list[str]:
@@ -90,11 +96,18 @@ class LocalInsightRule:
         self._keys = [_path(k) for k in keys]
         value_of = contribution.get("ValueOf")
         self._value = _path(value_of) if value_of else None
-        self._filters: list[tuple[list[str], list[Any]]] = []
+        self._filters: list[tuple[list[str], str, Any]] = []
         for spec in contribution.get("Filters") or []:
-            if set(spec) - _SUPPORTED_FILTER_OPS or "Match" not in spec or "In" not in spec:
-                raise ValueError(f"filter {spec!r}: only Match with In is emulated")
-            self._filters.append((_path(spec["Match"]), list(spec["In"])))
+            ops = set(spec) - {"Match"}
+            if "Match" not in spec or len(ops) != 1 or not ops <= set(_FILTER_OPS):
+                raise ValueError(f"filter {spec!r}: only Match with In or EqualTo is emulated")
+            (op,) = ops
+            operand = spec[op]
+            if op == "In":
+                operand = list(operand)
+            elif isinstance(operand, bool) or not isinstance(operand, int | float):
+                raise ValueError(f"filter {spec!r}: EqualTo takes one number")
+            self._filters.append((_path(spec["Match"]), op, operand))
         self.clock = clock
         self.started = clock()
         self._times: list[float] = []
@@ -127,26 +140,50 @@ class LocalInsightRule:
             self.lines_seen += 1
         if not isinstance(document, Mapping):
             return False
-        for path, allowed in self._filters:
-            if _lookup(document, path) not in allowed:
-                return False
-        parts = [_lookup(document, path) for path in self._keys]
-        if any(p is None for p in parts):
+        contribution = self.contribution(document)
+        if contribution is None:
             return False
-        if self._value is None or self.aggregate_on == "Count":
-            value = 1.0
-        else:
-            raw = _lookup(document, self._value)
-            if isinstance(raw, bool) or not isinstance(raw, int | float):
-                return False
-            value = float(raw)
-        key = "|".join(str(p) for p in parts)
+        key, value = contribution
         with self._lock:
             index = bisect.bisect_right(self._times, stamp)
             self._times.insert(index, stamp)
             self._rows.insert(index, (key, value))
             self.lines_matched += 1
         return True
+
+    def contribution(self, document: Mapping[str, Any]) -> tuple[str, float] | None:
+        """Return what one JSON log event contributes: its contributor key and value.
+
+        Parameters
+        ----------
+        document : mapping
+            The log event, parsed.
+
+        Returns
+        -------
+        tuple of (str, float) or None
+            The contributor (its keys' values joined with ``|``) and the value added
+            (1 for ``Count``); None when a filter does not match or a field is missing.
+        """
+        for path, op, operand in self._filters:
+            found = _lookup(document, path)
+            if op == "In" and found not in operand:
+                return None
+            if op == "EqualTo" and (
+                isinstance(found, bool) or not isinstance(found, int | float) or found != operand
+            ):
+                return None
+        parts = [_lookup(document, path) for path in self._keys]
+        if any(p is None for p in parts):
+            return None
+        if self._value is None or self.aggregate_on == "Count":
+            value = 1.0
+        else:
+            raw = _lookup(document, self._value)
+            if isinstance(raw, bool) or not isinstance(raw, int | float):
+                return None
+            value = float(raw)
+        return "|".join(str(p) for p in parts), value
 
     def report(self, start: float, end: float, max_contributors: int = 100) -> dict[str, float]:
         """Return the top contributors between two instants, like ``GetInsightRuleReport``.
@@ -234,6 +271,88 @@ class LocalInsightRule:
         top = sorted(totals, key=lambda k: (-totals[k], k))[: max(1, max_contributors)]
         contributors = {k: (totals[k], list(points[k].values())) for k in top}
         return LoadHistory.from_report(start, end, period, contributors, len(totals))
+
+
+class LocalWriteLoadRules:
+    """The write-load rule's parts, read together as the scaler reads them on AWS.
+
+    Each part's rule keeps its own lines; growth gets every part's top contributors
+    (a key is in one part only), the shrink sweep every part's history joined with
+    each part's own bound (:meth:`dynashard.planning.shrinking.LoadHistory.from_parts`),
+    as :class:`dynashard.cloudwatch.insights.InsightRuleOfferedLoad` does.
+
+    Parameters
+    ----------
+    rules : sequence of LocalInsightRule
+        One per part, part 0 first (the order of the scaler's
+        ``DYNASHARD_WRITE_LOAD_RULE``).
+
+    Raises
+    ------
+    ValueError
+        If ``rules`` is empty.
+    """
+
+    def __init__(self, rules: Sequence[LocalInsightRule]) -> None:
+        if not rules:
+            raise ValueError("no write-load rule")
+        self.rules = list(rules)
+
+    @property
+    def started(self) -> float:
+        """float: When the newest part's rule was created (none saw a line before)."""
+        return max(rule.started for rule in self.rules)
+
+    @property
+    def lines_matched(self) -> int:
+        """int: Lines counted, over every part (each line counts in one part at most)."""
+        return sum(rule.lines_matched for rule in self.rules)
+
+    def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
+        """Answer ``OfferedLoadSource``: every part's top contributors of the window.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window (aware datetimes).
+
+        Returns
+        -------
+        dict of str to float
+            Logical key -> write units offered in the window.
+        """
+        totals: dict[str, float] = {}
+        for rule in self.rules:
+            for key, value in rule.offered_wcu(start, end).items():
+                totals[key] = totals.get(key, 0.0) + value
+        return totals
+
+    def peak_offered_wcu(
+        self,
+        start: datetime,
+        end: datetime,
+        period_s: int,
+        max_contributors: int = MAX_CONTRIBUTORS,
+    ) -> LoadHistory:
+        """Answer ``LoadHistorySource``: each part's history, joined.
+
+        Parameters
+        ----------
+        start, end : datetime
+            The window (aware datetimes).
+        period_s : int
+            Seconds per datapoint.
+        max_contributors : int
+            Top-N of each part's report.
+
+        Returns
+        -------
+        LoadHistory
+            Peaks of every part; a key a part left out is bounded by that part's.
+        """
+        return LoadHistory.from_parts(
+            [r.peak_offered_wcu(start, end, period_s, max_contributors) for r in self.rules]
+        )
 
 
 class LogTap(logging.Filter):

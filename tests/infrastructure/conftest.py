@@ -39,6 +39,7 @@ PROD_CONTEXT: dict[str, Any] = {
     "max_shards": "64",
     "shrink_utilization": "0.3",
     "shrink_cool_period_s": "3600",
+    "write_load_parts": "3",
     "log_retention_days": "90",
     "bucketed_keys": "OPS_LOG=day,THREAT#=month",
     "fifo_ingest_queue": "true",

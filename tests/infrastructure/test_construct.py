@@ -23,6 +23,7 @@ from cdk_nag import AwsSolutionsChecks
 from dynashard import names
 from examples.existing_stack import app as example
 from infra.alarm_specs import SCALER_ALARMS
+from infra.config import DynashardParameters
 from infra.constructs.dynashard import CONTRIBUTOR_INSIGHTS_WARNING, Dynashard
 from tests.infrastructure.conftest import SKIP_BUNDLING, Synth
 
@@ -374,14 +375,41 @@ def test_customer_managed_key_of_an_imported_table_is_granted_to_its_functions()
     for fn in (construct.ingest.api_function, construct.ingest.stream_function):
         assert kms_actions(fn) == writes
     assert kms_actions(construct.scaler.function) == set()  # it reads no item
-    # with ingest functions, the write-load rule is there, named by the construct
+    # with ingest functions, the write-load rules are there, one per part of the key
+    # space, named by the construct, and the scaler reads them all, part 0 first
+    rules = _of_type(template, "AWS::CloudWatch::InsightRule").values()
+    parts = DynashardParameters().write_load_parts
+    expected = [f"orders-dev-Dynashard-offered-write-units-{i}-of-{parts}" for i in range(parts)]
+    assert sorted(r["Properties"]["RuleName"] for r in rules) == sorted(expected)
+    _, scaler = _function(template, "app.handler", "scaler")
+    assert scaler["Environment"]["Variables"][names.ENV_WRITE_LOAD_RULE] == ",".join(expected)
+
+
+def test_one_write_load_part_is_the_single_rule_over_every_line() -> None:
+    # Given a construct whose write-load rule is not split (write_load_parts=1)
+    stack = _user_stack()
+    table = dynamodb.Table.from_table_name(stack, "Orders", "orders")
+    Dynashard(
+        stack,
+        "Dynashard",
+        table=table,
+        parameters=DynashardParameters(write_load_parts=1),
+        with_ingest=True,
+        gsi1=False,
+        contributor_insights_enabled=True,
+    )
+    template = Template.from_stack(stack).to_json()
+    # Then there is one rule, named as before the split, counting every write-load line
     (rule,) = _of_type(template, "AWS::CloudWatch::InsightRule").values()
     assert rule["Properties"]["RuleName"] == "orders-dev-Dynashard-offered-write-units"
+    body = json.loads(_resolve(rule["Properties"]["RuleBody"]))
+    assert body["Contribution"]["Filters"] == [{"Match": "$.message", "In": ["write load"]}]
     _, scaler = _function(template, "app.handler", "scaler")
-    assert (
-        scaler["Environment"]["Variables"][names.ENV_WRITE_LOAD_RULE]
-        == rule["Properties"]["RuleName"]
+    assert scaler["Environment"]["Variables"][names.ENV_WRITE_LOAD_RULE] == (
+        "orders-dev-Dynashard-offered-write-units"
     )
+    _, writer = _function(template, "app.sqs_handler", "ingest")
+    assert writer["Environment"]["Variables"][names.ENV_WRITE_LOAD_PARTS] == "1"
 
 
 def test_two_tables_in_one_stack_get_names_of_their_own() -> None:

@@ -9,7 +9,7 @@ import pytest
 from dynashard import names
 from dynashard.core.load import WRITE_LOAD_RULE_SUFFIX
 from infra.alarm_specs import SCALER_ALARMS
-from infra.config import FUNCTION_MEMORY_MB
+from infra.config import FUNCTION_MEMORY_MB, DynashardParameters
 from tests.infrastructure.conftest import Synth
 
 pytestmark = pytest.mark.infra
@@ -100,6 +100,7 @@ def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
     data_id = dev.logical_id(dev.stack.tables.data_table)
     meta_id = dev.logical_id(dev.stack.tables.metadata_table)
     services = {"query": "query", "scaler": "scaler", **dict.fromkeys(HANDLERS, "ingest")}
+    parts = DynashardParameters().write_load_parts
     for name, fn in _functions(dev).items():
         props = dev.resources[dev.logical_id(fn.function)]["Properties"]
         env = dict(props["Environment"]["Variables"])
@@ -107,14 +108,17 @@ def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
             assert env.pop(names.ENV_SCALER_ALARM_NAMES) == ",".join(
                 f"{dev.stack.stack_name}-{spec.id}" for spec in SCALER_ALARMS
             )
-            # the write-load report it reads (tests/infrastructure/test_write_load_rule.py)
-            assert (
-                env.pop(names.ENV_WRITE_LOAD_RULE)
-                == f"{dev.stack.stack_name}-{WRITE_LOAD_RULE_SUFFIX}"
+            # the write-load reports it reads, one per part of the key space
+            # (tests/infrastructure/test_write_load_rule.py)
+            assert env.pop(names.ENV_WRITE_LOAD_RULE) == ",".join(
+                f"{dev.stack.stack_name}-{WRITE_LOAD_RULE_SUFFIX}-{i}-of-{parts}"
+                for i in range(parts)
             )
             # the shrink sweep's cool period (the low-water mark defaults in the function)
             assert env.pop(names.ENV_SHRINK_COOL_PERIOD_S) == "1800"
             assert names.ENV_SHRINK_UTILIZATION not in env
+        if services[name] == "ingest":  # the writers put each key's part in their lines
+            assert env.pop(names.ENV_WRITE_LOAD_PARTS) == str(parts)
         assert env == {
             names.ENV_DATA_TABLE: {"Ref": data_id},
             names.ENV_METADATA_TABLE: {"Ref": meta_id},

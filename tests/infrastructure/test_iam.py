@@ -130,7 +130,8 @@ def test_scaler_updates_metadata_and_reads_insights_only(dev: Synth) -> None:
     rule_arn = str(insights["Resource"])
     assert "insight-rule/DynamoDBContributorInsights-" in rule_arn
     assert dev.logical_id(tables.data_table) in rule_arn  # scoped to this table's rules
-    assert f"insight-rule/{dev.stack.ingest.write_load_rule_name}" in str(write_load["Resource"])
+    for rule_name in dev.stack.write_load.rule_names:
+        assert f"insight-rule/{rule_name}" in str(write_load["Resource"])
     assert not granted & {"dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:DeleteItem"}
     # The sweep may read the state of its own alarms, by name, and nothing else
     (sweep,) = [st for st in _statements(dev, fn) if "cloudwatch:DescribeAlarms" in _actions(st)]

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from sandbox.emulator.inprocess import InProcessEmulator
     from sandbox.local_aws.alarms import LocalAlarm, LocalSchedule
     from sandbox.local_aws.lambda_runtime import LocalFunction
-    from sandbox.local_aws.logs import LocalInsightRule, LogTap
+    from sandbox.local_aws.logs import LocalWriteLoadRules, LogTap
     from sandbox.twin import LocalTwin
 
 
@@ -239,7 +239,7 @@ class GrowthLoop:
         self.server: EmulatorServer | None = None
         self.alarms: list[LocalAlarm] = []
         self.sweep: LocalSchedule | None = None
-        self.write_load_rule: LocalInsightRule | None = None
+        self.write_load_rule: LocalWriteLoadRules | None = None
         self._log_taps: list[LogTap] = []
         self.twin: LocalTwin | None = None
         self.scaler: LocalFunction | None = None
@@ -294,7 +294,7 @@ class GrowthLoop:
             LocalSchedule,
             scaler_action,
         )
-        from sandbox.local_aws.logs import LocalInsightRule, LogTap
+        from sandbox.local_aws.logs import LocalInsightRule, LocalWriteLoadRules, LogTap
         from sandbox.twin.iam import install_default, role_scope
 
         twin = self.twin = local_twin(self.data_table, self.metadata_table)
@@ -336,15 +336,21 @@ class GrowthLoop:
                 client=local_client(self.endpoint_url),
             )
         grower.metadata.clock = clock
-        # The stack's write-load rule (its body from the template), on the log lines of
-        # the functions whose log groups it reads, stamped on the act's clock.
-        rule_name = self._environment_of(SCALER_HANDLER)[names.ENV_WRITE_LOAD_RULE]
-        body, writers = twin.insight_rule_body(rule_name)
+        # The stack's write-load rules, one per part of the key space (their bodies from
+        # the template, in the scaler's order), on the log lines of the functions whose
+        # log groups they read, stamped on the act's clock.
+        rule_names = self._environment_of(SCALER_HANDLER)[names.ENV_WRITE_LOAD_RULE].split(",")
+        rules: list[LocalInsightRule] = []
+        writers: set[str] = set()
+        for rule_name in rule_names:
+            body, readers = twin.insight_rule_body(rule_name)
+            rules.append(LocalInsightRule(body, clock=clock))
+            writers.update(readers)
         loggers = sorted(
             {self._environment_of(h)[names.ENV_POWERTOOLS_SERVICE_NAME] for h in writers}
         )
-        self.write_load_rule = LocalInsightRule(body, clock=clock)
-        self._log_taps = [LogTap(name, [self.write_load_rule]).__enter__() for name in loggers]
+        self.write_load_rule = LocalWriteLoadRules(rules)
+        self._log_taps = [LogTap(name, rules).__enter__() for name in loggers]
         states = LocalAlarmStates()
         action = scaler_action(
             self.server.emulator,
@@ -354,7 +360,7 @@ class GrowthLoop:
             load_history=self.write_load_rule,
             shrinker=grower,
             function=scaler,
-            write_load_rule=rule_name,
+            write_load_rule=rule_names,
         )
         metrics = self.server.emulator.metrics
         # The template's alarms whose action invokes the scaler, under their deployed names.

@@ -12,6 +12,7 @@ import pytest
 from bench import charts
 from bench.fleet import sim
 from bench.fleet.run import default_settings, run_all, targets
+from dynashard.cloudwatch.insights import InsightRuleOfferedLoad
 from dynashard.planning import shards, sweep
 
 
@@ -25,6 +26,38 @@ def test_the_simulation_calls_the_librarys_planners_not_copies() -> None:
     assert sim.PLANNERS["sweep"] is sweep.sweep
     assert sim.PLANNERS["loads_by_logical_key"] is shards.loads_by_logical_key
     assert sim.PLANNERS["plan_shard_count"] is shards.plan_shard_count
+    # and the write-load rules are read by the library's adapter, part by part
+    assert sim.OFFERED_LOAD is InsightRuleOfferedLoad
+
+
+def test_cooled_keys_shrink_on_their_parts_bound_when_the_rule_is_split() -> None:
+    # Given churn over 3,000 keys: cohorts of 30 at 4 x a partition, so about 150 keys
+    # are busy within one 30-minute cool period, more than one report of 100 can name
+    settings = default_settings()
+    load = sim.workload("churn", 3000, 28, 1000.0, coarse_step_s=10, coarse_after_s=0)
+    first_cohort = load.cohorts[0]  # type: ignore[index]
+    runs = {
+        parts: sim.simulate(
+            "dynashard",
+            load,
+            3600,
+            settings,
+            False,
+            write_load=sim.WriteLoadRules.of_library(parts),
+        )
+        for parts in (1, 8)
+    }
+    # Then with one rule no cooled key shrinks (left out of the report, its bound is a
+    # hot key's total); with 8 parts the first cohort, cool since minute 20, is back at
+    # one shard by the hour, shrunk on its part's bound
+    one, eight = runs[1], runs[8]
+    assert sum(r.get("shrunk_on_bound", 0) for r in one.scaler_runs) == 0
+    assert (one.n_meta[first_cohort] > 1).all()
+    assert sum(r.get("shrunk_on_bound", 0) for r in eight.scaler_runs) >= len(first_cohort) // 2
+    assert (eight.n_meta[first_cohort] == 1).all()
+    assert eight.shard_seconds < one.shard_seconds
+    # ... at the price of one report a part: a sweep reads 8 reports, not 1
+    assert max(eight.ci_calls_per_minute) > max(one.ci_calls_per_minute)
 
 
 def test_dynashards_decisions_follow_the_librarys_planning(

@@ -408,6 +408,23 @@ def test_sqs_write_load_lines_go_through_the_functions_logger(
     assert [r.logical_key for r in refused] == ["DEPARTURES#EWR"]
 
 
+def test_write_load_lines_carry_each_keys_part_of_the_stacks_rule(
+    context: LambdaContext, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack whose write-load rule is split in 8 parts of the key space
+    from dynashard.core.load import write_load_part
+
+    monkeypatch.setenv("DYNASHARD_WRITE_LOAD_PARTS", "8")
+    # When the API and the queue write
+    ingest.api_handler(load_event("api_post_events"), context, facade=FakeFacade())
+    ingest.sqs_handler(load_event("sqs_batch"), context, facade=FakeFacade())
+    # Then every line carries its key's part, which only that part's rule counts
+    lines = [r for r in caplog.records if r.getMessage() == "write load"]
+    assert len(lines) >= 3
+    assert all(r.part == write_load_part(r.logical_key, 8) for r in lines)
+    assert len({r.part for r in lines}) > 1
+
+
 def test_post_events_logs_the_write_load_of_the_request(
     context: LambdaContext, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -291,6 +291,20 @@ def test_the_default_offered_load_source_is_the_stacks_rule(
     source = scaler.get_offered_load_source()
     assert isinstance(source, InsightRuleOfferedLoad)
     assert source.rule_name == "stack-offered-write-units"
+    assert source.rule_names == ("stack-offered-write-units",)
+
+
+def test_the_offered_load_source_reads_every_part_of_the_stacks_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the stack's rule in three parts, named comma-separated, part 0 first
+    reset_all()  # a new container
+    rules = [f"stack-offered-write-units-{i}-of-3" for i in range(3)]
+    monkeypatch.setenv("DYNASHARD_WRITE_LOAD_RULE", ",".join(rules))
+    # Then the adapter reads the three, in part order
+    source = scaler.get_offered_load_source()
+    assert isinstance(source, InsightRuleOfferedLoad)
+    assert source.rule_names == tuple(rules)
 
 
 def test_index_alarm_grows_the_logical_key_behind_the_gsi1_keys(context: LambdaContext) -> None:

@@ -83,12 +83,14 @@ class FakeShards:
         self.grow_raises = dict(grow_raises or {})
         self.caps = dict(caps or {})
         self.grow_calls: list[tuple[str, int]] = []
+        self.reasons: dict[str, str | None] = {}
 
     def shard_info(self, key: str) -> ShardInfo:
         return ShardInfo(key, self.shards.get(key, 1), 0, (), max_shards=self.caps.get(key))
 
     def grow(self, key: str, target: int, *, reason: str | None = None) -> GrowthResult:
         self.grow_calls.append((key, target))
+        self.reasons[key] = reason
         if key in self.grow_raises:
             raise self.grow_raises[key]
         previous = self.shards.get(key, 1)
@@ -315,6 +317,9 @@ def test_writes_are_planned_from_the_offered_load_the_writers_reported() -> None
     assert grown["HOT"] == (8, "offered")
     assert grown["COUNTER#C"][1] == "estimated"
     assert "COLD" not in grown
+    # and the key the writers' report named is recorded as grown on it ("write-load": a
+    # later report that leaves it out bounds its load), the estimated one as "write"
+    assert shards.reasons == {"HOT": "write-load", "COUNTER#C": "write"}
 
 
 def test_no_hot_keys_do_not_ask_for_the_offered_load() -> None:

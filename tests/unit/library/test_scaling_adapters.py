@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from dynashard.cloudwatch.alarms import CloudWatchAlarmStates, alarm_from_description
@@ -160,6 +161,46 @@ def test_the_insight_rule_adapter_sums_each_keys_offered_units() -> None:
         source = InsightRuleOfferedLoad("stack-offered-write-units", client=client)
         offered = source.offered_wcu(start, ALARM_TIME)
     assert offered == {"DEPARTURES#JFK": 12_000.0, "DEPARTURES#EWR": 60.0}
+
+
+def _totals(*contributors: tuple[str, float]) -> dict[str, Any]:
+    return {
+        "Contributors": [
+            {"Keys": [key], "ApproximateAggregateValue": value, "Datapoints": []}
+            for key, value in contributors
+        ]
+    }
+
+
+def test_the_adapter_reads_every_part_of_the_write_load_rule() -> None:
+    # Given the rule split in two parts of the key space, each with its own report
+    client = boto3.client("cloudwatch", region_name="us-east-1")
+    start = ALARM_TIME - timedelta(seconds=60)
+    with Stubber(client) as stub:
+        for rule, report in (
+            ("stack-offered-write-units-0-of-2", _totals(("A", 600.0))),
+            ("stack-offered-write-units-1-of-2", _totals(("B", 60.0), ("C", 6.0))),
+        ):
+            request = {
+                "RuleName": rule,
+                "StartTime": start,
+                "EndTime": ALARM_TIME,
+                "Period": 60,
+                "MaxContributorCount": 100,
+                "OrderBy": "Sum",
+            }
+            stub.add_response("get_insight_rule_report", report, request)
+        source = InsightRuleOfferedLoad(
+            ["stack-offered-write-units-0-of-2", "stack-offered-write-units-1-of-2"], client
+        )
+        # When growth asks for the offered load of a window
+        offered = source.offered_wcu(start, ALARM_TIME)
+        # Then each part was asked once, in part order, and their top keys joined
+        stub.assert_no_pending_responses()
+    assert offered == {"A": 600.0, "B": 60.0, "C": 6.0}
+    assert source.rule_name == "stack-offered-write-units-0-of-2"
+    with pytest.raises(ValueError, match="name the write-load rule"):
+        InsightRuleOfferedLoad([])
 
 
 # --- CloudWatch: which alarms are in ALARM (the sweep) ---------------------------------------

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dynashard.cloudwatch.insights import InsightRuleOfferedLoad
-from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.load import write_load_part
+from dynashard.core.shard_info import WRITE_LOAD_GROWTH, GrowthResult, ShardInfo
 from dynashard.core.strategies import Strategy
 from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
 from dynashard.dynamodb.shard_metadata import ShardMetadata
@@ -231,6 +232,93 @@ def test_a_key_missing_from_a_truncated_report_is_not_shrunk_on_its_bound() -> N
     assert not plan.shrinks and "unknown" in plan.reason
 
 
+def grown_on_the_report(n: int, key: str) -> ShardInfo:
+    """A key the scaler grew on the write-load report's figure (its writes are logged)."""
+    grown_for = frozenset({WRITE_LOAD_GROWTH})
+    return ShardInfo(key, n, LONG_AGO, ((0, 1), (LONG_AGO, n)), grown_for=grown_for)
+
+
+class PartHistories:
+    """A LoadHistorySource of two parts of the key space, as the adapter joins them."""
+
+    def __init__(self, parts: list[LoadHistory]) -> None:
+        self.parts = parts
+
+    def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+        return LoadHistory.from_parts(self.parts)
+
+
+def test_a_key_grown_on_the_report_and_left_out_of_it_shrinks_on_its_parts_bound() -> None:
+    # Given two parts: part 1's report was cut at a key of 600 units in the window (at
+    # most 10 WCU/s for any key it left out), part 0's at 480,000 (8,000 WCU/s)
+    cool, also_cool = "COOL", "HOT"  # both in part 1 of 2
+    assert write_load_part(cool, 2) == write_load_part(also_cool, 2) == 1
+    in_part_0 = next(f"K{i}" for i in range(100) if write_load_part(f"K{i}", 2) == 0)
+    history = PartHistories(
+        [
+            LoadHistory(NOW, NOW, 60, {"BUSY": 9000.0}, 8000.0),
+            LoadHistory(NOW, NOW, 60, {"WARM": 10.0}, 10.0),
+        ]
+    )
+    port = FakeShrinker(
+        [
+            grown_on_the_report(5, cool),  # left out of its part, which bounds it
+            grown_on_the_report(5, in_part_0),  # left out of a part that says little
+            info(5, key=also_cool),  # left out, but not known to be logged
+        ]
+    )
+    # When the sweep runs
+    outcome = shrink_cool_keys(NOW, port, history, Settings())
+    # Then only the key its own part bounds below the mark shrinks, planned on the bound
+    assert port.calls == [(cool, 1)]
+    (shrunk,) = outcome.shrunk
+    assert shrunk.bounded and shrunk.peak_units_per_s == 10.0
+    assert shrunk.to_dict()["bounded"] is True
+    kept = {k.key: k.reason for k in outcome.kept}
+    assert kept[in_part_0].startswith("bound (absent from its write-load report) 8000.0 WCU/s")
+    assert "unknown, not idle" in kept[also_cool]
+
+
+def test_a_history_that_states_no_bound_shrinks_no_key_it_leaves_out() -> None:
+    # Given a history that names no key and says nothing of the others (the default bound,
+    # as the sandbox's rule gives before it has watched a whole cool period)
+    history = PartHistories([LoadHistory(NOW, NOW, 60, {})])
+    port = FakeShrinker([grown_on_the_report(5, "COOL")])
+    # Then even a key grown on the write-load report is unknown, and kept
+    outcome = shrink_cool_keys(NOW, port, history, Settings())
+    assert port.calls == [] and "unknown, not idle" in outcome.kept[0].reason
+
+
+def test_a_key_the_report_names_is_planned_on_its_peak_not_a_bound() -> None:
+    history = PartHistories([LoadHistory(NOW, NOW, 60, {"COOL": 900.0}, 10.0)])
+    port = FakeShrinker([grown_on_the_report(5, "COOL")])
+    (shrunk,) = shrink_cool_keys(NOW, port, history, Settings()).shrunk
+    assert (shrunk.current, shrunk.bounded) == (2, False)
+    assert "bounded" not in shrunk.to_dict()
+
+
+def test_a_report_not_known_to_be_whole_is_taken_as_cut() -> None:
+    report = {"A": (6000.0, [3000.0, 3000.0]), "B": (1200.0, [1200.0, 0.0])}
+    # no unique count, or as many named as asked for: the smallest total bounds the rest
+    assert LoadHistory.from_report(NOW, NOW, 60, report).peak("C") == 20.0
+    assert LoadHistory.from_report(NOW, NOW, 60, report, 2, max_contributors=2).peak("C") == 20.0
+    # a report that names nobody saw no line: nothing left out
+    assert LoadHistory.from_report(NOW, NOW, 60, {}).peak("C") == 0.0
+
+
+def test_parts_join_their_keys_and_keep_their_own_bounds() -> None:
+    a = LoadHistory(NOW, NOW, 60, {"A": 5.0}, 2.0)
+    b = LoadHistory(NOW, NOW, 60, {"B": 9.0}, 0.0)
+    joined = LoadHistory.from_parts([a, b])
+    assert dict(joined.peak_units_per_s) == {"A": 5.0, "B": 9.0}
+    assert joined.part_bounds == (2.0, 0.0) and joined.unreported_units_per_s == 2.0
+    for key in ("COOL", "K0", "K1", "K2"):
+        assert joined.bound(key) == (2.0, 0.0)[write_load_part(key, 2)]
+    assert LoadHistory.from_parts([a]) is a
+    with pytest.raises(ValueError, match="no part"):
+        LoadHistory.from_parts([])
+
+
 def grown_for_reads(n: int, key: str = "DEPARTURES#JFK") -> ShardInfo:
     return ShardInfo(key, n, LONG_AGO, ((0, 1), (LONG_AGO, n)), grown_for=frozenset({"read"}))
 
@@ -383,3 +471,47 @@ def test_the_adapter_reads_each_keys_peak_minute() -> None:
     assert history.peak("HOT") == 100.0 and history.peak("WARM") == 10.0
     # three contributors, two reported: a third is bounded by WARM's 600 units / 60 s
     assert history.peak("OTHER") == 10.0
+
+
+def test_the_adapter_reads_each_parts_history_and_bounds_a_key_by_its_own_part() -> None:
+    client = boto3.client("cloudwatch", region_name="us-east-1")
+    start, end = NOW - timedelta(minutes=30), NOW
+    rules = ["stack-offered-write-units-0-of-2", "stack-offered-write-units-1-of-2"]
+    reports = [
+        # part 0: cut (500 contributors) at a key of 480,000 units
+        {
+            "ApproximateUniqueCount": 500,
+            "Contributors": [
+                {"Keys": ["BUSY"], "ApproximateAggregateValue": 480_000.0, "Datapoints": []}
+            ],
+        },
+        # part 1: cut at a key of 600 units
+        {
+            "ApproximateUniqueCount": 900,
+            "Contributors": [
+                {
+                    "Keys": ["WARM"],
+                    "ApproximateAggregateValue": 600.0,
+                    "Datapoints": [{"Timestamp": start, "ApproximateValue": 600.0}],
+                }
+            ],
+        },
+    ]
+    with Stubber(client) as stub:
+        for rule, report in zip(rules, reports, strict=True):
+            stub.add_response(
+                "get_insight_rule_report",
+                report,
+                {
+                    "RuleName": rule,
+                    "StartTime": start,
+                    "EndTime": end,
+                    "Period": 60,
+                    "MaxContributorCount": 100,
+                    "OrderBy": "Sum",
+                },
+            )
+        history = InsightRuleOfferedLoad(rules, client).peak_offered_wcu(start, end, 60)
+    assert history.peak("WARM") == 10.0 and history.part_bounds == (8000.0, 10.0)
+    part_1 = next(f"K{i}" for i in range(100) if write_load_part(f"K{i}", 2) == 1)
+    assert history.peak(part_1) == 10.0

@@ -116,3 +116,75 @@ def test_a_key_grown_by_a_read_alarm_is_not_shrunk_straight_back(facade: Any) ->
     assert "grown for read" in run.shrink.kept[0].reason
     assert facade.shard_info("READS").number_of_shards == grown.grown[0].current
     assert facade.shard_info("READS").grown_for == frozenset({"read"})
+
+
+def test_a_key_grown_on_the_write_load_report_shrinks_once_its_part_bounds_it_cool(
+    facade: Any,
+) -> None:
+    # Given a write key-range alarm on a key the writers' report names (moto's table)
+    from datetime import timedelta
+
+    from dynashard.core.throttling import WRITE_KEY_RANGE_METRIC
+    from dynashard.planning.scaling import HotKey
+    from dynashard.planning.shrinking import LoadHistory
+
+    class Hot:
+        def hot_keys(self, *args: Any) -> list[HotKey]:
+            return [HotKey("TENANT#7#0", 1000.0, 6000)]
+
+    class Offered:
+        def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
+            return {"TENANT#7": 240_000.0}  # 4,000 WCU/s over the alarm's minute
+
+    class LeftOut:
+        """Two parts' reports: neither names the key; each cut at 600 units (10 WCU/s)."""
+
+        def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+            parts = [LoadHistory(start, end, period_s, {"OTHER": 10.0}, 10.0)] * 2
+            return LoadHistory.from_parts(parts)
+
+    facade.metadata.clock = NOW.timestamp
+    facade.set_shard_count("TENANT#7", 1)
+    alarm = Alarm(
+        name="writes",
+        state="ALARM",
+        timestamp=NOW,
+        window_s=60,
+        metric_names=(WRITE_KEY_RANGE_METRIC,),
+    )
+    grown = sweep.sweep(
+        NOW,
+        [alarm],
+        port=lambda: facade,
+        hot_keys=Hot,
+        offered_load=Offered,
+        history=None,
+        shrinker=never,
+        settings=SETTINGS,
+    )
+    # Then it grew on the offered basis, and the metadata table says so
+    assert [(g.key, g.basis) for g in grown.grown] == [("TENANT#7", "offered")]
+    assert facade.shard_info("TENANT#7").grown_for == frozenset({"write-load"})
+    # When a sweep past the cool period finds it left out of its part's report
+    later = NOW + timedelta(seconds=SETTINGS.cooldown_s + SETTINGS.shrink_cool_period_s)
+    facade.metadata.clock = lambda: later.timestamp()
+    run = sweep.sweep(
+        later,
+        [],
+        port=never,
+        hot_keys=never,
+        offered_load=never,
+        history=LeftOut(),
+        shrinker=lambda: facade,
+        settings=SETTINGS,
+    )
+    # Then it shrank to what the bound needs, planned on the bound
+    assert [s.to_dict() for s in run.shrink.shrunk] == [
+        {
+            "key": "TENANT#7",
+            "previous": grown.grown[0].current,
+            "current": 1,
+            "peak_units_per_s": 10.0,
+            "bounded": True,
+        }
+    ]

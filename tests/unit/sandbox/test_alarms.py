@@ -16,7 +16,7 @@ import pytest
 
 from dynashard import names
 from dynashard.core.load import write_load_rule_body
-from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.shard_info import WRITE_LOAD_GROWTH, GrowthResult, ShardInfo
 from functions.scaler import app as scaler
 from infra.alarm_specs import SCALER_ALARMS, AlarmSpec, Comparison
 from sandbox.emulator import EmulatorConfig
@@ -367,13 +367,16 @@ def test_an_alarm_left_in_alarm_is_swept_and_its_key_grown_again(
 class FakeShrinker:
     """The part of Dynashard the shrink sweep uses: two keys at 8 shards, recording shrinks."""
 
-    def __init__(self) -> None:
+    def __init__(self, grown_for: frozenset[str] = frozenset()) -> None:
         self.listed = 0
         self.shrunk: list[tuple[str, int]] = []
+        self.grown_for = grown_for
 
     def sharded_keys(self) -> list[ShardInfo]:
         self.listed += 1
-        return [ShardInfo(k, 8, 0, ((0, 8),), True) for k in ("BUSY", "COOL")]
+        return [
+            ShardInfo(k, 8, 0, ((0, 8),), True, grown_for=self.grown_for) for k in ("BUSY", "COOL")
+        ]
 
     def shrink(self, key: str, target: int) -> GrowthResult:
         self.shrunk.append((key, target))
@@ -385,7 +388,8 @@ def test_a_sweep_shrinks_only_once_the_local_rule_has_watched_a_whole_cool_perio
 ) -> None:
     # Given the write-load rule created at T0 with BUSY offered 200 WCU/s (half of its 8
     # shards x 50 WCU/s) and COOL 30 WCU/s, every minute from then on, and a cool
-    # period of 5 minutes
+    # period of 5 minutes; both keys grown on the write-load report (so a report that
+    # states a bound on them could shrink them absent)
     now = [T0]
     rule = LocalInsightRule(write_load_rule_body(["g"]), clock=lambda: now[0])
     for minute in range(10):
@@ -393,7 +397,7 @@ def test_a_sweep_shrinks_only_once_the_local_rule_has_watched_a_whole_cool_perio
             line = {"message": "write load", "logical_key": key, "offered_wcu": wcu}
             rule.put(json.dumps(line), timestamp=T0 + 60 * minute + 1)
     scaler_environment({names.ENV_SHRINK_COOL_PERIOD_S: "300", names.ENV_COOLDOWN_S: "0"})
-    shrinker = FakeShrinker()
+    shrinker = FakeShrinker(grown_for=frozenset({WRITE_LOAD_GROWTH}))
     emulator = PartitionEmulator("http://127.0.0.1:9", EmulatorConfig(scale=0.05))
     action = scaler_action(emulator, FakeFacade(), load_history=rule, shrinker=shrinker)
     sweep = LocalSchedule(action, rate_s=60.0, clock=lambda: now[0])

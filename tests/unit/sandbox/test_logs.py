@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger
 
-from dynashard.core.load import write_load_rule, write_load_rule_body
-from sandbox.local_aws.logs import LocalInsightRule, LogTap
+from dynashard.core.load import (
+    summarize_write_load,
+    write_load_part,
+    write_load_rule,
+    write_load_rule_body,
+    write_load_rules,
+)
+from sandbox.local_aws.logs import LocalInsightRule, LocalWriteLoadRules, LogTap
 
 
 def line(key: Any = "K", wcu: Any = 1, message: str = "write load", **more: Any) -> str:
@@ -185,6 +191,51 @@ def test_peak_offered_wcu_bounds_keys_cut_by_the_top_n(rule: LocalInsightRule) -
     assert history.unreported_units_per_s == pytest.approx(20 / 60)
 
 
+def test_a_parts_rule_counts_the_lines_whose_part_is_equal_to_its_own() -> None:
+    # Given part 1's rule of 3
+    rule = LocalInsightRule(write_load_rule_body(["g"], part=1), clock=lambda: 5.0)
+    # When lines of parts 0, 1 and 2 are put, and a part written as text or true
+    assert not rule.put(line("A", 7, part=0))
+    assert rule.put(line("B", 5, part=1))
+    assert rule.put(line("C", 2, part=1.0))
+    assert not rule.put(line("D", 1, part=2))
+    assert not rule.put(line("E", 1, part="1"))
+    assert not rule.put(line("F", 1, part=True))
+    assert not rule.put(line("G", 1))  # no part at all
+    # Then EqualTo matched the number only
+    assert rule.report(0.0, 10.0) == {"B": 5.0, "C": 2.0}
+
+
+def test_the_parts_together_answer_as_the_adapter_joins_the_reports() -> None:
+    # Given three parts' rules on the writers' own lines, 30 keys offering 60..1,800 WCU
+    rules = [LocalInsightRule(body, clock=lambda: 1000.0) for body in write_load_rules(["g"], 3)]
+    parts = LocalWriteLoadRules(rules)
+    offered = {f"K{i}": 60.0 * (1 + i) for i in range(30)}
+    for key, units in offered.items():
+        (load,) = summarize_write_load([(key, int(units), False)], 3)
+        for rule in rules:
+            rule.put(json.dumps({"message": "write load", **load.log_fields()}))
+    # Then every line was counted once, by its part's rule
+    assert parts.lines_matched == len(offered)
+    assert [r.lines_matched for r in rules] == [
+        sum(write_load_part(k, 3) == i for k in offered) for i in range(3)
+    ]
+    start, end = (datetime.fromtimestamp(t, UTC) for t in (990.0, 1060.0))
+    assert parts.offered_wcu(start, end) == offered
+    # and with each part's top 2, a key left out is bounded by its own part's 2nd
+    history = parts.peak_offered_wcu(start, end, 60, max_contributors=2)
+    assert len(history.part_bounds) == 3
+    for key, units in offered.items():
+        mine = sorted(
+            (u for k, u in offered.items() if write_load_part(k, 3) == write_load_part(key, 3))
+        )
+        second = mine[-2]
+        assert history.peak(key) == pytest.approx(max(units, second) / 60), key
+    assert parts.started == 1000.0
+    with pytest.raises(ValueError, match="no write-load rule"):
+        LocalWriteLoadRules([])
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -200,6 +251,9 @@ def test_peak_offered_wcu_bounds_keys_cut_by_the_top_n(rule: LocalInsightRule) -
             id="extra filter op",
         ),
         pytest.param({"Filters": [{"In": ["x"]}]}, "only Match with In", id="In without Match"),
+        pytest.param(
+            {"Filters": [{"Match": "$.part", "EqualTo": "1"}]}, "one number", id="EqualTo text"
+        ),
         pytest.param({"Keys": [f"$.k{i}" for i in range(5)]}, "1 to 4", id="5 keys"),
         pytest.param({"Keys": []}, "1 to 4", id="no keys"),
         pytest.param({"AggregateOn": "Max"}, "Sum or Count", id="Max"),

@@ -144,10 +144,14 @@ def test_dev_alarms_schedule_insight_rule_and_routes(dev: LocalTwin) -> None:
     # The queue-depth alarms act on nothing the twin runs.
     assert any(not a.action_ids for a in dev.spec.alarms)
     assert dev.sweep_rate_s(SCALER) == 60.0
-    rule = dev.function_environment(scaler)["DYNASHARD_WRITE_LOAD_RULE"]
-    body, readers = dev.insight_rule_body(rule)
-    assert json.loads(body)["LogGroupNames"]
-    assert set(readers) == {API, SQS, KINESIS}
+    # The write-load rules, one per part of the key space, each read from the template
+    rules = dev.function_environment(scaler)["DYNASHARD_WRITE_LOAD_RULE"].split(",")
+    assert len(rules) > 1
+    for part, rule in enumerate(rules):
+        body, readers = dev.insight_rule_body(rule)
+        assert json.loads(body)["LogGroupNames"]
+        assert {"Match": "$.part", "EqualTo": part} in json.loads(body)["Contribution"]["Filters"]
+        assert set(readers) == {API, SQS, KINESIS}
     routes = dev.routes()
     assert len(routes) == len(ROUTES)
     assert {(m, r): h for m, r, h in routes} == ROUTES

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from dynashard import names
 from dynashard.core.buckets import TimeBucket, bucket_for
@@ -22,7 +22,7 @@ from dynashard.core.families import BucketFamily, bucket_key, family_of
 from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
-from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
 from dynashard.core.strategies import Strategy
 from dynashard.dynamodb.bucketed_reader import BucketedReader
 from dynashard.dynamodb.counters import CounterValue, ShardedCounter, counter_key
@@ -686,9 +686,7 @@ class Dynashard:
         """
         return self.metadata.for_reader(key)
 
-    def grow(
-        self, key: str, target: int, *, reason: Literal["read", "write"] | None = None
-    ) -> GrowthResult:
+    def grow(self, key: str, target: int, *, reason: GrowthReason | None = None) -> GrowthResult:
         """Raise a key's shard count to ``target``, honouring the cooldown.
 
         Parameters
@@ -698,9 +696,10 @@ class Dynashard:
         target : int
             Wanted N (capped at ``max_shards``, and at the key's own cap,
             :meth:`set_max_shards`).
-        reason : {"read", "write"}, optional
+        reason : {"read", "write", "write-load"}, optional
             The throttling the growth is for, recorded in the key's ``grown_for``
-            (:meth:`ShardMetadata.grow`); the scaler passes its alarm's kind.
+            (:meth:`ShardMetadata.grow`); the scaler passes its alarm's kind, or
+            ``write-load`` for a write growth sized on the write-load report.
 
         Returns
         -------

@@ -35,8 +35,13 @@ ENV_WRITE_MAX_ATTEMPTS: Final = "DYNASHARD_WRITE_MAX_ATTEMPTS"
 #: The scaler's alarms, comma-separated: what its scheduled sweep asks CloudWatch about.
 ENV_SCALER_ALARM_NAMES: Final = "DYNASHARD_SCALER_ALARM_NAMES"
 #: The Contributor Insights rule that ranks logical keys by the write units the ingest
-#: function was offered (:mod:`dynashard.core.load`); empty when the stack has none.
+#: function was offered (:mod:`dynashard.core.load`): its name, or the names of its parts
+#: comma-separated, part 0 first (one rule per part of the key space); empty when the
+#: stack has none.
 ENV_WRITE_LOAD_RULE: Final = "DYNASHARD_WRITE_LOAD_RULE"
+#: How many parts the writers split the key space into for the write-load rule: each
+#: ``write load`` line carries its key's part (:func:`dynashard.core.load.write_load_part`).
+ENV_WRITE_LOAD_PARTS: Final = "DYNASHARD_WRITE_LOAD_PARTS"
 #: The scaler's low-water mark: a key shrinks when its load per shard stays below this
 #: share of the partition limit (0 turns shrinking off).
 ENV_SHRINK_UTILIZATION: Final = "DYNASHARD_SHRINK_UTILIZATION"

@@ -24,6 +24,11 @@ they were offered (:mod:`dynashard.core.load`); the stack's Contributor Insights
 (:func:`dynashard.core.load.write_load_rule_body`) ranks logical keys by their sum. The
 adapter reads that rule's report for a window with ``GetInsightRuleReport``; the sandbox
 evaluates the same rule on the same log lines (``sandbox.local_aws.logs.LocalInsightRule``).
+A stack that splits the rule into parts of the key space (one rule per part,
+``DYNASHARD_WRITE_LOAD_RULE`` naming them in part order) is read part by part: one
+``GetInsightRuleReport`` per part and window, each part's top 100, joined with each
+part's own bound on the keys it leaves out
+(:meth:`dynashard.planning.shrinking.LoadHistory.from_parts`).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from dynashard.planning.scaling import HotKey
 from dynashard.planning.shrinking import LoadHistory
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from datetime import datetime
 
     from mypy_boto3_cloudwatch import CloudWatchClient
@@ -248,23 +253,41 @@ class InsightRuleOfferedLoad:
 
     Parameters
     ----------
-    rule_name : str
-        The rule (``DYNASHARD_WRITE_LOAD_RULE``).
+    rule_name : str or sequence of str
+        The rule (``DYNASHARD_WRITE_LOAD_RULE``), or the rules of the parts of the key
+        space, part 0 first (:func:`dynashard.core.load.write_load_rules`; part ``i``'s
+        rule counts the keys whose :func:`~dynashard.core.load.write_load_part` is
+        ``i``). Every read asks each rule once: ``GetInsightRuleReport``'s quota is 20
+        calls per second per Region (CloudWatch User Guide, "CloudWatch service
+        quotas"), and the calls go one after another.
     client : CloudWatchClient, optional
         boto3 CloudWatch client; created on first use if None.
     max_contributors : int
-        Top-N keys asked of the report (``GetInsightRuleReport`` allows 1..100).
+        Top-N keys asked of each report (``GetInsightRuleReport`` allows 1..100).
+
+    Raises
+    ------
+    ValueError
+        If no rule is named.
     """
 
     def __init__(
         self,
-        rule_name: str,
+        rule_name: str | Sequence[str],
         client: CloudWatchClient | None = None,
         max_contributors: int = MAX_CONTRIBUTORS,
     ) -> None:
-        self.rule_name = rule_name
+        names = (rule_name,) if isinstance(rule_name, str) else tuple(rule_name)
+        if not names or not all(names):
+            raise ValueError(f"name the write-load rule or its parts, got {rule_name!r}")
+        self.rule_names: tuple[str, ...] = names
         self._client = client
         self.max_contributors = max(1, min(MAX_CONTRIBUTORS, max_contributors))
+
+    @property
+    def rule_name(self) -> str:
+        """str: The rule, or part 0's rule."""
+        return self.rule_names[0]
 
     @property
     def client(self) -> CloudWatchClient:
@@ -287,7 +310,8 @@ class InsightRuleOfferedLoad:
         Returns
         -------
         dict of str to float
-            Logical key -> ``ApproximateAggregateValue`` (WCU offered in the window).
+            Logical key -> ``ApproximateAggregateValue`` (WCU offered in the window):
+            each part's top contributors (a key is in one part only).
 
         Raises
         ------
@@ -295,13 +319,18 @@ class InsightRuleOfferedLoad:
             If CloudWatch refuses (e.g. missing ``cloudwatch:GetInsightRuleReport``, or
             ``ResourceNotFoundException`` for a rule that does not exist).
         """
-        return insight_rule_totals(self.client, self.rule_name, start, end, self.max_contributors)
+        totals: dict[str, float] = {}
+        for rule in self.rule_names:
+            part = insight_rule_totals(self.client, rule, start, end, self.max_contributors)
+            for key, value in part.items():
+                totals[key] = totals.get(key, 0.0) + value
+        return totals
 
     def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
         """Return each key's busiest period of offered WCU over the window (the shrink sweep).
 
-        One ``GetInsightRuleReport`` with ``Period = period_s``: the top contributors by
-        their sum over the window, each with one datapoint per period.
+        One ``GetInsightRuleReport`` per rule with ``Period = period_s``: the top
+        contributors by their sum over the window, each with one datapoint per period.
 
         Parameters
         ----------
@@ -315,8 +344,9 @@ class InsightRuleOfferedLoad:
         -------
         LoadHistory
             Peak WCU/s per logical key; keys missing from a report cut at
-            ``max_contributors`` are bounded by the smallest reported total
-            (``ApproximateUniqueCount`` tells whether it was cut).
+            ``max_contributors`` are bounded by the smallest total it reported
+            (``ApproximateUniqueCount`` tells whether it was cut), each by its own
+            part's report (:attr:`LoadHistory.part_bounds`).
 
         Raises
         ------
@@ -325,8 +355,13 @@ class InsightRuleOfferedLoad:
         """
         start, end = as_utc(start, "start"), as_utc(end, "end")  # naive means UTC
         period = max(60, int(math.ceil(period_s / 60.0) * 60))
+        return LoadHistory.from_parts(
+            [self._history(rule, start, end, period) for rule in self.rule_names]
+        )
+
+    def _history(self, rule: str, start: datetime, end: datetime, period: int) -> LoadHistory:
         response = self.client.get_insight_rule_report(
-            RuleName=self.rule_name,
+            RuleName=rule,
             StartTime=start,
             EndTime=end,
             Period=period,
@@ -342,5 +377,10 @@ class InsightRuleOfferedLoad:
                 contributors[keys[0]] = (total, points)
         unique = response.get("ApproximateUniqueCount")
         return LoadHistory.from_report(
-            start, end, period, contributors, None if unique is None else int(unique)
+            start,
+            end,
+            period,
+            contributors,
+            None if unique is None else int(unique),
+            self.max_contributors,
         )

@@ -15,6 +15,18 @@ which under producers that retry until they get through are only a lower bound.
 The sandbox evaluates the same rule (:func:`write_load_rule_body`) on the same log
 lines.
 
+One rule or several parts. ``GetInsightRuleReport`` names at most 100 contributors
+and cannot page, so one rule over a fleet of keys only ever names the 100 busiest; a
+key it leaves out is bounded by the 100th's total, which while hundreds of keys are
+hot says nothing useful. The stack can split the key space into ``P`` parts by a
+stable hash of the logical key (:func:`write_load_part`): every line carries its key's
+part (:data:`FIELD_PART`), and part ``i``'s rule counts only the lines of part ``i``
+(:func:`write_load_rule` with ``part=i``). Each part's report then names its own top
+100, and a key it leaves out is bounded by its own part's 100th contributor
+(:meth:`dynashard.planning.shrinking.LoadHistory.bound`). Each line matches exactly
+one part's rule, so the matched log events (what Contributor Insights charges per
+event) are as many as with one rule.
+
 Units: write capacity units (WCU) of the base table, one per started KB of the item
 ("Item sizes and formats" and "Read/write capacity mode", DynamoDB Developer Guide).
 
@@ -29,6 +41,7 @@ retries, API clients resending a 503) count it as offered, an overestimate.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -46,12 +59,53 @@ FIELD_OFFERED_WCU: Final = "offered_wcu"
 FIELD_REDELIVERED_WCU: Final = "redelivered_wcu"
 FIELD_REFUSED_WCU: Final = "refused_wcu"
 FIELD_EVENTS: Final = "events"
+#: The key's part of the key space (:func:`write_load_part`), what each part's rule filters on.
+FIELD_PART: Final = "part"
 #: Contributor Insights allows at most this many contributors in a report
 #: (``GetInsightRuleReport`` ``MaxContributorCount``, CloudWatch API Reference).
 MAX_CONTRIBUTORS: Final = 100
 #: Rule name suffix (the stack prefixes the stack name; rule names are at most 128
 #: characters, CloudWatch ``PutInsightRule``).
 WRITE_LOAD_RULE_SUFFIX: Final = "offered-write-units"
+#: Most parts the write-load rule may be split into: a shrink sweep reads every part's
+#: report, one ``GetInsightRuleReport`` each, and that call's quota is 20 per second
+#: per Region (CloudWatch User Guide, "CloudWatch service quotas"); the account's
+#: Contributor Insights rules are 100 per Region (same page).
+MAX_WRITE_LOAD_PARTS: Final = 20
+
+
+def write_load_part(key: str, parts: int) -> int:
+    """Return the part of the key space a logical key's write load is counted in.
+
+    A stable hash (CRC-32 of the key's UTF-8 bytes, :func:`zlib.crc32`), the same in
+    every process and Python version: the writers put it in their ``write load`` lines
+    and the scaler computes it again to know which part's report speaks for a key.
+
+    Parameters
+    ----------
+    key : str
+        Logical key.
+    parts : int
+        Parts of the key space, ``>= 1`` (one rule per part).
+
+    Returns
+    -------
+    int
+        In ``0 .. parts - 1``; always 0 when ``parts`` is 1.
+
+    Raises
+    ------
+    ValueError
+        If ``parts < 1``.
+
+    Examples
+    --------
+    >>> write_load_part("DEPARTURES#JFK", 1), write_load_part("DEPARTURES#JFK", 8)
+    (0, 4)
+    """
+    if parts < 1:
+        raise ValueError(f"parts must be >= 1, got {parts}")
+    return 0 if parts == 1 else zlib.crc32(key.encode("utf-8")) % parts
 
 
 @dataclass
@@ -68,12 +122,15 @@ class KeyWriteLoad:
         Write units of the events delivered for the first time.
     redelivered_wcu : int
         Write units of the events an event source delivered again.
+    part : int
+        The key's part of the key space (:func:`write_load_part`); 0 with one part.
     """
 
     key: str
     events: int = 0
     offered_wcu: int = 0
     redelivered_wcu: int = 0
+    part: int = 0
 
     def log_fields(self) -> dict[str, Any]:
         """Return the fields of the ``write load`` log line.
@@ -81,7 +138,7 @@ class KeyWriteLoad:
         Returns
         -------
         dict
-            ``{"logical_key", "events", "offered_wcu", "redelivered_wcu"}``.
+            ``{"logical_key", "events", "offered_wcu", "redelivered_wcu", "part"}``.
 
         Examples
         --------
@@ -93,10 +150,13 @@ class KeyWriteLoad:
             FIELD_EVENTS: self.events,
             FIELD_OFFERED_WCU: self.offered_wcu,
             FIELD_REDELIVERED_WCU: self.redelivered_wcu,
+            FIELD_PART: self.part,
         }
 
 
-def summarize_write_load(writes: Iterable[tuple[str, int, bool]]) -> list[KeyWriteLoad]:
+def summarize_write_load(
+    writes: Iterable[tuple[str, int, bool]], parts: int = 1
+) -> list[KeyWriteLoad]:
     """Add up what one invocation was offered, per logical key.
 
     Parameters
@@ -104,6 +164,9 @@ def summarize_write_load(writes: Iterable[tuple[str, int, bool]]) -> list[KeyWri
     writes : iterable of (str, int, bool)
         Per event: logical key, write units (WCU, ``>= 0``), and whether its source
         delivered it before.
+    parts : int
+        Parts of the key space the stack's write-load rule is split into
+        (``DYNASHARD_WRITE_LOAD_PARTS``): each key's :attr:`KeyWriteLoad.part`.
 
     Returns
     -------
@@ -118,7 +181,9 @@ def summarize_write_load(writes: Iterable[tuple[str, int, bool]]) -> list[KeyWri
     """
     loads: dict[str, KeyWriteLoad] = {}
     for key, units, redelivered in writes:
-        load = loads.setdefault(key, KeyWriteLoad(key))
+        load = loads.get(key)
+        if load is None:
+            load = loads[key] = KeyWriteLoad(key, part=write_load_part(key, parts))
         load.events += 1
         if redelivered:
             load.redelivered_wcu += units
@@ -156,7 +221,7 @@ def refused_write_load(outcomes: Iterable[tuple[str, int, bool]]) -> dict[str, d
     return refused
 
 
-def write_load_rule_body(log_group_names: Sequence[str]) -> str:
+def write_load_rule_body(log_group_names: Sequence[str], part: int | None = None) -> str:
     """Return the Contributor Insights rule that ranks logical keys by offered WCU.
 
     The rule reads the ingest function's JSON log lines whose ``message`` is
@@ -169,6 +234,10 @@ def write_load_rule_body(log_group_names: Sequence[str]) -> str:
     ----------
     log_group_names : sequence of str
         The ingest functions' log groups (CDK tokens in the stack).
+    part : int, optional
+        Count only the lines of this part of the key space (:data:`FIELD_PART`, a
+        second filter, ``EqualTo``: the syntax's numeric match); None: every line (the
+        rule of a stack that does not split it).
 
     Returns
     -------
@@ -180,16 +249,18 @@ def write_load_rule_body(log_group_names: Sequence[str]) -> str:
     >>> json.loads(write_load_rule_body(["/aws/lambda/ingest"]))["Contribution"]["ValueOf"]
     '$.offered_wcu'
     """
-    return json.dumps(write_load_rule(log_group_names), sort_keys=True)
+    return json.dumps(write_load_rule(log_group_names, part), sort_keys=True)
 
 
-def write_load_rule(log_group_names: Sequence[str]) -> dict[str, Any]:
+def write_load_rule(log_group_names: Sequence[str], part: int | None = None) -> dict[str, Any]:
     """Return :func:`write_load_rule_body` as a dict.
 
     Parameters
     ----------
     log_group_names : sequence of str
         The ingest functions' log groups.
+    part : int, optional
+        The part of the key space the rule counts (see :func:`write_load_rule_body`).
 
     Returns
     -------
@@ -197,12 +268,24 @@ def write_load_rule(log_group_names: Sequence[str]) -> dict[str, Any]:
         The rule (``Schema``, ``LogGroupNames``, ``LogFormat``, ``Contribution``,
         ``AggregateOn``).
 
+    Raises
+    ------
+    ValueError
+        If ``part`` is negative.
+
     Examples
     --------
     >>> rule = write_load_rule(["/aws/lambda/ingest"])
     >>> rule["Contribution"]["Keys"], rule["AggregateOn"]
     (['$.logical_key'], 'Sum')
+    >>> write_load_rule(["/aws/lambda/ingest"], part=3)["Contribution"]["Filters"][1]
+    {'Match': '$.part', 'EqualTo': 3}
     """
+    filters: list[dict[str, Any]] = [{"Match": "$.message", "In": [WRITE_LOAD_MESSAGE]}]
+    if part is not None:
+        if part < 0:
+            raise ValueError(f"part must be >= 0, got {part}")
+        filters.append({"Match": f"$.{FIELD_PART}", "EqualTo": part})
     return {
         "Schema": {"Name": "CloudWatchLogRule", "Version": 1},
         "LogGroupNames": list(log_group_names),
@@ -210,10 +293,43 @@ def write_load_rule(log_group_names: Sequence[str]) -> dict[str, Any]:
         "Contribution": {
             "Keys": [f"$.{FIELD_KEY}"],
             "ValueOf": f"$.{FIELD_OFFERED_WCU}",
-            "Filters": [{"Match": "$.message", "In": [WRITE_LOAD_MESSAGE]}],
+            "Filters": filters,
         },
         "AggregateOn": "Sum",
     }
+
+
+def write_load_rules(log_group_names: Sequence[str], parts: int) -> list[dict[str, Any]]:
+    """Return the write-load rule of each part of the key space, part 0 first.
+
+    Parameters
+    ----------
+    log_group_names : sequence of str
+        The ingest functions' log groups.
+    parts : int
+        Parts, 1 to :data:`MAX_WRITE_LOAD_PARTS`. One part is the single rule over every
+        line, without a part filter (:func:`write_load_rule`), as before the split.
+
+    Returns
+    -------
+    list of dict
+        ``parts`` rules; rule ``i`` counts the lines whose :data:`FIELD_PART` is ``i``.
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is out of range.
+
+    Examples
+    --------
+    >>> [r["Contribution"]["Filters"][-1] for r in write_load_rules(["g"], 2)]
+    [{'Match': '$.part', 'EqualTo': 0}, {'Match': '$.part', 'EqualTo': 1}]
+    """
+    if not 1 <= parts <= MAX_WRITE_LOAD_PARTS:
+        raise ValueError(f"parts must be in 1..{MAX_WRITE_LOAD_PARTS}, got {parts}")
+    if parts == 1:
+        return [write_load_rule(log_group_names)]
+    return [write_load_rule(log_group_names, i) for i in range(parts)]
 
 
 def write_units(size_bytes: int) -> int:

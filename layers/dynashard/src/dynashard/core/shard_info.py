@@ -12,13 +12,22 @@ is :mod:`dynashard.dynamodb.metadata_store`'s.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from dynashard.core.strategies import Strategy
 from dynashard.errors import MetadataError
 
 if TYPE_CHECKING:
     pass
+
+#: What the scaler records in a key's ``grown_for`` when it grows it: the throttling the
+#: growth is for, ``read`` or ``write``, or :data:`WRITE_LOAD_GROWTH`.
+GrowthReason = Literal["read", "write", "write-load"]
+#: A growth for write throttling sized on the stack's write-load report, which named the
+#: key: the ingest functions log its writes, so a later report that leaves it out bounds
+#: its load (:func:`dynashard.planning.shrinking.shrink_cool_keys`) instead of saying
+#: nothing of it.
+WRITE_LOAD_GROWTH: Final = "write-load"
 
 
 @dataclass(frozen=True)
@@ -62,9 +71,12 @@ class ShardInfo:
         :meth:`dynashard.dynamodb.shard_metadata.ShardMetadata.set_max_shards`); None when
         the key has none and only the configured cap applies (:meth:`cap`).
     grown_for : frozenset of str
-        The throttling the scaler grew the key for, ``read`` and/or ``write``
-        (attribute ``grown_for``): a key grown for reads shrinks only on read-load
-        evidence (:func:`dynashard.planning.shrinking.plan_shrink`).
+        The throttling the scaler grew the key for, ``read`` and/or ``write``, and
+        ``write-load`` (:data:`WRITE_LOAD_GROWTH`) when a write growth was sized on the
+        write-load report (attribute ``grown_for``): a key grown for reads shrinks only
+        on read-load evidence (:func:`dynashard.planning.shrinking.plan_shrink`); a key
+        grown on the write-load report may shrink on the bound a report that leaves it
+        out gives (:func:`dynashard.planning.shrinking.shrink_cool_keys`).
 
     Examples
     --------

@@ -203,8 +203,9 @@ class DynamoDBMetadataStore:
         now : int
             Epoch seconds; becomes ``last_updated`` and a ``shard_history`` entry.
         grown_for : str, optional
-            ``read`` or ``write``: the throttling a scaler's growth is for, added to the
-            string set ``grown_for``.
+            ``read``, ``write`` or ``write-load``: the throttling a scaler's growth is
+            for (:data:`~dynashard.core.shard_info.GrowthReason`), added to the string
+            set ``grown_for``.
 
         Returns
         -------

@@ -18,10 +18,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from dynashard.core.keys import MAX_SHARD_COUNT, physical_key, split_physical_key
-from dynashard.core.shard_info import GrowthResult, ShardInfo
+from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
 from dynashard.core.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
 from dynashard.dynamodb.metadata_store import MetadataStore
 from dynashard.errors import (
@@ -190,7 +190,7 @@ class ShardMetadata:
         target: int,
         max_attempts: int = 5,
         *,
-        reason: Literal["read", "write"] | None = None,
+        reason: GrowthReason | None = None,
     ) -> GrowthResult:
         """Raise a key's N to ``target`` (never lowers it), honouring the cooldown.
 
@@ -208,9 +208,10 @@ class ShardMetadata:
             ``max_shards``).
         max_attempts : int
             Conditional-update attempts before giving up.
-        reason : {"read", "write"}, optional
-            The throttling the growth is for (the scaler's alarm kind), added to the
-            key's ``grown_for`` when N changes: a key grown for reads shrinks only on
+        reason : {"read", "write", "write-load"}, optional
+            The throttling the growth is for (the scaler's alarm kind, ``write-load``
+            for a write growth sized on the write-load report), added to the key's
+            ``grown_for`` when N changes: a key grown for reads shrinks only on
             read-load evidence (:func:`dynashard.planning.shrinking.plan_shrink`).
 
         Returns

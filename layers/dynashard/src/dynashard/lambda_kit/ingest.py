@@ -183,6 +183,7 @@ def log_write_load(
     redelivered: Sequence[bool] = (),
     key_of: Callable[[Event], str] | None = None,
     schema: TableSchema = DEFAULT_SCHEMA,
+    parts: int = 1,
 ) -> None:
     """Log what this invocation was offered, one ``write load`` line per logical key.
 
@@ -211,6 +212,10 @@ def log_write_load(
         payload are part of its size, so of its write units
         (:func:`~dynashard.dynamodb.writer.event_write_units`). dynashard's own by
         default.
+    parts : int
+        Parts of the key space the stack's write-load rule is split into
+        (``DYNASHARD_WRITE_LOAD_PARTS``): each line carries its key's part
+        (:func:`dynashard.core.load.write_load_part`), which one part's rule counts.
     """
     from dynashard.dynamodb.writer import event_write_units
 
@@ -226,7 +231,7 @@ def log_write_load(
 
     key = key_of or _own_key
     writes = ((key(e), units(e), again) for e, again in zip(events, flags, strict=False))
-    for load in summarize_write_load(writes):
+    for load in summarize_write_load(writes, parts):
         logger.info(WRITE_LOAD_MESSAGE, extra=load.log_fields())
 
 
@@ -261,6 +266,7 @@ def write_events(
     bucket: TimeBucket,
     key_of: Callable[[Event], str] | None = None,
     schema: TableSchema = DEFAULT_SCHEMA,
+    parts: int = 1,
 ) -> list[OutcomeLike]:
     """Write the events of a request with one bulk write, logging its write load.
 
@@ -279,6 +285,8 @@ def write_events(
     schema : TableSchema
         The data table's key schema, which sizes the write load (see
         :func:`log_write_load`).
+    parts : int
+        Parts of the write-load rule's key space (see :func:`log_write_load`).
 
     Returns
     -------
@@ -290,7 +298,7 @@ def write_events(
     DynashardError
         If the write as a whole failed (nothing is known to be durable).
     """
-    log_write_load(logger, events, bucket, key_of=key_of, schema=schema)
+    log_write_load(logger, events, bucket, key_of=key_of, schema=schema, parts=parts)
     outcomes = list(writer.put_events(events))
     log_write_refused(logger, outcomes)
     return outcomes
@@ -342,6 +350,7 @@ def write_batch(
     redelivered: Collection[str] = (),
     key_of: Callable[[Event], str] | None = None,
     schema: Callable[[], TableSchema] | None = None,
+    parts: int = 1,
 ) -> BatchResult:
     """Parse every record, write the valid events at once, return each record's fate.
 
@@ -378,6 +387,8 @@ def write_batch(
         Returns the data table's key schema, which sizes the write load (see
         :func:`log_write_load`); called, as ``bucket``, only when a record holds a valid
         event. None: dynashard's own.
+    parts : int
+        Parts of the write-load rule's key space (see :func:`log_write_load`).
 
     Returns
     -------
@@ -405,7 +416,7 @@ def write_batch(
     events = [event for _, event in valid]
     flags = [i in redelivered for i, _ in valid]
     table_schema = DEFAULT_SCHEMA if schema is None else schema()
-    log_write_load(logger, events, bucket(), flags, key_of=key_of, schema=table_schema)
+    log_write_load(logger, events, bucket(), flags, key_of=key_of, schema=table_schema, parts=parts)
     try:
         outcomes = writer.put_events(events)
     except DynashardError as exc:

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dynashard import names
+from dynashard.core.load import MAX_WRITE_LOAD_PARTS
 from dynashard.core.retry import Backoff
 
 if TYPE_CHECKING:
@@ -160,6 +161,12 @@ class FunctionSettings(TableSchemaSettings):
     shrink_cool_period_s : float
         Seconds a key's load must stay below the low-water mark, at least 60 (one
         Contributor Insights period).
+    write_load_parts : int
+        Parts of the key space the stack's write-load rule is split into, one rule each
+        (``DYNASHARD_WRITE_LOAD_PARTS``, 1 to
+        :data:`~dynashard.core.load.MAX_WRITE_LOAD_PARTS`): the ingest functions put
+        each key's part (:func:`~dynashard.core.load.write_load_part`) in its ``write
+        load`` line.
     key_settings : str
         The stack's settings of keys known at deploy time, JSON
         (``DYNASHARD_KEY_SETTINGS``; :mod:`dynashard.lambda_kit.key_settings`); empty:
@@ -204,6 +211,10 @@ class FunctionSettings(TableSchemaSettings):
     )
     shrink_cool_period_s: float = Field(
         1800.0, ge=60, validation_alias=names.ENV_SHRINK_COOL_PERIOD_S
+    )
+
+    write_load_parts: int = Field(
+        1, ge=1, le=MAX_WRITE_LOAD_PARTS, validation_alias=names.ENV_WRITE_LOAD_PARTS
     )
 
     key_settings: str = Field("", validation_alias=names.ENV_KEY_SETTINGS)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from dynashard import names
 from dynashard.core.keys import MAX_SHARD_COUNT
+from dynashard.core.shard_info import WRITE_LOAD_GROWTH
 from dynashard.core.throttling import (
     DIM_INDEX_NAME,
     DIM_TABLE_NAME,
@@ -56,7 +57,7 @@ from dynashard.planning.shards import (
 )
 
 if TYPE_CHECKING:
-    from dynashard.core.shard_info import GrowthResult, ShardInfo
+    from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
 
 _log = logging.getLogger(__name__)
 
@@ -439,9 +440,7 @@ class ScalerPort(Protocol):
         """Read a key's shard metadata."""
         ...
 
-    def grow(
-        self, key: str, target: int, *, reason: Literal["read", "write"] | None = None
-    ) -> GrowthResult:
+    def grow(self, key: str, target: int, *, reason: GrowthReason | None = None) -> GrowthResult:
         """Raise a key's N to ``target`` (conditional, honours the cooldown), for ``reason``."""
         ...
 
@@ -851,7 +850,11 @@ def grow_keys(
         this module's :mod:`logging` logger.
     kind : {"write", "read"}
         The throttled operation, passed to :meth:`ScalerPort.grow` as ``reason`` (a
-        key grown for reads then shrinks only on read-load evidence).
+        key grown for reads then shrinks only on read-load evidence); a write growth
+        planned on the write-load report's figure (basis ``offered``) passes
+        ``write-load`` instead (:data:`~dynashard.core.shard_info.WRITE_LOAD_GROWTH`):
+        the report named the key, so its writes are logged, and a later report that
+        leaves it out bounds its load.
 
     Returns
     -------
@@ -893,7 +896,10 @@ def grow_keys(
             if target <= current:
                 skipped.append(KeySkip(key, f"{demand:.0f} units/s fits {current} shard(s)"))
                 continue
-            result = facade.grow(key, target, reason=kind)
+            reason: GrowthReason = (
+                WRITE_LOAD_GROWTH if kind == "write" and basis == "offered" else kind
+            )
+            result = facade.grow(key, target, reason=reason)
         except CooldownActiveError as exc:
             skipped.append(KeySkip(key, exc.message))
             continue

@@ -28,10 +28,20 @@ does not throttle it.
 Never on missing data: a key absent from the write-load report is *unknown*, not
 idle, and is kept (the report only sees what the ingest functions logged: a key
 written by other means, a counter (``COUNTER#...``), a key only read, or a key cut
-from a top-N report are all absent). The bound a truncated report gives
-(:attr:`LoadHistory.unreported_units_per_s`) is reported, not acted on. The price:
-a key that stopped receiving writes altogether keeps its count until an operator
-lowers it (``dynashard resize``).
+from a top-N report are all absent). One exception, on evidence: a key the scaler
+grew on the write-load report's own figure (``grown_for`` holds ``write-load``,
+:data:`~dynashard.core.shard_info.WRITE_LOAD_GROWTH`) was named by that report, so
+the ingest functions log its writes; absent from a later report, it wrote no more
+than the report's smallest named total, so its peak is bounded
+(:meth:`LoadHistory.bound`) and the key shrinks when that bound is below its
+low-water mark. A report names at most 100 keys, so with hundreds of keys hot that
+bound is far above any mark; the stack therefore splits the write-load rule into
+parts by a hash of the key (:func:`dynashard.core.load.write_load_part`), one report
+per part, and a key is bounded by its own part's 100th contributor
+(:meth:`LoadHistory.from_parts`). A key grown otherwise (estimated from throttling, in
+band by a writer, or before ``write-load`` was recorded) keeps the old rule: absent
+is unknown, and if it stopped receiving writes altogether it keeps its count until an
+operator lowers it (``dynashard resize``).
 
 Reads too: the write-load report says nothing of reads, and a key grown by a read
 key-range alarm (``ShardInfo.grown_for`` holds ``read``) is shrunk only when a
@@ -52,6 +62,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dynashard import names
+from dynashard.core.load import write_load_part
+from dynashard.core.shard_info import WRITE_LOAD_GROWTH
 from dynashard.core.strategies import Strategy
 from dynashard.errors import DynashardError, InvalidInputError
 from dynashard.planning.scaling import ErrorLog, KeySkip
@@ -69,7 +81,7 @@ HISTORY_PERIOD_S: Final = 60
 # --- what the policy reads ---------------------------------------------------------------
 @dataclass(frozen=True)
 class LoadHistory:
-    """Peak offered load per logical key over a window, from a top-N report.
+    """Peak offered load per logical key over a window, from one or more top-N reports.
 
     Attributes
     ----------
@@ -83,14 +95,50 @@ class LoadHistory:
         Upper bound of the peak of any key missing from the report, units/s: 0 when
         the report named every contributor, else the smallest reported window total
         over ``period_s`` (a key left out summed no more than that over the window,
-        so no single period of it held more).
+        so no single period of it held more). Over several parts: the largest of
+        their bounds. ``math.inf`` (the default) when nothing is known of the keys it
+        leaves out: a history that does not state a bound gives none, so no absent
+        key is ever taken for idle by omission.
+    part_bounds : tuple of float
+        Per part of the key space, that part's report's bound (as
+        ``unreported_units_per_s``), part 0 first; empty for one report over every
+        key. A key absent from its part's report is bounded by its own part's
+        (:meth:`bound`, :func:`dynashard.core.load.write_load_part`).
     """
 
     start: datetime
     end: datetime
     period_s: int
     peak_units_per_s: Mapping[str, float] = field(default_factory=dict)
-    unreported_units_per_s: float = 0.0
+    unreported_units_per_s: float = math.inf
+    part_bounds: tuple[float, ...] = ()
+
+    def bound(self, key: str) -> float:
+        """Return the upper bound of a key's peak should the reports leave it out, units/s.
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        float
+            Its part's bound (:attr:`part_bounds`), or :attr:`unreported_units_per_s`
+            with one report.
+
+        Examples
+        --------
+        >>> from datetime import UTC, datetime
+        >>> t = datetime(2013, 1, 1, tzinfo=UTC)
+        >>> h = LoadHistory(t, t, 60, {}, 9.0, part_bounds=(9.0, 0.5))
+        >>> from dynashard.core.load import write_load_part
+        >>> write_load_part("COOL", 2), h.bound("COOL")
+        (1, 0.5)
+        """
+        if self.part_bounds:
+            return self.part_bounds[write_load_part(key, len(self.part_bounds))]
+        return self.unreported_units_per_s
 
     def peak(self, key: str) -> float:
         """Return a key's peak load, units/s (the bound for a key not reported).
@@ -105,7 +153,7 @@ class LoadHistory:
         float
             Units per second.
         """
-        return self.peak_units_per_s.get(key, self.unreported_units_per_s)
+        return self.peak_units_per_s.get(key, self.bound(key))
 
     @classmethod
     def from_report(
@@ -115,6 +163,7 @@ class LoadHistory:
         period_s: int,
         contributors: Mapping[str, tuple[float, Sequence[float]]],
         unique_count: int | None = None,
+        max_contributors: int | None = None,
     ) -> LoadHistory:
         """Build the history from a Contributor Insights report (``GetInsightRuleReport``).
 
@@ -129,7 +178,12 @@ class LoadHistory:
             ``ApproximateValue`` of each of its ``Datapoints``), units.
         unique_count : int, optional
             ``ApproximateUniqueCount``: how many contributors the window had; more than
-            ``len(contributors)`` means the report was cut at its top N.
+            ``len(contributors)`` means the report was cut at its top N. None (not
+            given) counts as cut whenever any contributor is named: the bound is
+            acted on, so what is not known to be whole is taken as cut.
+        max_contributors : int, optional
+            The ``MaxContributorCount`` asked: a report that names that many is taken
+            as cut whatever ``unique_count`` says (it is approximate).
 
         Returns
         -------
@@ -147,9 +201,58 @@ class LoadHistory:
         peaks = {
             k: max(points, default=total) / period_s for k, (total, points) in contributors.items()
         }
-        truncated = unique_count is not None and unique_count > len(contributors)
+        named = len(contributors)
+        truncated = named > 0 and (
+            unique_count is None
+            or unique_count > named
+            or (max_contributors is not None and named >= max_contributors)
+        )
         bound = min((t for t, _ in contributors.values()), default=0.0) if truncated else 0.0
         return cls(start, end, period_s, peaks, bound / period_s)
+
+    @classmethod
+    def from_parts(cls, parts: Sequence[LoadHistory]) -> LoadHistory:
+        """Join the histories of the parts of the key space, part 0 first.
+
+        Each part's report names its own keys (every key is in exactly one part,
+        :func:`dynashard.core.load.write_load_part`), so the peaks are their union and
+        each part keeps its own bound (:attr:`part_bounds`).
+
+        Parameters
+        ----------
+        parts : sequence of LoadHistory
+            One per part, in part order, over the same window and period.
+
+        Returns
+        -------
+        LoadHistory
+            The joined history; the one history itself when there is one part.
+
+        Raises
+        ------
+        ValueError
+            If ``parts`` is empty.
+
+        Examples
+        --------
+        >>> from datetime import UTC, datetime
+        >>> t = datetime(2013, 1, 1, tzinfo=UTC)
+        >>> a = LoadHistory(t, t, 60, {"A": 5.0}, 2.0)
+        >>> b = LoadHistory(t, t, 60, {"B": 900.0}, 0.0)
+        >>> h = LoadHistory.from_parts([a, b])
+        >>> sorted(h.peak_units_per_s), h.part_bounds, h.unreported_units_per_s
+        (['A', 'B'], (2.0, 0.0), 2.0)
+        """
+        if not parts:
+            raise ValueError("no part to join")
+        if len(parts) == 1:
+            return parts[0]
+        peaks: dict[str, float] = {}
+        for part in parts:
+            peaks.update(part.peak_units_per_s)
+        bounds = tuple(p.unreported_units_per_s for p in parts)
+        first = parts[0]
+        return cls(first.start, first.end, first.period_s, peaks, max(bounds), bounds)
 
 
 class LoadHistorySource(Protocol):
@@ -269,9 +372,12 @@ class ShrinkPlan:
     target : int
         N to shrink to; equal to ``current`` when the key is kept.
     peak_units_per_s : float
-        Its peak offered load in the cool period, WCU/s.
+        Its peak offered load in the cool period, WCU/s (its bound when ``bounded``).
     reason : str
         Why it is kept, or ``"cool"``.
+    bounded : bool
+        True when the key was absent from its write-load report and
+        ``peak_units_per_s`` is the bound that report gives (:meth:`LoadHistory.bound`).
     """
 
     key: str
@@ -279,6 +385,7 @@ class ShrinkPlan:
     target: int
     peak_units_per_s: float
     reason: str
+    bounded: bool = False
 
     @property
     def shrinks(self) -> bool:
@@ -298,21 +405,30 @@ class KeyShrink:
         N before and after.
     peak_units_per_s : float
         The peak load of the cool period it was planned for, WCU/s.
+    bounded : bool
+        True when that peak is the bound of a report that left the key out.
     """
 
     key: str
     previous: int
     current: int
     peak_units_per_s: float
+    bounded: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"key", "previous", "current", "peak_units_per_s"}`` (peak to 0.1)."""
-        return {
+        """Return ``{"key", "previous", "current", "peak_units_per_s"}`` (peak to 0.1).
+
+        A shrink planned on a bound also has ``"bounded": true``.
+        """
+        out: dict[str, Any] = {
             "key": self.key,
             "previous": self.previous,
             "current": self.current,
             "peak_units_per_s": round(self.peak_units_per_s, 1),
         }
+        if self.bounded:
+            out["bounded"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -387,6 +503,8 @@ def plan_shrink(
     now_s: float,
     settings: ShrinkSettings,
     read_peak_units_per_s: float | None = None,
+    *,
+    bounded: bool = False,
 ) -> ShrinkPlan:
     """Decide whether one key shrinks, and to what.
 
@@ -404,6 +522,10 @@ def plan_shrink(
     read_peak_units_per_s : float or None
         Its peak read load over the cool period, RCU/s, when a read-load history
         reported it; None: no read evidence (a key grown for reads is then kept).
+    bounded : bool
+        True when ``peak_units_per_s`` is not the key's measured peak but the bound of
+        a report that left it out (:meth:`LoadHistory.bound`): planned the same way,
+        said so in the plan.
 
     Returns
     -------
@@ -453,7 +575,7 @@ def plan_shrink(
     peak = 0.0 if peak_units_per_s is None else peak_units_per_s
 
     def keep(reason: str) -> ShrinkPlan:
-        return ShrinkPlan(info.key, current, current, peak, reason)
+        return ShrinkPlan(info.key, current, current, peak, reason, bounded)
 
     if current <= settings.default_shards:
         return keep(f"at the default count {settings.default_shards}")
@@ -472,8 +594,9 @@ def plan_shrink(
         )
     if "read" in info.grown_for and read_peak_units_per_s is None:
         return keep("grown for read key-range throttling, and no read-load figure shows it cool")
+    what = "bound (absent from its write-load report)" if bounded else "peak"
     needed = [
-        _needed(current, peak, settings.partition_wcu, "WCU/s", low, settings),
+        _needed(current, peak, settings.partition_wcu, "WCU/s", low, settings, what),
     ]
     if read_peak_units_per_s is not None:
         needed.append(
@@ -484,18 +607,24 @@ def plan_shrink(
             return keep(count_or_reason)
     target = max([settings.default_shards, *(n for n in needed if isinstance(n, int))])
     if target >= current:
-        return keep(f"peak {peak:.1f} WCU/s needs {current} shard(s)")
-    return ShrinkPlan(info.key, current, target, peak, "cool")
+        return keep(f"{what} {peak:.1f} WCU/s needs {current} shard(s)")
+    return ShrinkPlan(info.key, current, target, peak, "cool", bounded)
 
 
 def _needed(
-    current: int, peak: float, limit: float, unit: str, low: float, settings: ShrinkSettings
+    current: int,
+    peak: float,
+    limit: float,
+    unit: str,
+    low: float,
+    settings: ShrinkSettings,
+    what: str = "peak",
 ) -> int | str:
     """Return the count a peak needs, or why it is not below its low-water mark."""
     low_water = current * limit * low
     if peak >= low_water:
         return (
-            f"peak {peak:.1f} {unit} is not below the low-water mark "
+            f"{what} {peak:.1f} {unit} is not below the low-water mark "
             f"{low_water:.1f} {unit} ({current} x {limit:g} x {low:g})"
         )
     return plan_shard_count(1, peak, limit, settings.target_utilization, settings.max_shards)
@@ -559,13 +688,22 @@ def shrink_cool_keys(
     kept: list[KeySkip] = []
     errors: list[str] = []
     for info in candidates:
-        # A key absent from a report is unknown (None), never idle.
+        # A key absent from a report is unknown (None), never idle, unless the report
+        # named it when it grew: then its writes are logged, and its part's report
+        # bounds what it can have written.
+        peak = load.peak_units_per_s.get(info.key)
+        bounded = (
+            peak is None
+            and WRITE_LOAD_GROWTH in info.grown_for
+            and math.isfinite(load.bound(info.key))
+        )
         plan = plan_shrink(
             info,
-            load.peak_units_per_s.get(info.key),
+            load.bound(info.key) if bounded else peak,
             now.timestamp(),
             settings,
             None if reads is None else reads.peak_units_per_s.get(info.key),
+            bounded=bounded,
         )
         if not plan.shrinks:
             kept.append(KeySkip(info.key, plan.reason))
@@ -579,7 +717,7 @@ def shrink_cool_keys(
             continue
         if result.changed:
             shrunk.append(
-                KeyShrink(info.key, result.previous, result.current, plan.peak_units_per_s)
+                KeyShrink(info.key, result.previous, result.current, plan.peak_units_per_s, bounded)
             )
         else:
             kept.append(KeySkip(info.key, result.reason))
