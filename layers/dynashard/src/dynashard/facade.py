@@ -741,7 +741,7 @@ class Dynashard:
         self._ensure_checked()
         return survey_bare_key(self.client, self.config.data_table, key, self.config.schema)
 
-    def adopt(self, key: str, *, survey: bool = True) -> ShardInfo:
+    def adopt(self, key: str, *, survey: bool | BareKeySurvey = True) -> ShardInfo:
         """Adopt a key whose items already sit under its bare partition key.
 
         See :meth:`ShardMetadata.adopt`: the items stay where they are, every read
@@ -755,11 +755,12 @@ class Dynashard:
         key : str
             Logical key, the bare partition key of the existing items (a counter's is
             ``COUNTER#{name}``).
-        survey : bool
-            Read every sort key under the bare key first (:meth:`survey_bare_key`) and
-            refuse the adoption if the codec cannot read one; a counter's key
+        survey : bool or BareKeySurvey
+            True: read every sort key under the bare key first (:meth:`survey_bare_key`)
+            and refuse the adoption if the codec cannot read one; a counter's key
             (``COUNTER#...``) is never surveyed (its bare item is a counter, not events).
-            False skips the survey (the caller has just made one).
+            A survey the caller has just made is checked instead of making another;
+            False skips the check.
 
         Returns
         -------
@@ -776,12 +777,12 @@ class Dynashard:
         MetadataError
             If the metadata table fails, or every conditional write lost its race.
         """
-        if survey and not key.startswith(names.COUNTER_PREFIX):
+        found = survey if not isinstance(survey, bool) else None
+        if survey is True and not key.startswith(names.COUNTER_PREFIX):
             found = self.survey_bare_key(key)
-            if not found.readable:
-                raise InvalidInputError(
-                    "key", found.refusal(self.config.schema.sort_key_codec.name)
-                )
+        if found is not None and not found.readable:
+            codec = self.config.schema.sort_key_codec.name
+            raise InvalidInputError("key", found.refusal(codec))
         return self.metadata.adopt(key)
 
     def shrink(self, key: str, target: int) -> GrowthResult:

@@ -357,17 +357,13 @@ def adopt(
 ) -> None:
     """Adopt a key with items under its bare partition key."""
     from dynashard import names
-    from dynashard.errors import InvalidInputError
 
     ds = options(ctx).facade()
     survey = None
     try:
         if not key.startswith(names.COUNTER_PREFIX):
-            survey = ds.survey_bare_key(key)
-            if not survey.readable:
-                codec = ds.config.schema.sort_key_codec.name
-                raise InvalidInputError("key", survey.refusal(codec))
-        info = ds.adopt(key, survey=False)
+            survey = ds.survey_bare_key(key)  # printed below; adopt checks it
+        info = ds.adopt(key, survey=survey if survey is not None else False)
     finally:
         ds.close()
     if json_out:
