@@ -2,11 +2,12 @@
 
 Each emulated second every logical key is offered write units (1-WCU requests); its
 writers spread them evenly over the shards their cached count names (a cache turns over
-within ``metadata_cache_ttl_s`` of a change, linearly); a key whose busiest shard gets
-more than a key range takes goes through the emulator's own token buckets
-(:meth:`sandbox.emulator.limits.Limiter.admit_requests`), and what they refuse is retried
-the next second, up to ``write_max_attempts`` attempts, then lost. Every minute the
-figures go to :class:`~bench.fleet.cloud.Figures`; the alarm of
+within ``metadata_cache_ttl_s`` of a change, linearly; under dynashard a throttled key's
+writers drop entries older than the library's ``ShardMetadata.throttle_refresh_s``); a
+key whose busiest shard gets more than a key range takes goes through the emulator's own
+token buckets (:meth:`sandbox.emulator.limits.Limiter.admit_requests`), and what they
+refuse is retried the next second, up to ``write_max_attempts`` attempts, then lost. Every
+minute the figures go to :class:`~bench.fleet.cloud.Figures`; the alarm of
 ``infra.alarm_specs.SCALER_ALARMS`` is evaluated (:meth:`AlarmSpec.is_breaching`) and
 the scaler runs: the library's own :func:`dynashard.planning.sweep.sweep` (growth and
 shrink) on :class:`~dynashard.dynamodb.shard_metadata.ShardMetadata` over an in-memory
@@ -320,6 +321,9 @@ class Run:
         self.n_old = np.full(k, start, dtype=np.int64)
         self.n_new = self.n_old.copy()
         self.t_change = np.full(k, -1e9)
+        # seconds a key's writers are ahead of the cache lifetime: a throttled writer
+        # drops an entry older than the library's throttle_refresh_s (dynashard only)
+        self.boost = np.zeros(k)
         self.n_meta = self.n_old.copy()
         self.backlog: dict[int, list[float]] = {}
         self.now = float(EPOCH0)
@@ -376,10 +380,11 @@ class Run:
         self.n_old[i] = self._writers_count(i)
         self.n_new[i] = count
         self.t_change[i] = self.now
+        self.boost[i] = 0.0
         self.n_meta[i] = count
 
     def _writers_count(self, i: int) -> int:
-        f = (self.now - self.t_change[i]) / self.ttl
+        f = (self.now - self.t_change[i] + self.boost[i]) / self.ttl
         return int(self.n_new[i] if f >= 1 else self.n_old[i])
 
     def _cache_share(self, dt: int) -> np.ndarray:
@@ -388,7 +393,7 @@ class Run:
         One second: the share at its start. A longer step: the share's mean over it (a
         change reaches the writers linearly over the cache's lifetime).
         """
-        a = (self.now - self.t_change) / self.ttl
+        a = (self.now - self.t_change + self.boost) / self.ttl
         if dt == 1:
             return np.clip(a, 0.0, 1.0)
         b = a + dt / self.ttl
@@ -479,6 +484,11 @@ class Run:
         self.last_throttled[mask] = t + dt - 1
         self.streak = np.where(mask, self.streak + dt, 0)
         self.max_streak = np.maximum(self.max_streak, self.streak)
+        if self.policy == "dynashard":
+            # ShardMetadata.refresh_after_throttle: every writer whose entry is older
+            # than throttle_refresh_s reads the count again; cache reads were spread
+            # evenly over the lifetime, so all but that share are on the new count
+            self.boost[mask] = max(0.0, self.ttl - self.meta.throttle_refresh_s)
         if self.in_band and self.policy == "dynashard":
             for i in throttled_now:
                 self.meta.request_growth(self.keys[i])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from bench import charts
 from bench.fleet import sim
 from bench.fleet.run import default_settings, run_all, targets
 from dynashard.cloudwatch.insights import InsightRuleOfferedLoad
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.planning import shards, sweep
 
 
@@ -73,6 +75,22 @@ def test_dynashards_decisions_follow_the_librarys_planning(
     # Then nothing grows, so it writes no more than no sharding at all
     assert ds["scaler_runs_that_changed_n"] == 0
     assert ds["goodput"] == patched["zipf"]["policies"]["none"]["goodput"]
+
+
+def test_throttled_writers_reread_counts_as_the_librarys_metadata_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the Zipf workload's hottest keys, under the library's refresh after throttling
+    settings = default_settings()
+    load = sim.workload("zipf", 300, 28, settings.partition_wcu)
+    refreshed = sim.simulate("dynashard", load, 300, settings, False)
+    # When the library's metadata never lets a throttled writer reread early
+    monkeypatch.setattr(sim, "ShardMetadata", partial(ShardMetadata, throttle_refresh_s=1e9))
+    cached = sim.simulate("dynashard", load, 300, settings, False)
+    # Then the hottest key throttles longer, by up to the cache lifetime less the interval
+    lag = int(cached.max_streak.max() - refreshed.max_streak.max())
+    ttl, refresh = settings.metadata_cache_ttl_s, refreshed.meta.throttle_refresh_s
+    assert 10 <= lag <= ttl - refresh
 
 
 def test_goodput_oracle_then_dynashard_then_no_sharding_on_zipf(short_run: dict[str, Any]) -> None:

@@ -94,6 +94,24 @@ def test_writer_cache_lives_at_most_its_ttl() -> None:
     assert meta.for_writer("K").number_of_shards == 5
 
 
+def test_a_throttled_writer_rereads_an_entry_older_than_the_refresh_interval() -> None:
+    store, clock = MemoryStore(), FakeClock()
+    meta = ShardMetadata(store, cache_ttl_s=30, throttle_refresh_s=5, clock=clock)
+    meta.for_writer("K")
+    store.items["K"] = replace(store.items["K"], number_of_shards=8)
+    clock.now += 4
+    assert meta.refresh_after_throttle("K") is False  # read 4 s ago: kept
+    assert meta.for_writer("K").number_of_shards == 1
+    clock.now += 1
+    gets = store.gets
+    assert meta.refresh_after_throttle("K") is True
+    assert meta.for_writer("K").number_of_shards == 8  # 5 s, not 30 s
+    assert store.gets == gets + 1
+    # the entry just read is kept: at most one read per key per interval
+    assert meta.refresh_after_throttle("K") is False
+    assert meta.refresh_after_throttle("never-cached") is False
+
+
 def test_reader_sees_a_growth_at_once_while_writers_may_lag() -> None:
     store, clock = MemoryStore(), FakeClock()
     writer_side = ShardMetadata(store, cache_ttl_s=30, clock=clock)

@@ -11,6 +11,7 @@ from dynashard import Dynashard, DynashardConfig, Event
 from dynashard.core.retry import Backoff
 from dynashard.core.shard_info import ShardInfo
 from dynashard.core.strategies import Strategy, choose_shard
+from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.dynamodb.writer import ShardedWriter
 from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
 from dynashard.planning.reads import shard_page_limit
@@ -128,6 +129,21 @@ def test_unprocessed_items_are_retried_until_durable(ddb_client: Any) -> None:
     assert all(o.ok for o in outcomes)
     assert flaky.batch_write_calls == 4
     assert len(read_all(ds)) == 25
+
+
+def test_unprocessed_items_let_the_next_write_read_a_raised_count(ddb_client: Any) -> None:
+    ds, flaky = flaky_facade(ddb_client)
+    now = [1_000_000.0]
+    ds.metadata.clock = lambda: now[0]
+    ds.put_events(make_events(4))  # caches the key's count (1)
+    other = ShardMetadata(ds.metadata.store, cooldown_s=0, clock=lambda: now[0])
+    key = make_events(1)[0].key
+    now[0] += ds.metadata.throttle_refresh_s
+    other.grow(key, 8)  # the scaler raises N; the writer's entry has 25 s to live
+    flaky.unprocessed_rounds = 1
+    assert all(o.ok for o in ds.put_events(make_events(6)[4:]))
+    # the throttled writer dropped its entry: its next events use the new count
+    assert ds.metadata.for_writer(key).number_of_shards == 8
 
 
 def test_items_still_unprocessed_after_all_retries_are_reported(ddb_client: Any) -> None:

@@ -61,6 +61,12 @@ class ShardMetadata:
         Returns epoch seconds (float); injectable for tests.
     sleep : callable
         Sleeps for the random back-off between racing growers; injectable for tests.
+    throttle_refresh_s : float
+        After throttling on a key, a writer drops its cached entry once it is this
+        many seconds old (:meth:`refresh_after_throttle`), so a count the scaler just
+        raised reaches a throttled writer within this many seconds rather than within
+        ``cache_ttl_s``; at most one ``GetItem`` per throttled key per container per
+        this many seconds. 5 s by default.
 
     Examples
     --------
@@ -101,6 +107,7 @@ class ShardMetadata:
     cache_ttl_s: float = 30.0
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
+    throttle_refresh_s: float = 5.0
     _cache: dict[str, _CacheEntry] = field(default_factory=dict, init=False, repr=False)
     _growth_requested: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -183,6 +190,40 @@ class ShardMetadata:
         """
         with self._lock:
             self._cache.pop(key, None)
+
+    def refresh_after_throttle(self, key: str) -> bool:
+        """Drop a throttled key's cached entry once it is ``throttle_refresh_s`` old.
+
+        A writer whose writes of ``key`` were throttled calls this, so its next write
+        of the key reads the metadata again: when the scaler (or another writer) has
+        just raised N, the throttled writer spreads over the new count within
+        ``throttle_refresh_s`` seconds instead of within ``cache_ttl_s``. An entry
+        read more recently is kept, which bounds the extra reads to one ``GetItem``
+        per throttled key per container per ``throttle_refresh_s`` seconds (the fleet
+        simulation's figures: docs/fleet-scale.md). Readers are unaffected: they never
+        use the cache.
+
+        Parameters
+        ----------
+        key : str
+            Logical key whose writes were throttled (``UnprocessedItems`` or a
+            throttling error).
+
+        Returns
+        -------
+        bool
+            True when the entry was dropped (the next write reads the table).
+        """
+        now = self.clock()
+        with self._lock:
+            entry = self._cache.get(key)
+            if (
+                entry is None
+                or now - (entry.expires_at - self.cache_ttl_s) < self.throttle_refresh_s
+            ):
+                return False
+            del self._cache[key]
+            return True
 
     def grow(
         self,

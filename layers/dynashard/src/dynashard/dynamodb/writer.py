@@ -635,6 +635,7 @@ class ShardedWriter:
             pending = list(response.get("UnprocessedItems", {}).get(self.table_name, []))  # type: ignore[arg-type]
             if not pending:
                 return {}
+            self._refresh_counts(pending)
             last_error = "UnprocessedItems: still throttled after all retries"
         return {item_key(r["PutRequest"]["Item"]): last_error for r in pending}
 
@@ -740,6 +741,7 @@ class ShardedWriter:
                 self.throttles[response["Error"]["Code"]] += 1
             for reason in reasons:
                 self.throttles[reason.reason] += 1
+        self._refresh_counts(pending)
         if not self.grow_on_key_range_throttle or classify(reasons) is not ThrottleKind.KEY_RANGE:
             return
         if not any(r.is_key_range and r.is_write for r in reasons):
@@ -752,6 +754,18 @@ class ShardedWriter:
                 # Growth is a side effect of the write; the write goes on retrying
                 # and its outcome stands. The failure is logged, not lost.
                 _log.warning("in-band shard growth of %r failed: %s", logical, exc)
+
+    def _refresh_counts(self, pending: list[dict[str, Any]]) -> None:
+        """Let the next writes of the throttled items' keys read their counts again.
+
+        :meth:`ShardMetadata.refresh_after_throttle` per logical key: a count raised
+        while these items were refused reaches this container's next events within
+        seconds, not within the cache lifetime. The items themselves keep their shard
+        (their retries are the same requests).
+        """
+        key_attr = self.schema.key_attr
+        for logical in {r["PutRequest"]["Item"][key_attr]["S"] for r in pending}:
+            self.metadata.refresh_after_throttle(logical)
 
     def _item_key(self, item: dict[str, Any]) -> tuple[str, str]:
         """Return an item's primary key values: (partition key, sort key text)."""
