@@ -48,6 +48,8 @@ the run; nothing is hard-coded.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
 import socket
 import subprocess
@@ -1011,9 +1013,17 @@ def main(argv: list[str] | None = None) -> int:
         help="run the emulator as a child process (default) or in this process",
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 600 events, 2 reps")
+    parser.add_argument("--hedge-reps", type=int, default=HEDGE_REPS)
+    parser.add_argument(
+        "--hedging-only",
+        action="store_true",
+        help="run only the hedging section and replace it in the results file",
+    )
     args = parser.parse_args(argv)
     if args.quick:
-        args.sample, args.reps, args.gather_span_reps = 600, 2, 1
+        args.sample, args.reps, args.gather_span_reps, args.hedge_reps = 600, 2, 1, 2
+    if args.hedging_only:
+        return hedging_only(args)
     wall0 = time.monotonic()
     load_before = load_average()
     events = load_events(args.sample)
@@ -1064,6 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  round {rep + 1}: {time.monotonic() - wall0:.0f} s", flush=True)
             facade_bucket = str(facade.config.bucket_of(logical_key(1, tag)))
             facade.close()
+            hedging = run_hedging(endpoint, tables, events, tag, args.hedge_reps, args.pages)
     runs = [summarize(c) for c in cells]
     targets = evaluate_targets(runs, [w.name for w in windows])
     all_windows = [*windows, cool_hour]
@@ -1136,6 +1147,7 @@ def main(argv: list[str] | None = None) -> int:
         "retries": sum(t.retries for c in cells for t in c.tallies),
         "runs": runs,
         "targets": targets,
+        "hedging": hedging,
         "total_wall_s": round(time.monotonic() - wall0, 1),
     }
     write_result(args.output, result)
@@ -1154,6 +1166,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"auto took {row.get('auto_paths')}"
             )
     print(f"targets: {targets['met']}")
+    print_hedging(hedging)
     print(f"wrote {args.output.name} in {result['total_wall_s']:.0f} s")
     return 0
 
@@ -1204,6 +1217,226 @@ def check_pages(cells: list[Cell]) -> None:
 def _non_empty(pages: list[list[str]] | None) -> list[list[str]]:
     """Pages without the empty last page a plain Query's ``LastEvaluatedKey`` can lead to."""
     return [p for p in pages or [] if p]
+
+
+# --- Hedged shard queries (issue 29) -------------------------------------------------
+#
+# A section of its own: its keys, its facades (hedging off and on), its cells and its
+# part of reads.json ("hedging"), so the rest of the benchmark is unchanged by it.
+
+#: Shard counts of the hedging comparison.
+HEDGE_SHARD_COUNTS = (1, 8, 32, 64)
+#: Read sequences per cell: p99 needs samples (REPS x PAGES would leave it the maximum).
+HEDGE_REPS = 60
+#: Workers of the hedging facades: the largest fan-out plus room for its hedges.
+HEDGE_WORKERS = 80
+#: The hedging targets (issue 29): p99 at N = 32 with hedging within this factor of the
+#: unsharded p99, for at most this much more RCU than without hedging.
+HEDGE_P99_OVER_UNSHARDED_MAX = 1.5
+HEDGE_RCU_OVERHEAD_MAX = 0.05
+
+
+def hedge_key(shards: int, tag: str) -> str:
+    return f"HEDGE#{ORIGIN}#{tag}#N{shards}"
+
+
+def write_hedge_keys(
+    endpoint_url: str, tables: tuple[str, str], events: list[dict[str, Any]], tag: str
+) -> int:
+    """Write the day window's events onto one key per N of :data:`HEDGE_SHARD_COUNTS`."""
+    day = Window("day", *local_day_window(DAY))
+    lo, hi = day.bounds
+    chosen = [e for e in events if lo <= str(e["ts"]) < hi]
+    config = DynashardConfig(*tables, endpoint_url=endpoint_url, in_band_growth=False)
+    ds = Dynashard(config, client=local_client(endpoint_url, max_pool_connections=24))
+    try:
+        for n in HEDGE_SHARD_COUNTS:
+            key = hedge_key(n, tag)
+            if n > 1:
+                ds.set_shard_count(key, n)
+            batch = [Event(key=key, id=e["id"], ts=e["ts"], data=e["data"]) for e in chosen]
+            failed = [o for o in ds.put_events(batch) if not o.ok]
+            if failed:
+                raise RuntimeError(f"{len(failed)} writes failed, e.g. {failed[0].error}")
+    finally:
+        ds.close()
+    return len(chosen)
+
+
+def run_hedging(
+    endpoint: str,
+    tables: tuple[str, str],
+    events: list[dict[str, Any]],
+    tag: str,
+    reps: int,
+    pages: int,
+) -> dict[str, Any]:
+    """Limit-100 pages of the day window at N = 1, 8, 32, 64, hedging off and on.
+
+    Both facades read through the emulator with its latency model on (``endpoint``) and
+    one :class:`MeteredClient`, so a hedge's read units are counted with the page's; the
+    hedging facade has :class:`~dynashard.HedgePolicy`'s defaults (p95 of the table's
+    last 256 Queries, at most 5 % of Queries hedged). Cells are interleaved round by
+    round; every page is checked against the unsharded read first.
+    """
+    from dynashard import HedgePolicy
+
+    written = write_hedge_keys(endpoint, tables, events, tag)
+    day = Window("day", *local_day_window(DAY))
+    lo, hi = day.bounds
+    metered = MeteredClient(local_client(endpoint, max_pool_connections=HEDGE_WORKERS + 8))
+    client = cast("DynamoDBClient", metered)
+    facades = {
+        mode: Dynashard(
+            DynashardConfig(
+                *tables,
+                endpoint_url=endpoint,
+                max_workers=HEDGE_WORKERS,
+                hedging=HedgePolicy() if mode == "on" else None,
+            ),
+            client=client,
+        )
+        for mode in ("off", "on")
+    }
+    plain = PlainQueryReader(metered, tables[0])
+    unsharded_pk = physical_key(hedge_key(1, tag), 0)
+
+    def plain_read(cursor: Any) -> PageRead:
+        return plain.page(unsharded_pk, lo, hi, LIMIT, cursor)
+
+    cells = [Cell("unsharded", 1, day, plain_read, reps, [], [])]
+    for n in HEDGE_SHARD_COUNTS:
+        for mode, facade in facades.items():
+            read = facade_reader(facade, hedge_key(n, tag), day)
+            cells.append(Cell(f"hedging-{mode}", n, day, read, reps, [], []))
+    try:
+        for cell in cells:
+            cell.pages = run_sequence(cell, metered, pages, record=False)
+            if _non_empty(cell.pages) != _non_empty(cells[0].pages):
+                raise RuntimeError(f"{cell.reader} N={cell.shards}: pages differ (hedging)")
+        hedger = facades["on"].hedger
+        assert hedger is not None
+        before = hedger.stats()
+        for _ in range(reps):
+            for cell in cells:
+                run_sequence(cell, metered, pages, record=True)
+        after = hedger.stats()
+    finally:
+        for facade in facades.values():
+            facade.close()
+    runs = [summarize(c) for c in cells]
+    return {
+        "settings": {
+            "shard_counts": list(HEDGE_SHARD_COUNTS),
+            "window": "day",
+            "events_per_key": written,
+            "limit": LIMIT,
+            "pages_per_sequence": pages,
+            "reps": reps,
+            "workers": HEDGE_WORKERS,
+            "policy": dataclasses.asdict(HedgePolicy()),
+            "latency": {
+                "model": "lognormal",
+                "median_ms": LATENCY.median_ms,
+                "sigma": LATENCY.sigma,
+            },
+        },
+        "definitions": {
+            "hedging-off/on": (
+                "Dynashard.query_events of the day window, limit 100, hedging=None / "
+                "HedgePolicy(): a shard Query unanswered after the p95 of the table's "
+                "recent Queries is sent again, first answer wins"
+            ),
+            "rcu": "ConsumedCapacity of every Query of the page, hedges included (mean)",
+            "hedger": "the hedging facade's HedgeStats over the timed pages",
+        },
+        "runs": runs,
+        "hedger": {
+            "queries": after.queries - before.queries,
+            "hedges": after.hedges - before.hedges,
+            "hedges_won": after.hedges_won - before.hedges_won,
+            "hedges_denied": after.hedges_denied - before.hedges_denied,
+            "hedge_read_units": round(after.hedge_read_units - before.hedge_read_units, 2),
+            "threshold_ms_at_end": after.threshold_ms,
+        },
+        "targets": hedging_targets(runs),
+    }
+
+
+def hedging_targets(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """p99 with hedging over the unsharded p99 per N, and hedging's RCU overhead per N."""
+    ref = find(runs, "unsharded", 1, "day")
+    rows: dict[str, Any] = {}
+    for n in HEDGE_SHARD_COUNTS:
+        off, on = find(runs, "hedging-off", n, "day"), find(runs, "hedging-on", n, "day")
+        if ref is None or off is None or on is None:
+            continue
+        rows[str(n)] = {
+            "p50_off_ms": off["p50_ms"],
+            "p50_on_ms": on["p50_ms"],
+            "p99_off_ms": off["p99_ms"],
+            "p99_on_ms": on["p99_ms"],
+            "p99_off_over_unsharded": round(off["p99_ms"] / ref["p99_ms"], 2),
+            "p99_on_over_unsharded": round(on["p99_ms"] / ref["p99_ms"], 2),
+            "rcu_off": off["rcu"],
+            "rcu_on": on["rcu"],
+            "rcu_overhead": round(on["rcu"] / off["rcu"] - 1.0, 4) if off["rcu"] else None,
+        }
+    at = rows.get("32", {})
+    return {
+        "unsharded_p50_ms": ref["p50_ms"] if ref else None,
+        "unsharded_p99_ms": ref["p99_ms"] if ref else None,
+        "p99_on_over_unsharded_max": HEDGE_P99_OVER_UNSHARDED_MAX,
+        "rcu_overhead_max": HEDGE_RCU_OVERHEAD_MAX,
+        "by_shards": rows,
+        "met": {
+            "p99_at_32_hedged_within_1.5x_unsharded": bool(at)
+            and at["p99_on_over_unsharded"] <= HEDGE_P99_OVER_UNSHARDED_MAX,
+            "rcu_at_32_within_5pct": bool(at)
+            and at["rcu_overhead"] is not None
+            and at["rcu_overhead"] <= HEDGE_RCU_OVERHEAD_MAX,
+        },
+    }
+
+
+def print_hedging(section: dict[str, Any]) -> None:
+    targets = section["targets"]
+    print(
+        f"hedging (unsharded p50 {targets['unsharded_p50_ms']} ms, "
+        f"p99 {targets['unsharded_p99_ms']} ms):"
+    )
+    print(
+        f"{'N':>4}{'p50 off':>9}{'p50 on':>9}{'p99 off':>9}{'p99 on':>9}{'rcu off':>9}{'rcu on':>9}"
+    )
+    for n, r in targets["by_shards"].items():
+        print(
+            f"{n:>4}{r['p50_off_ms']:>9.1f}{r['p50_on_ms']:>9.1f}{r['p99_off_ms']:>9.1f}"
+            f"{r['p99_on_ms']:>9.1f}{r['rcu_off']:>9.1f}{r['rcu_on']:>9.1f}"
+        )
+    print(f"hedger: {section['hedger']}; targets: {targets['met']}")
+
+
+def hedging_only(args: argparse.Namespace) -> int:
+    """Run the hedging section alone and put it into the results file's ``hedging``."""
+    wall0 = time.monotonic()
+    load_before = load_average()
+    events = load_events(args.sample)
+    tag = uuid.uuid4().hex[:6]
+    with exit_on_sigterm(), DynamoDBLocal() as ddb:
+        tables = data_and_metadata(
+            create_tables(ddb.client(), suffix=f"-hedge{tag}", specs=(DATA_TABLE, METADATA_TABLE))
+        )
+        with emulator_endpoint(ddb.endpoint_url, args.emulator) as endpoint:
+            section = run_hedging(endpoint, tables, events, tag, args.hedge_reps, args.pages)
+    section["date"] = utc_now()
+    section["machine"] = machine(load_before)
+    section["wall_s"] = round(time.monotonic() - wall0, 1)
+    result = json.loads(args.output.read_text()) if args.output.exists() else {}
+    result["hedging"] = section
+    write_result(args.output, result)
+    print_hedging(section)
+    print(f"wrote the hedging section of {args.output.name} in {section['wall_s']:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":

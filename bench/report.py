@@ -328,7 +328,83 @@ def reads_section(doc: dict[str, Any]) -> tuple[list[str], list[Target]]:
             rows,
         ),
     ]
-    return lines, reads_targets(doc)
+    hedged_lines, hedged_targets = reads_hedging(doc.get("hedging") or {})
+    return lines + hedged_lines, reads_targets(doc) + hedged_targets
+
+
+def reads_hedging(section: dict[str, Any]) -> tuple[list[str], list[Target]]:
+    """The reads' hedging section: p50/p99 and RCU per N, hedging off and on."""
+    t = section.get("targets") or {}
+    by_shards = t.get("by_shards") or {}
+    if not by_shards:
+        return [], []
+    rows = [
+        [
+            n,
+            fmt(r["p50_off_ms"]),
+            fmt(r["p50_on_ms"]),
+            fmt(r["p99_off_ms"]),
+            fmt(r["p99_on_ms"]),
+            fmt(r["p99_on_over_unsharded"]),
+            fmt(r["rcu_off"]),
+            fmt(r["rcu_on"]),
+            fmt(None if r["rcu_overhead"] is None else round(100 * r["rcu_overhead"], 1)),
+        ]
+        for n, r in by_shards.items()
+    ]
+    hedger = section.get("hedger") or {}
+    lines = [
+        "",
+        "Hedged shard Queries (day window, limit 100, latency model on): p50 and p99 of a "
+        f"page in ms, hedging off and on; unsharded p50 {fmt(t.get('unsharded_p50_ms'))} ms, "
+        f"p99 {fmt(t.get('unsharded_p99_ms'))} ms. Hedger over the timed pages: "
+        f"{hedger.get('hedges')} hedges of {hedger.get('queries')} Queries, "
+        f"{hedger.get('hedges_won')} won, {hedger.get('hedge_read_units')} RCU.",
+        "",
+        *table(
+            [
+                "N",
+                "p50 off",
+                "p50 on",
+                "p99 off",
+                "p99 on",
+                "p99 on vs unsharded",
+                "RCU off",
+                "RCU on",
+                "RCU overhead %",
+            ],
+            rows,
+        ),
+    ]
+    at = by_shards.get("32") or {}
+    out: list[Target] = []
+    limit, value = t.get("p99_on_over_unsharded_max"), at.get("p99_on_over_unsharded")
+    if limit is not None:
+        ok = value is not None and value <= limit
+        out.append(
+            Target(
+                "reads",
+                "hedged_p99_over_unsharded[day@32]",
+                target_text(limit),
+                fmt(value),
+                ok,
+                margin(limit, value, ok),
+            )
+        )
+    cap, overhead = t.get("rcu_overhead_max"), at.get("rcu_overhead")
+    if cap is not None:
+        ok = overhead is not None and overhead <= cap
+        out.append(
+            Target(
+                "reads",
+                "hedging_rcu_overhead[day@32]",
+                target_text(cap),
+                fmt(overhead),
+                ok,
+                margin(cap, overhead, ok),
+            )
+        )
+    return lines, out
 
 
 def reads_targets(doc: dict[str, Any]) -> list[Target]:

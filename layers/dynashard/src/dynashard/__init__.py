@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from dynashard.core.shard_info import GrowthResult, ShardInfo
     from dynashard.core.strategies import Strategy
     from dynashard.dynamodb.counters import CounterValue, counter_key
+    from dynashard.dynamodb.hedging import HedgePolicy
     from dynashard.dynamodb.reader import Page
     from dynashard.dynamodb.writer import WriteOutcome
     from dynashard.errors import (
@@ -85,6 +86,7 @@ _EXPORTS: dict[str, str] = {
     ),
     "MAX_PAGE_LIMIT": "dynashard.planning.reads",
     "Page": "dynashard.dynamodb.reader",
+    "HedgePolicy": "dynashard.dynamodb.hedging",
     **dict.fromkeys(("Dynashard", "DynashardConfig"), "dynashard.facade"),
     "Strategy": "dynashard.core.strategies",
     "TimeBucket": "dynashard.core.buckets",
@@ -106,6 +108,7 @@ __all__ = [
     "DynashardError",
     "Event",
     "GrowthResult",
+    "HedgePolicy",
     "InvalidInputError",
     "KeyLimitExceededError",
     "MetadataError",

@@ -28,6 +28,7 @@ from dynashard.dynamodb.bucketed_reader import BucketedReader
 from dynashard.dynamodb.counters import CounterValue, ShardedCounter, counter_key
 from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
 from dynashard.dynamodb.gsi_reader import GsiBucketReader
+from dynashard.dynamodb.hedging import HedgePolicy, QueryHedger
 from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
 from dynashard.dynamodb.planned_reader import PlannedReader
 from dynashard.dynamodb.reader import Page, ReadMemory, ShardedReader
@@ -108,6 +109,13 @@ class DynashardConfig:
         Whether the facade checks the table against ``schema`` with ``DescribeTable``
         before its first write or read (:meth:`Dynashard.check`). Off by default:
         dynashard's own stack creates its table with the default schema.
+    hedging : HedgePolicy or None
+        Hedged shard Queries of the base-table reads (:mod:`dynashard.dynamodb.hedging`,
+        after Dean and Barroso, "The Tail at Scale", CACM 2013): a shard Query still
+        unanswered after the recent p95 of the table's Query latency is sent again,
+        the first answer wins, hedges bounded by the policy's budget (5 % of the
+        Queries by default). None (the default) sends each Query once. Hedges need
+        idle workers: make ``max_workers`` cover the largest fan-out plus a few.
     """
 
     data_table: str
@@ -128,6 +136,7 @@ class DynashardConfig:
     write_backoff: Backoff = field(default_factory=Backoff)
     schema: TableSchema = DEFAULT_SCHEMA
     check_schema: bool = False
+    hedging: HedgePolicy | None = None
 
     def __post_init__(self) -> None:
         if self.max_workers < 1:
@@ -268,6 +277,8 @@ class Dynashard:
         self._checked = not config.check_schema
         #: What reads learned of each key (item size, last shard set): makes later reads cheaper.
         self.read_memory = ReadMemory()
+        #: The data table's hedging of shard Queries (latency, budget, figures); None: off.
+        self.hedger = QueryHedger(config.hedging) if config.hedging is not None else None
         self.metadata = ShardMetadata(
             store=DynamoDBMetadataStore(config.metadata_table, self.client),
             default_shards=config.default_shards,
@@ -527,6 +538,7 @@ class Dynashard:
             self.executor,
             self.read_memory,
             schema=schema,
+            hedger=self.hedger,
         )
         family = self.config.bucketed_family(key)
         if family is not None:

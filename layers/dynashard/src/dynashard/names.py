@@ -32,6 +32,8 @@ ENV_PARTITION_RCU: Final = "DYNASHARD_PARTITION_RCU"
 ENV_TARGET_UTILIZATION: Final = "DYNASHARD_TARGET_UTILIZATION"
 ENV_IN_BAND_GROWTH: Final = "DYNASHARD_IN_BAND_GROWTH"
 ENV_WRITE_MAX_ATTEMPTS: Final = "DYNASHARD_WRITE_MAX_ATTEMPTS"
+#: ``true``: base-table reads hedge late shard Queries (:mod:`dynashard.dynamodb.hedging`).
+ENV_HEDGE_READS: Final = "DYNASHARD_HEDGE_READS"
 #: The scaler's alarms, comma-separated: what its scheduled sweep asks CloudWatch about.
 ENV_SCALER_ALARM_NAMES: Final = "DYNASHARD_SCALER_ALARM_NAMES"
 #: The Contributor Insights rule that ranks logical keys by the write units the ingest

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -60,6 +60,7 @@ from dynashard.planning.reads import MAX_PAGE_LIMIT, _fill_read_units, shard_pag
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.dynamodb.hedging import QueryHedger
     from dynashard.planning.reads import ReadPlan
 
 #: Sort-key bounds of time-series items: SKs start with a year, so they sort between "0"
@@ -93,7 +94,10 @@ class Page:
         Query calls sent for this page: first pages, further pages and read-aheads (a
         shard that runs short, or whose items are filtered out, is queried again; a
         read-ahead the page turned out not to need is counted when it was already
-        sent), ``>= shards_queried``.
+        sent), ``>= shards_queried``. Hedges are not among them.
+    hedges : int
+        Second copies of those Queries sent because the first ran late
+        (:mod:`dynashard.dynamodb.hedging`); 0 without hedging.
     plan : ReadPlan or None
         The path the read took (base table or GSI1) and why, when it was planned
         (:mod:`dynashard.planning.reads`).
@@ -105,6 +109,15 @@ class Page:
     shards_queried: int = 0
     queries: int = 0
     plan: ReadPlan | None = None
+    hedges: int = 0
+
+
+class _PendingPage(Protocol):
+    """A Query in flight: a ``Future``, or a :class:`~dynashard.dynamodb.hedging.HedgedQuery`."""
+
+    def result(self) -> dict[str, Any]: ...
+
+    def cancel(self) -> bool: ...
 
 
 class _ShardStream:
@@ -137,7 +150,9 @@ class _ShardStream:
         self.order_of = reader.order_of
         #: A resumed stream of an inexact codec drops what is not past this order key.
         self.after: str | None = None
-        self.pending: Future[dict[str, Any]] | None = None
+        self.pending: _PendingPage | None = None
+        #: Hedges sent for this stream's Queries (with the reader's hedger).
+        self.hedges = 0
         #: Called after each page arrives during the merge (read-ahead policy).
         self.on_page: Callable[[_ShardStream], None] | None = None
 
@@ -153,7 +168,11 @@ class _ShardStream:
             if self.start_key is not None:
                 request["ExclusiveStartKey"] = self.start_key
             self.queries += 1
-            self.pending = self.reader.executor.submit(self._query, request)
+            hedger = self.reader.hedger
+            if hedger is None:
+                self.pending = self.reader.executor.submit(self._query, request)
+            else:
+                self.pending = hedger.submit(self.reader.executor, self._query, request)
 
     def _query(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run one Query (in a worker thread); raise ShardQueryError naming the shard."""
@@ -171,7 +190,10 @@ class _ShardStream:
         pending, self.pending = self.pending, None
         if pending is None:  # finished: nothing more to read
             return
-        response = pending.result()
+        try:
+            response = pending.result()
+        finally:
+            self.hedges += _hedged(pending)
         items = response.get("Items", [])
         order_of = self.order_of
         if self.after is not None:
@@ -196,6 +218,7 @@ class _ShardStream:
         if self.pending is not None:
             if self.pending.cancel():
                 self.queries -= 1  # never sent
+            self.hedges += _hedged(self.pending)
             self.pending = None
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -215,6 +238,11 @@ class _ShardStream:
                 return
             if self.on_page is not None:
                 self.on_page(self)
+
+
+def _hedged(pending: _PendingPage) -> int:
+    """1 if a hedge of ``pending`` was sent, else 0."""
+    return int(bool(getattr(pending, "hedged", False)))
 
 
 class QueryOptions(TypedDict, total=False):
@@ -320,6 +348,10 @@ class ShardedReader:
         The table's key schema and attribute names (:mod:`dynashard.core.schema`);
         dynashard's own by default. Its sort-key codec orders the merge; a codec whose
         sort key holds no time (``plain_string``) refuses a time window.
+    hedger : QueryHedger, optional
+        Hedges the shard Queries that run late (:mod:`dynashard.dynamodb.hedging`):
+        share one per table across a process's readers; None sends each Query once.
+        A hedge needs an idle worker: size ``executor`` to the fan-out plus a few.
     """
 
     def __init__(
@@ -330,11 +362,13 @@ class ShardedReader:
         executor: Executor,
         memory: ReadMemory | None = None,
         schema: TableSchema = DEFAULT_SCHEMA,
+        hedger: QueryHedger | None = None,
     ) -> None:
         self.client = client
         self.table_name = table_name
         self.metadata = metadata
         self.executor = executor
+        self.hedger = hedger
         self.memory = memory if memory is not None else ReadMemory()
         self.schema = schema
         self.order_of: Callable[[dict[str, Any]], str] = order_function(schema)
@@ -494,6 +528,7 @@ class ShardedReader:
             missing_shards=sorted(failures),
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
             queries=sum(stream.queries for stream in streams.values()),
+            hedges=sum(stream.hedges for stream in streams.values()),
         )
 
     @staticmethod

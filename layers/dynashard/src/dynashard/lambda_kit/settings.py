@@ -171,6 +171,11 @@ class FunctionSettings(TableSchemaSettings):
         The stack's settings of keys known at deploy time, JSON
         (``DYNASHARD_KEY_SETTINGS``; :mod:`dynashard.lambda_kit.key_settings`); empty:
         none. The ingest functions create those keys with them before their first write.
+    hedge_reads : bool
+        Whether base-table reads hedge late shard Queries (``DYNASHARD_HEDGE_READS``,
+        :class:`~dynashard.dynamodb.hedging.HedgePolicy`'s defaults: p95 delay, at most
+        5 % of Queries hedged); off by default (bench/results/reads.json, ``hedging``).
+        The stack does not set it: set it on a function to try it.
     partition_key_attr, sort_key_attr, sort_key_codec, gsi_name, ... : str
         The data table's key schema, as :class:`TableSchemaSettings` reads it.
 
@@ -219,6 +224,8 @@ class FunctionSettings(TableSchemaSettings):
 
     key_settings: str = Field("", validation_alias=names.ENV_KEY_SETTINGS)
 
+    hedge_reads: bool = Field(False, validation_alias=names.ENV_HEDGE_READS)
+
     @model_validator(mode="after")
     def _hysteresis(self) -> FunctionSettings:
         """Keep the shrink threshold below the growth one."""
@@ -254,6 +261,7 @@ class FunctionSettings(TableSchemaSettings):
         """
         from dynashard.core.buckets import TimeBucket, parse_time_buckets
         from dynashard.core.families import parse_bucketed_keys
+        from dynashard.dynamodb.hedging import HedgePolicy
         from dynashard.facade import DynashardConfig
 
         schema = self.table_schema
@@ -275,4 +283,5 @@ class FunctionSettings(TableSchemaSettings):
             write_backoff=Backoff(max_attempts=self.write_max_attempts),
             schema=schema,
             check_schema=not schema.is_default,
+            hedging=HedgePolicy() if self.hedge_reads else None,
         )
