@@ -105,13 +105,13 @@ docs: install ## build the documentation site (mkdocs.yml, docs/) into site/, st
 openapi: install ## write the query and ingest APIs' OpenAPI document to openapi.json
 	$(PY) -m functions.openapi > openapi.json
 
-.PHONY: bench bench-fleet bench-hot-key bench-emulator bench-ingest bench-reads bench-cold-start bench-memory bench-charts bench-report
+.PHONY: bench bench-fleet bench-hot-key bench-emulator bench-ingest bench-reads bench-parser bench-cold-start bench-memory bench-charts bench-report
 # The benchmarks `make bench` runs, in this order (about 15 minutes on 2 cores, the sum of
 # their JSONs' wall times). One that exits non-zero (cold start and memory do when a target
 # is missed) does not stop the others; the report then says which targets are missed, and a
 # benchmark that wrote no result in this run is "not run" there and fails `make bench`.
-BENCHES := bench-hot-key bench-reads bench-ingest bench-cold-start bench-memory bench-emulator
-bench: install ## every benchmark in sequence (hot key, reads, ingest, cold start, memory, emulator overhead; about 12 minutes), then bench/REPORT.md (DEMO=demo-report.json adds the demo's times)
+BENCHES := bench-hot-key bench-reads bench-parser bench-ingest bench-cold-start bench-memory bench-emulator
+bench: install ## every benchmark in sequence (hot key, reads, parser, ingest, cold start, memory, emulator overhead; about 12 minutes), then bench/REPORT.md (DEMO=demo-report.json adds the demo's times)
 	@start=$$(date -u +%Y-%m-%dT%H:%M:%SZ); failed=""; \
 	for target in $(BENCHES); do \
 		$(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \
@@ -130,6 +130,9 @@ bench-emulator: install ## emulator overhead: direct, pass-through proxy, HTTP a
 
 bench-reads: install ## read benchmark (limit-100 pages over 1..64 shards: base, gsi1, auto vs unsharded and gather-then-sort; a cool-hour class where GSI1 wins) -> bench/results/reads.json and .png
 	$(PY) -m bench reads
+
+bench-parser: install ## parser micro-benchmark (pyperf, under a minute; --quick for fewer values): one recorded 1 MB Query page, botocore's parser + plain_value vs the library's one pass -> bench/results/parser.json
+	$(PY) -m bench parser
 
 bench-ingest: install ## ingest benchmark (SQS batches of 10, 100, 1,000 real events through the ingest handler vs a per-item put_item loop, DynamoDB Local and the emulator) -> bench/results/ingest.json
 	$(PY) -m bench ingest

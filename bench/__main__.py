@@ -33,6 +33,7 @@ BENCHMARKS = {
     "growth-config": "bench.growth_config",
     "fleet": "bench.fleet",
     "fleet-paper": "bench.fleet.paper",  # the figures of docs/fleet-scale.md, the planner timed
+    "parser": "bench.parser",  # a recorded 1 MB Query page: botocore + plain_value vs one pass
 }
 #: Not benchmarks: they read the results the benchmarks wrote and run nothing.
 TOOLS = {

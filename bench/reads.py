@@ -208,12 +208,18 @@ class MeteredClient:
     ----------
     inner : DynamoDBClient
         The boto3 client that sends the requests.
+    counted_with : MeteredClient, optional
+        Another wrapper whose tally this one adds to (the facade's client and the
+        baselines' are two clients counted as one).
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, counted_with: MeteredClient | None = None) -> None:
         self.inner = inner
-        self._lock = threading.Lock()
-        self._tally = Tally()
+        # A wrapper counted with another adds to that one's tally (one count per run).
+        self._lock: threading.Lock = (
+            counted_with._lock if counted_with is not None else threading.Lock()
+        )
+        self._box: list[Tally] = counted_with._box if counted_with is not None else [Tally()]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -221,14 +227,14 @@ class MeteredClient:
     def tally(self) -> Tally:
         """Return the counts so far."""
         with self._lock:
-            return self._tally
+            return self._box[0]
 
     def _count(self, response: dict[str, Any], *, query: bool) -> None:
         units = float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
         retries = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
         step = Tally(1, units, 0, 0.0, retries) if query else Tally(0, 0.0, 1, units, retries)
         with self._lock:
-            self._tally = self._tally + step
+            self._box[0] = self._box[0] + step
 
     def query(self, **request: Any) -> dict[str, Any]:
         """Send a Query with ``ReturnConsumedCapacity=TOTAL`` and count it."""
@@ -1047,7 +1053,11 @@ def main(argv: list[str] | None = None) -> int:
             ThreadPoolExecutor(WORKERS) as pool,
         ):
             metered = MeteredClient(local_client(endpoint, max_pool_connections=WORKERS + 8))
-            client = cast("DynamoDBClient", metered)
+            # The facade's own client is built as the library builds it (make_client): its
+            # Query items are left as the wire had them (dynashard.dynamodb.raw_items).
+            # The baselines keep a plain boto3 client, as a program without dynashard has.
+            reader_client = local_client(endpoint, max_pool_connections=WORKERS + 8, raw_items=True)
+            client = cast("DynamoDBClient", MeteredClient(reader_client, counted_with=metered))
             facade = Dynashard(
                 DynashardConfig(*tables, endpoint_url=endpoint, max_workers=WORKERS),
                 client=client,
@@ -1100,6 +1110,10 @@ def main(argv: list[str] | None = None) -> int:
                 "median_ms": LATENCY.median_ms,
                 "sigma": LATENCY.sigma,
             },
+            "reader_client": (
+                "the facade's Query items left as the wire had them (raw_items, as "
+                "make_client builds it); unsharded, gather and fanout on a plain boto3 client"
+            ),
             "consistent_read": True,
             "consistent_read_gsi1_auto": False,
             "cool_hour_sequences_per_round": args.pages,

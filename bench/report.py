@@ -2,7 +2,7 @@
 
 Run with ``python -m bench.report`` (``make bench`` runs every benchmark and then this;
 ``make bench-report`` only this). It runs nothing: it reads the JSON each benchmark
-wrote (``hot_key``, ``reads``, ``ingest``, ``cold_start``, ``memory``,
+wrote (``hot_key``, ``reads``, ``parser``, ``ingest``, ``cold_start``, ``memory``,
 ``emulator_overhead``) and writes one Markdown file with
 
 - a header: when and on what machine (CPUs, Python, platform) each benchmark ran, its
@@ -407,6 +407,36 @@ def reads_hedging(section: dict[str, Any]) -> tuple[list[str], list[Target]]:
     return lines, out
 
 
+def parser_section(doc: dict[str, Any]) -> tuple[list[str], list[Target]]:
+    """Parser: one recorded 1 MB Query page, botocore's parser + plain_value vs one pass.
+
+    Baseline of the same run: ``before`` (botocore's JSON parser, then the reader's
+    conversion of each item), timed in the same pyperf run as ``after``.
+    """
+    runs = doc.get("runs") or {}
+    settings = doc.get("settings") or {}
+    before = runs.get("before", {})
+    rows = [
+        [
+            name,
+            fmt(r.get("mean_ms"), 1),
+            fmt(r.get("stdev_ms"), 1),
+            ratio(r.get("mean_ms"), before.get("mean_ms")),
+        ]
+        for name, r in runs.items()
+    ]
+    lines = [
+        f"One recorded Query page ({fmt(settings.get('items'))} items, "
+        f"{fmt((settings.get('body_bytes') or 0) / 1e6, 2)} MB of wire JSON); `before` is "
+        "botocore's parser then `item_to_event` per item, `after` the library's parser "
+        "(items left as the wire had them) then the same; `parse_*` the parsers alone. "
+        f"Speedup {fmt(doc.get('speedup'))}x (parser alone {fmt(doc.get('parse_speedup'))}x).",
+        "",
+        *table(["path", "mean ms", "stdev ms", "vs before"], rows),
+    ]
+    return lines, generic_targets("parser", doc)
+
+
 def reads_targets(doc: dict[str, Any]) -> list[Target]:
     """The read benchmark's targets from its ``targets`` (not in the generic shape)."""
     t = doc.get("targets") or {}
@@ -651,6 +681,7 @@ class Benchmark:
 BENCHMARKS = (
     Benchmark("hot_key", "Hot key", "make bench-hot-key", hot_key_section),
     Benchmark("reads", "Reads", "make bench-reads", reads_section),
+    Benchmark("parser", "Parser", "make bench-parser", parser_section),
     Benchmark("ingest", "Ingest", "make bench-ingest", ingest_section),
     Benchmark("cold_start", "Cold start", "make bench-cold-start", cold_start_section),
     Benchmark("memory", "Memory", "make bench-memory", memory_section),

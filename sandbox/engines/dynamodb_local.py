@@ -159,6 +159,7 @@ def local_client(
     connect_timeout: float = 2.0,
     read_timeout: float = 30.0,
     region_name: str = LOCAL_REGION,
+    raw_items: bool = False,
 ) -> DynamoDBClient:
     """Create a boto3 DynamoDB client for a local endpoint with dummy credentials.
 
@@ -182,6 +183,10 @@ def local_client(
     region_name : str
         Region the requests are signed for; the partition emulator reads it from the
         signature to build the table ARNs in ``ThrottlingReasons``.
+    raw_items : bool
+        Build it as the library builds its own (:func:`dynashard.facade.make_client`):
+        from :func:`dynashard.dynamodb.raw_items.raw_items_session`, so a Query's items
+        come back as the wire had them. False (the default) is a plain boto3 client.
 
     Returns
     -------
@@ -199,7 +204,12 @@ def local_client(
     import boto3
     from botocore.config import Config
 
-    client: DynamoDBClient = boto3.client(
+    make: Any = boto3.client
+    if raw_items:
+        from dynashard.dynamodb.raw_items import raw_items_session
+
+        make = raw_items_session().client
+    client: DynamoDBClient = make(
         "dynamodb",
         endpoint_url=endpoint_url,
         region_name=region_name,

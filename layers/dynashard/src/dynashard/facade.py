@@ -212,12 +212,17 @@ def make_client(
     Returns
     -------
     DynamoDBClient
-        A thread-safe low-level client.
+        A thread-safe low-level client of the process's
+        :func:`~dynashard.dynamodb.raw_items.raw_items_session`: a Query's ``Items`` come
+        back as DynamoDB sent them (``B`` values as base64 text), parsed once by
+        :func:`dynashard.model.plain_value` instead of twice; every other response, and
+        every error, is botocore's own.
     """
-    import boto3
     from botocore.config import Config
 
-    client: DynamoDBClient = boto3.client(
+    from dynashard.dynamodb.raw_items import raw_items_session
+
+    client: DynamoDBClient = raw_items_session().client(
         "dynamodb",
         endpoint_url=config.endpoint_url,
         config=Config(

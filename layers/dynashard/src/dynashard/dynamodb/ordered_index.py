@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
@@ -47,7 +47,7 @@ from dynashard.errors import (
     NotAnIndexError,
     WriteFailedError,
 )
-from dynashard.model import from_dynamodb_numbers, to_dynamodb_numbers
+from dynashard.model import plain_value, to_dynamodb_numbers
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -67,7 +67,6 @@ ATTR_VALUE: Final = "value"
 ATTR_SUB: Final = "sub"
 
 _serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 
 @dataclass(frozen=True)
@@ -636,12 +635,14 @@ def _key(pk: str, sk: str) -> dict[str, Any]:
 
 
 def _to_entry(item: dict[str, Any]) -> dict[str, Any]:
-    plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
+    # plain_value, not TypeDeserializer: a Query's items come as the wire has them
+    # (dynashard.dynamodb.raw_items), binary values as base64 text.
+    data = item.get(names.ATTR_DATA)
     return {
-        "id": plain[names.ATTR_ID],
-        "value": plain[ATTR_VALUE],
-        "shard": int(plain[names.ATTR_SHARD]),
-        "data": from_dynamodb_numbers(plain.get(names.ATTR_DATA, {})),
+        "id": plain_value(item[names.ATTR_ID]),
+        "value": plain_value(item[ATTR_VALUE]),
+        "shard": int(plain_value(item[names.ATTR_SHARD])),
+        "data": {} if data is None else plain_value(data),
     }
 
 
