@@ -324,6 +324,8 @@ class HedgedQuery:
                 winner = self._decided()
                 if winner is None:
                     self._changed.clear()
+                else:  # answered: never hedge it from now on, even before its callback ran
+                    hedger._open.pop(id(self), None)
             if winner is not None:
                 break
             self._changed.wait(hedger.wake_in())
@@ -473,6 +475,9 @@ class QueryHedger:
         sent: list[HedgedQuery] = []
         with self.lock:
             for key, (call, executor) in list(self._open.items()):
+                if call.primary is not None and call.primary.done():
+                    del self._open[key]  # answered; its done callback has not run yet
+                    continue
                 if call.started is None or now < call.started + delay:
                     continue
                 if self._queued > 0:  # the pool is saturated: a hedge would only queue
