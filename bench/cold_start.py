@@ -582,7 +582,13 @@ def build_entries(
 
     batch = list(events[:BATCH])
     sweep = load_sample_event("eventbridge_scheduled_sweep")
-    scaler_env = {names.ENV_SCALER_ALARM_NAMES: ALARM_NAME, "AWS_ENDPOINT_URL_CLOUDWATCH": moto_url}
+    scaler_env = {
+        names.ENV_SCALER_ALARM_NAMES: ALARM_NAME,
+        "AWS_ENDPOINT_URL_CLOUDWATCH": moto_url,
+        # The template names the write-load rules; moto has no GetInsightRuleReport, and
+        # the sweep measured here has nothing to shrink (no write-load rule).
+        names.ENV_WRITE_LOAD_RULE: "",
+    }
     pk, sk = first_item
     return [
         Entry(
