@@ -180,6 +180,16 @@ class DynashardParameters(BaseModel):
         Burst of the API stage (and of the usage plan), requests.
     queue_max_receive_count : int
         Receives of one SQS message before it moves to the dead-letter queue.
+    snap_start : bool
+        Lambda SnapStart for the two API functions (ingest's REST routes and the query
+        function): each is published as a version with SnapStart on
+        (``ON_PUBLISHED_VERSIONS``) behind an alias ``live``, which the API integrations
+        invoke, so a cold start resumes a snapshot taken after the module's import
+        instead of importing it. False (default): SnapStart has a price per cached
+        snapshot and per restore, every deployment publishes a version and waits for
+        its snapshot, and the queue and stream functions do not take it (batches
+        absorb a cold start); turn it on where the API's cold-start tail matters.
+        dynashard's random draws are safe under it (:mod:`dynashard.core.entropy`).
     fifo_ingest_queue : bool
         Make the ingest queue and its dead-letter queue FIFO queues (``.fifo``): events
         of one message group (send each logical key as its group) are written in order,
@@ -286,6 +296,7 @@ class DynashardParameters(BaseModel):
     api_burst_limit: int = Field(default=2000, ge=1)
     queue_max_receive_count: int = Field(default=5, ge=1, le=1000)
     fifo_ingest_queue: bool = False
+    snap_start: bool = False
     key_settings: tuple[KeySetting, ...] = ()
     sqs_batch_size: int = Field(default=10, ge=1, le=10)
     kinesis_batch_size: int = Field(default=100, ge=1, le=10_000)

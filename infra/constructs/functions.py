@@ -43,9 +43,16 @@ REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 
 #: The one place where the runtime name of :mod:`dynashard.names` becomes a CDK Runtime.
-RUNTIME: Final = lambda_.Runtime(names.LAMBDA_PYTHON_RUNTIME, lambda_.RuntimeFamily.PYTHON)
+#: SnapStart serves Python 3.12 and later ("Improving startup performance with Lambda
+#: SnapStart", AWS Lambda Developer Guide); CDK refuses it on a runtime not declared so.
+RUNTIME: Final = lambda_.Runtime(
+    names.LAMBDA_PYTHON_RUNTIME, lambda_.RuntimeFamily.PYTHON, supports_snap_start=True
+)
 #: Graviton: "up to 34% better price performance" (AWS Lambda, arm64 launch).
 ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+
+#: Alias of a SnapStart function's published version, the one its integrations invoke.
+LIVE_ALIAS: Final = "live"
 
 #: Actions on the metadata table for a function that may change N: read the shard
 #: count, create it conditionally on first use, grow it with a conditional update
@@ -88,6 +95,9 @@ class DynashardFunction(Construct):
     reserved_concurrency : int, optional
         Reserved concurrent executions (``ReservedConcurrentExecutions``); None: the
         function draws from the account's unreserved pool.
+    snap_start : bool
+        Lambda SnapStart on published versions, and an alias :data:`LIVE_ALIAS` on the
+        current version for callers to invoke (:attr:`invoke_target`).
 
     Attributes
     ----------
@@ -97,6 +107,11 @@ class DynashardFunction(Construct):
         Its execution role (one per function).
     log_group : aws_cdk.aws_logs.LogGroup
         Its log group, with the configured retention.
+    alias : aws_cdk.aws_lambda.Alias or None
+        With SnapStart, the alias :data:`LIVE_ALIAS` on the published version.
+    invoke_target : aws_cdk.aws_lambda.IFunction
+        What an integration invokes: the alias with SnapStart (SnapStart serves published
+        versions only), else the function (``$LATEST``).
     """
 
     def __init__(
@@ -112,6 +127,7 @@ class DynashardFunction(Construct):
         environment: Mapping[str, str],
         description: str,
         reserved_concurrency: int | None = None,
+        snap_start: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.DESTROY if config.is_dev else RemovalPolicy.RETAIN
@@ -152,7 +168,15 @@ class DynashardFunction(Construct):
             },
             description=description,
             reserved_concurrent_executions=reserved_concurrency,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
         )
+        self.alias: lambda_.Alias | None = None
+        self.invoke_target: lambda_.IFunction = self.function
+        if snap_start:
+            self.alias = lambda_.Alias(
+                self, "Live", alias_name=LIVE_ALIAS, version=self.function.current_version
+            )
+            self.invoke_target = self.alias
         # What every function shares; how it is invoked (DLQ, concurrency) is its
         # owner's to say (infra.constructs.ingest, query, scaler).
         skip_checkov(self.function, NO_VPC, ENVIRONMENT_NOT_SECRET)
@@ -250,6 +274,7 @@ def build_function(
     statements: Sequence[iam.PolicyStatement],
     environment: Mapping[str, str] | None = None,
     reserved_concurrency: int | None = None,
+    snap_start: bool = False,
 ) -> DynashardFunction:
     """Return a function of the stack wired to the tables, with its own statements.
 
@@ -284,6 +309,8 @@ def build_function(
         Variables added after the shared ones (names from :mod:`dynashard.names`).
     reserved_concurrency : int, optional
         Reserved concurrent executions; None (default): none reserved.
+    snap_start : bool
+        SnapStart on published versions, behind an alias (:class:`DynashardFunction`).
 
     Returns
     -------
@@ -306,6 +333,7 @@ def build_function(
         },
         description=description,
         reserved_concurrency=reserved_concurrency,
+        snap_start=snap_start,
     )
     fn.add_to_policy(*statements)
     if not config.table_schema.is_default:

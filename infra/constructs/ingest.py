@@ -237,6 +237,7 @@ class Ingest(Construct):
             memory: FunctionName,
             description: str,
             ordered_index: bool = False,
+            snap_start: bool = False,
         ) -> DynashardFunction:
             fn = build_function(
                 self,
@@ -250,6 +251,7 @@ class Ingest(Construct):
                 description=description,
                 statements=_build_write_statements(tables, ordered_index),
                 environment=environment,
+                snap_start=snap_start,
             )
             grant_data_table_key(fn, tables.data_table, write=True)
             return fn
@@ -260,6 +262,7 @@ class Ingest(Construct):
             "ingest_api",
             "dynashard ingest: POST /events, /counters, PUT/POST /index, PUT /shards",
             ordered_index=True,
+            snap_start=config.snap_start,
         )
         self.queue_function = _function(
             "QueueFunction", "app.sqs_handler", "ingest_queue", "dynashard ingest: SQS batches"
@@ -275,12 +278,13 @@ class Ingest(Construct):
         skip_checkov(self.stream_function.function, KINESIS_SOURCE_NO_DLQ, KINESIS_CONCURRENCY)
         self._build_event_sources(config)
         self.functions = (self.api_function, self.queue_function, self.stream_function)
-        api.add_route("POST", "/events", self.api_function.function, json_body=True)
-        api.add_route("POST", "/counters/{name}", self.api_function.function, json_body=True)
-        api.add_route("PUT", "/index/{key}/layout", self.api_function.function, json_body=True)
-        api.add_route("POST", "/index/{key}", self.api_function.function, json_body=True)
+        target = self.api_function.invoke_target  # the SnapStart alias, when on
+        api.add_route("POST", "/events", target, json_body=True)
+        api.add_route("POST", "/counters/{name}", target, json_body=True)
+        api.add_route("PUT", "/index/{key}/layout", target, json_body=True)
+        api.add_route("POST", "/index/{key}", target, json_body=True)
         for admin in ("/shards/{key}/strategy", "/shards/{key}/max-shards"):
-            api.add_route("PUT", admin, self.api_function.function, json_body=True)
+            api.add_route("PUT", admin, target, json_body=True)
 
     def _build_event_sources(self, config: DynashardParameters) -> None:
         """Wire the queue and the stream to their functions with partial batch responses.

@@ -91,10 +91,11 @@ class Query(Construct):
             memory="query",
             description="dynashard query: scatter-gather reads, counters, shard info",
             statements=_build_read_statements(tables, gsi_name),
+            snap_start=config.snap_start,
         )
         grant_data_table_key(self.function, tables.data_table, write=False)
-        fn = self.function.function
-        skip_checkov(fn, SYNC_NO_DLQ, API_CONCURRENCY)
+        skip_checkov(self.function.function, SYNC_NO_DLQ, API_CONCURRENCY)
+        fn = self.function.invoke_target  # the SnapStart alias, when on
         api.add_route("GET", "/events", fn, required_query=(EVENTS_KEY_PARAM,))
         api.add_route("GET", "/counters/{name}", fn)
         api.add_route("GET", "/shards/{key}", fn)

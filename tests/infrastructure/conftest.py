@@ -28,6 +28,7 @@ SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
 #: A production-like parameter set: every option away from its default.
 PROD_CONTEXT: dict[str, Any] = {
     "stage": "prod",
+    "snap_start": "true",
     "api_auth": "api_key",
     "contributor_insights_mode": "THROTTLED_KEYS",
     "max_read_request_units": "20000",

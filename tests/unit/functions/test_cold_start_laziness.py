@@ -125,3 +125,29 @@ def test_the_tracer_patches_botocore_only_when_tracing_is_on() -> None:
     # nothing else is imported to be patched
     assert patched == sorted(TRACED_MODULES) == ["botocore"]
     assert requests_loaded is False
+
+
+#: What a queue or stream function does not use: HTTP routing, OpenAPI, the API models,
+#: pydantic-settings (issue 29).
+API_ONLY = (
+    "aws_lambda_powertools.event_handler",
+    "aws_lambda_powertools.event_handler.openapi.params",
+    "dynashard.lambda_kit.bodies",
+    "dynashard.lambda_kit.rest",
+    "pydantic_settings",
+)
+
+
+def test_the_queue_and_stream_handlers_load_nothing_of_the_api() -> None:
+    # Given the ingest module imported and its queue handler found as Lambda finds it
+    statement = "import functions.ingest.app as m\nm.sqs_handler, m.kinesis_handler, m.get_settings"
+    # Then nothing only the API uses is loaded
+    assert probe(LOADED.format(statement=statement, modules=set(API_ONLY))) == []
+
+
+def test_the_api_handler_builds_its_routes_when_lambda_asks_for_it() -> None:
+    # The check above could not fail if the API half were never loaded: getattr, as the
+    # Lambda runtime does, builds it
+    statement = "import functions.ingest.app as m\ngetattr(m, 'api_handler')"
+    loaded = probe(LOADED.format(statement=statement, modules=set(API_ONLY)))
+    assert loaded == sorted(set(API_ONLY) - {"pydantic_settings"})

@@ -9,9 +9,10 @@ Architecture Blog, "Exponential Backoff And Jitter": sleep
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Final
+
+from dynashard.core.entropy import SYSTEM_RANDOM
 
 #: Error codes that mean "try again later" (throttling and transient server errors).
 RETRYABLE_ERROR_CODES: Final = frozenset(
@@ -71,5 +72,6 @@ class Backoff:
         float
             ``uniform(0, min(cap_s, base_s * 2**attempt))``.
         """
-        # B311: "full jitter" backoff only spreads retries in time; nothing secret.
-        return random.uniform(0.0, min(self.cap_s, self.base_s * (2**attempt)))  # nosec B311
+        # The system's generator, so environments restored from one snapshot do not
+        # retry in step (core.entropy).
+        return SYSTEM_RANDOM.uniform(0.0, min(self.cap_s, self.base_s * (2**attempt)))

@@ -14,11 +14,11 @@ resize and targeted reads stay cheap.
 from __future__ import annotations
 
 import hashlib
-import random as _random
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final
 
+from dynashard.core.entropy import SYSTEM_RANDOM
 from dynashard.errors import InvalidInputError
 
 _JUMP_MULTIPLIER: Final = 2862933555777941757
@@ -163,8 +163,8 @@ def random_shard(shard_count: int, event_id: str | None = None) -> int:
         return shard_for(event_id, shard_count)
     if shard_count < 1:
         raise InvalidInputError("shard count", f"must be >= 1, got {shard_count}")
-    # B311: spreads writes over shards (a load balancer's choice), not a secret or token.
-    return _random.randrange(shard_count)  # nosec B311
+    # The system's generator: no state a SnapStart snapshot could copy (core.entropy).
+    return SYSTEM_RANDOM.randrange(shard_count)
 
 
 def calculated_shards(value: str, shard_counts: set[int] | frozenset[int]) -> set[int]:

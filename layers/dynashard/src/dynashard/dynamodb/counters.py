@@ -21,7 +21,6 @@ redelivery can come.
 from __future__ import annotations
 
 import hashlib
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
+from dynashard.core.entropy import SYSTEM_RANDOM
 from dynashard.core.keys import physical_key, validate_logical_key
 from dynashard.core.retry import Backoff
 from dynashard.core.strategies import shard_for
@@ -213,8 +213,10 @@ class ShardedCounter:
             )
         logical = counter_key(name)
         count = self.metadata.for_writer(logical).number_of_shards
-        # B311: spreads increments over shards (a load balancer's choice), not a secret.
-        shard = shard_for(idempotency_key, count) if idempotency_key else random.randrange(count)  # nosec B311
+        # Uniform, from the system's generator (no state a SnapStart snapshot copies).
+        shard = (
+            shard_for(idempotency_key, count) if idempotency_key else SYSTEM_RANDOM.randrange(count)
+        )
         key = {
             names.ATTR_PK: {"S": physical_key(logical, shard)},
             names.ATTR_SK: {"S": COUNTER_SORT_KEY},

@@ -13,13 +13,13 @@ writes to a shard the reader queries). It also sets a key's strategy, range layo
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dynashard.core.entropy import SYSTEM_RANDOM
 from dynashard.core.keys import MAX_SHARD_COUNT, physical_key, split_physical_key
 from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
 from dynashard.core.strategies import MAX_SHARD_ATTRIBUTE_LENGTH, Strategy
@@ -364,8 +364,7 @@ class ShardMetadata:
             if info is not None:
                 self._remember(info, now)
                 return info
-            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
+            self.sleep(SYSTEM_RANDOM.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"adopting {key!r} lost {max_attempts} races in a row")
 
     def _refuse_alias(self, key: str) -> None:
@@ -526,8 +525,7 @@ class ShardMetadata:
             if stored is not None:
                 self._remember(stored, now)
                 return stored
-            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
+            self.sleep(SYSTEM_RANDOM.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"max_shards of {key!r} kept changing under {max_attempts} attempts")
 
     def shrink(self, key: str, target: int, max_attempts: int = 5) -> GrowthResult:
@@ -677,8 +675,7 @@ class ShardMetadata:
             if stored is not None:
                 self._remember(stored, now)
                 return stored
-            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
+            self.sleep(SYSTEM_RANDOM.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"strategy of {key!r} kept changing under {max_attempts} attempts")
 
     def _change(
@@ -756,8 +753,7 @@ class ShardMetadata:
                 self._remember(updated, now)
                 return GrowthResult(key, first, target, True, done)
             # Lost the race: back off a random fraction of a second, then re-read.
-            # B311: random jitter spreads racing writers' retries; it is not a secret or a token.
-            self.sleep(random.uniform(0.0, 0.1 * (2**attempt)))  # nosec B311
+            self.sleep(SYSTEM_RANDOM.uniform(0.0, 0.1 * (2**attempt)))
         raise MetadataError(f"shard count of {key!r} kept changing under {max_attempts} attempts")
 
 

@@ -8,12 +8,15 @@
 - optional dependencies a handler takes for tests (:class:`Dependency`).
 
 Powertools is imported when a function asks for it, not with this module, so the
-registry can be used (by the sandbox, by tests) without loading it.
+registry can be used (by the sandbox, by tests) without loading it; the HTTP plumbing
+(:mod:`dynashard.lambda_kit.rest`, the API models) only by a REST API entry point.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,7 +27,6 @@ from pydantic import BaseModel
 
 from dynashard import names
 from dynashard.lambda_kit.cache import ContainerCache, container_cache
-from dynashard.lambda_kit.rest import not_json, routable
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -50,6 +52,41 @@ TRACED_MODULES: tuple[str, ...] = ("botocore",)
 
 #: Correlation id of a REST API (v1) proxy event, for :meth:`FunctionKit.entry_point`.
 API_GATEWAY_REST_REQUEST_ID = "requestContext.requestId"
+
+
+# --- SnapStart ------------------------------------------------------------------------------
+#: The module of Lambda's runtime hooks (Python 3.12+ managed runtimes).
+RUNTIME_HOOKS_MODULE = "snapshot_restore_py"
+_HOOKS_LOCK = threading.Lock()
+_hooks_registered = False
+
+
+def register_after_restore() -> bool:
+    """Register dynashard's after-restore hook, where Lambda's runtime offers hooks.
+
+    dynashard's own draws hold no state to reseed (:mod:`dynashard.core.entropy`); the
+    hook reseeds the ``random`` module's shared generator, which other libraries draw
+    from (botocore's retry jitter), so that environments resumed from one SnapStart
+    snapshot do not draw the same numbers. Called by :func:`function_kit`; registers once
+    per process. Outside Lambda (no ``snapshot_restore_py``) it does nothing.
+
+    Returns
+    -------
+    bool
+        Whether the hook is registered (now or before).
+    """
+    global _hooks_registered
+    from dynashard.core.entropy import reseed_shared_random
+
+    with _HOOKS_LOCK:
+        if not _hooks_registered:
+            try:
+                hooks = importlib.import_module(RUNTIME_HOOKS_MODULE)
+            except ImportError:  # not Lambda's Python runtime
+                return False
+            hooks.register_after_restore(reseed_shared_random)
+            _hooks_registered = True
+        return True
 
 
 # --- Powertools ---------------------------------------------------------------------------
@@ -223,7 +260,9 @@ class FunctionKit(Generic[S]):
             Takes an API Gateway REST API (v1) proxy event and the Lambda context (tests
             also pass ``facade=``), returns the API Gateway proxy response.
         """
-        from dynashard.lambda_kit.rest import register_error_handlers
+        # Imported here: a queue or stream function loads no HTTP plumbing (nor the API
+        # models it names).
+        from dynashard.lambda_kit.rest import not_json, register_error_handlers, routable
 
         register_error_handlers(app, self.logger, fallback_field)
 
@@ -295,6 +334,7 @@ def function_kit(
         return facade
 
     facade = container_cache(build_facade, name=f"{module}.get_facade")
+    register_after_restore()  # SnapStart: see core.entropy
     tools = powertools(namespace)
     return FunctionKit(tools.logger, tools.tracer, tools.metrics, settings, facade, module)
 

@@ -1,17 +1,25 @@
-"""Settings of the dynashard functions, read from the environment (pydantic-settings).
+"""Settings of the dynashard functions, read from the environment (a pydantic model).
 
 One model serves every function (each validates it once per container): the names of
 the variables come from :mod:`dynashard.names`, shared with the CDK stack, so the
-stack and the functions cannot drift. pydantic-settings is the well-kept way to type
-and validate environment configuration; the layer ships it with pydantic.
+stack and the functions cannot drift. Each field names its variable
+(``validation_alias``); :class:`EnvSettings` reads exactly those variables from
+``os.environ`` and pydantic validates them, so a missing or bad value is a
+``pydantic.ValidationError`` whose location is the variable's name.
+
+pydantic-settings did the same until issue 29; its import (its sources, dotenv and
+their typing machinery) cost more of every cold start than all the rest of the settings,
+for one feature used here: reading named variables. pydantic's own lax mode already
+parses environment strings (``"8"``, ``"0.5"``, ``"true"``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dynashard import names
 from dynashard.core.load import MAX_WRITE_LOAD_PARTS
@@ -23,7 +31,50 @@ if TYPE_CHECKING:
     from dynashard.lambda_kit.key_settings import KeySetting
 
 
-class TableSchemaSettings(BaseSettings):
+def environment_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, str]:
+    """Return the variables of ``environ`` that ``model``'s fields name, by variable name.
+
+    Parameters
+    ----------
+    model : type of BaseModel
+        A settings model whose fields carry their variable as ``validation_alias``.
+    environ : mapping of str to str
+        The environment (``os.environ``).
+
+    Returns
+    -------
+    dict of str to str
+        Variable name -> value, for each field whose variable is set.
+    """
+    aliases = (f.validation_alias for f in model.model_fields.values())
+    return {a: environ[a] for a in aliases if isinstance(a, str) and a in environ}
+
+
+class EnvSettings(BaseModel):
+    """A frozen model whose fields are read from the variables they name.
+
+    ``EnvSettings()`` reads ``os.environ``; a keyword argument (by field name) beats its
+    variable, which beats the field's default. The variable names live on the fields
+    (``Field(..., validation_alias=names.ENV_...)``), the one list of them.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        If a variable is missing or invalid; each error's location is the variable.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    def __init__(self, /, _environ: Mapping[str, str] | None = None, **values: Any) -> None:
+        from_env = environment_values(type(self), os.environ if _environ is None else _environ)
+        for name in values:  # an explicit value beats the variable
+            field = type(self).model_fields.get(name)
+            if field is not None and isinstance(field.validation_alias, str):
+                from_env.pop(field.validation_alias, None)
+        super().__init__(**from_env, **values)
+
+
+class TableSchemaSettings(EnvSettings):
     """The data table's key schema, read from the environment.
 
     The functions read it as part of :class:`FunctionSettings`; the ``dynashard`` command
@@ -54,8 +105,6 @@ class TableSchemaSettings(BaseSettings):
         If a value is not one of its choices, or the settings do not make a schema (one
         attribute in two roles).
     """
-
-    model_config = SettingsConfigDict(frozen=True, extra="ignore")
 
     partition_key_attr: str = Field(
         names.ATTR_PK, min_length=1, validation_alias=names.ENV_PARTITION_KEY_ATTR
@@ -186,8 +235,6 @@ class FunctionSettings(TableSchemaSettings):
         ``key_settings`` does not parse, or the schema settings do not make a schema
         (one attribute in two roles).
     """
-
-    model_config = SettingsConfigDict(frozen=True, extra="ignore")
 
     data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
     metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
