@@ -453,6 +453,12 @@ def _routes(resources: Mapping[str, Mapping[str, Any]]) -> list[RouteSpec]:
             for fid, f in resources.items()
             if f["Type"] == "AWS::Lambda::Function" and fid in repr(uri)
         ]
+        if not functions:  # SnapStart: the method invokes an alias of a published version
+            functions = [
+                a["Properties"]["FunctionName"]["Ref"]
+                for aid, a in resources.items()
+                if a["Type"] == "AWS::Lambda::Alias" and aid in repr(uri)
+            ]
         if len(functions) != 1:
             raise TemplateError(f"{rid}: {props['HttpMethod']} {resource} has no function")
         routes.append(RouteSpec(props["HttpMethod"], resource, functions[0]))

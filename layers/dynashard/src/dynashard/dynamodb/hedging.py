@@ -290,8 +290,8 @@ class HedgedQuery:
         return self.hedge is not None
 
     def _copies(self) -> list[Future[dict[str, Any]]]:
-        assert self.primary is not None
-        return [self.primary] if self.hedge is None else [self.primary, self.hedge]
+        copies = [self.primary, self.hedge]  # the primary is set by submit, before any use
+        return [copy for copy in copies if copy is not None]
 
     def _decided(self) -> Future[dict[str, Any]] | None:
         """Return the copy whose outcome is the Query's, or None while undecided."""
@@ -472,7 +472,7 @@ class QueryHedger:
         if delay is None:
             return
         now = self.clock()
-        sent: list[HedgedQuery] = []
+        sent: list[tuple[HedgedQuery, Future[dict[str, Any]]]] = []
         with self.lock:
             for key, (call, executor) in list(self._open.items()):
                 if call.primary is not None and call.primary.done():
@@ -489,10 +489,9 @@ class QueryHedger:
                 self._hedges += 1
                 self._queued += 1
                 call.hedge = executor.submit(call._run, True)
-                sent.append(call)
-        for call in sent:  # outside the lock: a done future runs its callback at once
-            assert call.hedge is not None
-            call.hedge.add_done_callback(partial(self._settled, call))
+                sent.append((call, call.hedge))
+        for call, hedge in sent:  # outside the lock: a done future runs its callback at once
+            hedge.add_done_callback(partial(self._settled, call))
             call._changed.set()
 
     def stats(self) -> HedgeStats:
