@@ -430,9 +430,10 @@ def plain_value(value: dict[str, Any]) -> Any:
         None; ``M`` -> dict; ``L`` -> list; ``SS`` / ``NS`` -> sorted list; ``B`` ->
         ``Binary`` as ``TypeDeserializer`` returns it, whether the value is ``bytes``
         (botocore's parser) or base64 text (the wire JSON, as the library's own client
-        leaves a Query's items: :mod:`dynashard.dynamodb.raw_items`); ``BS`` -> as
-        ``TypeDeserializer`` then :func:`from_dynamodb_numbers` (a list of one
-        ``Binary``; ``TypeError`` for more, as ``Binary`` does not sort).
+        leaves a Query's items: :mod:`dynashard.dynamodb.raw_items`); ``BS`` -> a list
+        of ``Binary`` sorted by their bytes (``TypeDeserializer`` then
+        :func:`from_dynamodb_numbers` raises ``TypeError`` on two or more, as ``Binary``
+        does not sort).
 
     Raises
     ------
@@ -465,9 +466,9 @@ def plain_value(value: dict[str, Any]) -> Any:
     if tag == "B":
         return _binary(inner)
     if tag == "BS":
-        # As TypeDeserializer + from_dynamodb_numbers: Binary has no order, so a set of
-        # two or more raises TypeError there and here alike (JSON events hold none).
-        return sorted({_binary(b) for b in inner})
+        # Binary has no order (from_dynamodb_numbers raises TypeError on a set of two):
+        # sorted by its bytes, so another program's item holding one reads back
+        return sorted({_binary(b) for b in inner}, key=lambda b: b.value)
     from boto3.dynamodb.types import TypeDeserializer
 
     return from_dynamodb_numbers(TypeDeserializer().deserialize(value))
