@@ -372,3 +372,20 @@ def test_a_read_through_the_fast_path_gives_the_events_botocores_parser_gives() 
         assert [e["data"]["blob"] for e in got.items if "blob" in e["data"]] == [Binary(B1)]
         for ds in (writer, fast_reader, slow_reader):
             ds.close()
+
+
+def test_the_session_takes_the_programs_default_profile_and_region(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import boto3
+
+    from dynashard.dynamodb import raw_items
+
+    config = tmp_path / "config"
+    config.write_text("[profile ops]\nregion = eu-west-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setattr(raw_items, "_session", None)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    boto3.setup_default_session(profile_name="ops", region_name="eu-central-1")
+    session = raw_items.raw_items_session()  # both set back by monkeypatch
+    assert (session.profile_name, session.region_name) == ("ops", "eu-central-1")

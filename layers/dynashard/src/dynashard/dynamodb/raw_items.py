@@ -97,7 +97,11 @@ def raw_items_session() -> boto3.Session:
     """Return the process's boto3 session whose Query responses keep their items raw.
 
     Created on first use (never at import time) and shared, as boto3's default session
-    is: credentials, region and configuration come from the environment the same way.
+    is: credentials, region and configuration come from the environment the same way,
+    and from the profile and region of boto3's default session when the program set
+    one up (``boto3.setup_default_session(profile_name=..., region_name=...)``) before
+    the first use. Credentials passed to ``setup_default_session`` as keys are not
+    carried over: pass such a program's own client to :class:`~dynashard.Dynashard`.
 
     Returns
     -------
@@ -113,8 +117,19 @@ def raw_items_session() -> boto3.Session:
 
             core = botocore.session.get_session()
             core.register_component("response_parser_factory", RawItemsParserFactory())
-            _session = boto3.Session(botocore_session=core)
+            default = boto3.DEFAULT_SESSION
+            _session = boto3.Session(
+                botocore_session=core,
+                profile_name=None if default is None else _profile(default),
+                region_name=None if default is None else default.region_name,
+            )
         return _session
+
+
+def _profile(session: boto3.Session) -> str | None:
+    """Return the profile a boto3 session was set up with, None for the environment's."""
+    name = session.profile_name  # boto3 says "default" when none was named
+    return None if name == "default" else name
 
 
 __all__ = ["RAW_MEMBERS", "RawItemsJSONParser", "RawItemsParserFactory", "raw_items_session"]
