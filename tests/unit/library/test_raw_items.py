@@ -29,6 +29,7 @@ from dynashard.dynamodb.raw_items import (
     RAW_MEMBERS,
     RawItemsJSONParser,
     RawItemsParserFactory,
+    _raw_member,
     raw_items_session,
 )
 from dynashard.facade import make_client
@@ -389,3 +390,32 @@ def test_the_session_takes_the_programs_default_profile_and_region(
     boto3.setup_default_session(profile_name="ops", region_name="eu-central-1")
     session = raw_items.raw_items_session()  # both set back by monkeypatch
     assert (session.profile_name, session.region_name) == ("ops", "eu-central-1")
+
+
+def test_another_services_query_output_is_botocores_own() -> None:
+    # Given the process's session also serves CloudWatch (the scaler's adapters), and a
+    # json service whose output shape is also called QueryOutput, with items of its own
+    from botocore.model import ShapeResolver
+
+    from dynashard.dynamodb.raw_items import RawItemsJSONParser
+
+    shapes = ShapeResolver(
+        {
+            "QueryOutput": {"type": "structure", "members": {"Items": {"shape": "Names"}}},
+            "Names": {"type": "list", "member": {"shape": "Name"}},
+            "Name": {"type": "string"},
+        }
+    )
+    shape = shapes.get_shape_by_name("QueryOutput")
+    body = json.dumps({"Items": ["a", "b"]}).encode()
+
+    # When either parser handles its body
+    ours = RawItemsJSONParser()._handle_json_body(body, shape)
+    theirs = JSONParser()._handle_json_body(body, shape)
+
+    # Then the result is botocore's; only DynamoDB's items (AttributeValue maps) stay raw
+    assert ours == theirs == {"Items": ["a", "b"]}
+    dynamodb = boto3.session.Session().client("dynamodb", region_name="us-east-1")
+    query = dynamodb.meta.service_model.operation_model("Query").output_shape
+    assert _raw_member(query) == "Items"
+    assert _raw_member(shape) is None

@@ -118,8 +118,16 @@ def test_disabled_contributor_insights_yields_no_keys_and_no_report_calls() -> N
 
 
 def test_adapters_create_no_client_until_first_use(monkeypatch: Any) -> None:
+    # Each client comes from the process's one session (raw_items_session), not boto3's
+    # default: a second botocore session loads the data files again at cold start.
+    from types import SimpleNamespace
+
+    from dynashard.dynamodb import raw_items
+
     created: list[str] = []
-    monkeypatch.setattr(boto3, "client", lambda name, **_: created.append(name) or object())
+    session = SimpleNamespace(client=lambda name, **_: created.append(name) or object())
+    monkeypatch.setattr(raw_items, "raw_items_session", lambda: session)
+    monkeypatch.setattr(boto3, "client", lambda name, **_: pytest.fail(f"default session: {name}"))
     hot_keys = ContributorInsightsHotKeySource(max_contributors=500)
     states, offered = CloudWatchAlarmStates(), InsightRuleOfferedLoad("rule", max_contributors=0)
     assert created == []

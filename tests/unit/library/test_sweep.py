@@ -10,7 +10,7 @@ import pytest
 from dynashard import names
 from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.planning import sweep
-from dynashard.planning.scaling import Alarm
+from dynashard.planning.scaling import Alarm, AlarmOutcome
 
 NOW = datetime(2024, 2, 17, 12, 0, tzinfo=UTC)
 SETTINGS = FunctionSettings(**{names.ENV_DATA_TABLE: "data", names.ENV_METADATA_TABLE: "meta"})
@@ -54,9 +54,52 @@ def test_an_alarm_not_in_alarm_state_is_reported_as_ignored() -> None:
         shrinker=never,
         settings=SETTINGS,
     )
-    assert built == ["metadata", "hot keys"]
+    assert built == []  # an ignored alarm builds no port (no client at cold start)
     report = run.to_dict(True, NOW)
     assert report["alarm"] == "throttles" and "not ALARM" in report["ignored"]
+
+
+def test_the_ports_are_built_once_for_the_first_alarm_that_can_grow_keys() -> None:
+    # Given an ignored alarm, then two alarms in ALARM on key-range throttling
+    built: list[str] = []
+
+    def port(name: str) -> Any:
+        built.append(name)
+        return object()
+
+    throttled = ("WriteKeyRangeThroughputThrottleEvents",)
+    ok = Alarm(name="calm", state="OK", timestamp=NOW, window_s=60, metric_names=throttled)
+    hot = [
+        Alarm(name=f"hot{i}", state="ALARM", timestamp=NOW, window_s=60, metric_names=throttled)
+        for i in (1, 2)
+    ]
+    handled: list[str] = []
+
+    def handle(alarm: Alarm, *ports: Any, **_: Any) -> AlarmOutcome:
+        handled.append(alarm.name)
+        assert ports[:2] == (facade, source)
+        return AlarmOutcome(alarm.name, alarm.state)
+
+    # When the sweep runs
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sweep, "handle_alarm", handle)
+        facade, source = object(), object()
+        run = sweep.sweep(
+            NOW,
+            [ok, *hot],
+            port=lambda: port("metadata") and facade,
+            hot_keys=lambda: port("hot keys") and source,
+            offered_load=lambda: None,
+            history=None,
+            shrinker=never,
+            settings=SETTINGS,
+        )
+
+    # Then the ports are built once, and every alarm has its outcome, in order
+    assert built == ["metadata", "hot keys"]
+    assert handled == ["hot1", "hot2"]
+    assert [a.alarm for a in run.alarms] == ["calm", "hot1", "hot2"]
+    assert "not ALARM" in (run.alarms[0].ignored or "")
 
 
 def test_a_key_grown_by_a_read_alarm_is_not_shrunk_straight_back(facade: Any) -> None:

@@ -85,7 +85,8 @@ class CloudWatchAlarmStates:
     Parameters
     ----------
     client : CloudWatchClient, optional
-        boto3 CloudWatch client; created on first use if None.
+        boto3 CloudWatch client; created on first use if None, from the process's one
+        session (:func:`~dynashard.dynamodb.raw_items.raw_items_session`).
     """
 
     def __init__(self, client: CloudWatchClient | None = None) -> None:
@@ -95,9 +96,9 @@ class CloudWatchAlarmStates:
     def client(self) -> CloudWatchClient:
         """CloudWatchClient: The CloudWatch client, created on first use."""
         if self._client is None:
-            import boto3
+            from dynashard.dynamodb.raw_items import raw_items_session
 
-            self._client = boto3.client("cloudwatch")
+            self._client = raw_items_session().client("cloudwatch")
         return self._client
 
     def alarms_in_alarm(self, names: Sequence[str], now: datetime) -> list[Alarm]:

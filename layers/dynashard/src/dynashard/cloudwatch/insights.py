@@ -109,9 +109,11 @@ class ContributorInsightsHotKeySource:
     Parameters
     ----------
     client : CloudWatchClient, optional
-        boto3 CloudWatch client; created on first use if None.
+        boto3 CloudWatch client; created on first use if None, from the process's one
+        session (:func:`~dynashard.dynamodb.raw_items.raw_items_session`).
     dynamodb_client : DynamoDBClient, optional
-        boto3 DynamoDB client (for the rule names); created on first use if None.
+        boto3 DynamoDB client (for the rule names); created on first use if None, from
+        the process's one session (:func:`~dynashard.dynamodb.raw_items.raw_items_session`).
     max_contributors : int
         Top-N contributors asked of each report (``GetInsightRuleReport`` allows 1..100;
         default the most, :data:`~dynashard.core.load.MAX_CONTRIBUTORS`). The reports
@@ -135,18 +137,18 @@ class ContributorInsightsHotKeySource:
     def client(self) -> CloudWatchClient:
         """CloudWatchClient: The CloudWatch client, created on first use."""
         if self._client is None:
-            import boto3
+            from dynashard.dynamodb.raw_items import raw_items_session
 
-            self._client = boto3.client("cloudwatch")
+            self._client = raw_items_session().client("cloudwatch")
         return self._client
 
     @property
     def dynamodb_client(self) -> DynamoDBClient:
         """DynamoDBClient: The DynamoDB client, created on first use."""
         if self._dynamodb is None:
-            import boto3
+            from dynashard.dynamodb.raw_items import raw_items_session
 
-            self._dynamodb = boto3.client("dynamodb")
+            self._dynamodb = raw_items_session().client("dynamodb")
         return self._dynamodb
 
     def rule_names(self, table_name: str, index_name: str | None) -> dict[str, str]:
@@ -261,7 +263,8 @@ class InsightRuleOfferedLoad:
         calls per second per Region (CloudWatch User Guide, "CloudWatch service
         quotas"), and the calls go one after another.
     client : CloudWatchClient, optional
-        boto3 CloudWatch client; created on first use if None.
+        boto3 CloudWatch client; created on first use if None, from the process's one
+        session (:func:`~dynashard.dynamodb.raw_items.raw_items_session`).
     max_contributors : int
         Top-N keys asked of each report (``GetInsightRuleReport`` allows 1..100).
 
@@ -293,9 +296,9 @@ class InsightRuleOfferedLoad:
     def client(self) -> CloudWatchClient:
         """CloudWatchClient: The CloudWatch client, created on first use."""
         if self._client is None:
-            import boto3
+            from dynashard.dynamodb.raw_items import raw_items_session
 
-            self._client = boto3.client("cloudwatch")
+            self._client = raw_items_session().client("cloudwatch")
         return self._client
 
     def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:

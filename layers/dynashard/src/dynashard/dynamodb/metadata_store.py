@@ -109,7 +109,8 @@ class DynamoDBMetadataStore:
     table_name : str
         The metadata table (partition key ``key``).
     client : DynamoDBClient, optional
-        A boto3 DynamoDB client; created on first use when omitted.
+        A boto3 DynamoDB client; created on first use when omitted, from the process's one
+        session (:func:`~dynashard.dynamodb.raw_items.raw_items_session`).
     """
 
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
@@ -120,9 +121,9 @@ class DynamoDBMetadataStore:
     def client(self) -> DynamoDBClient:
         """DynamoDBClient: The client, created on first use."""
         if self._client is None:
-            import boto3
+            from dynashard.dynamodb.raw_items import raw_items_session
 
-            self._client = boto3.client("dynamodb")
+            self._client = raw_items_session().client("dynamodb")
         return self._client
 
     def get(self, key: str) -> ShardInfo | None:

@@ -915,6 +915,41 @@ def grow_keys(
     return grown, skipped, errors
 
 
+def ignored_outcome(alarm: Alarm) -> AlarmOutcome | None:
+    """Return the outcome of an alarm :func:`handle_alarm` ignores, else None.
+
+    An alarm not in ``ALARM``, or not about key-range throttling (logged as a warning
+    with the reason), needs no port: a sweep asks this first and builds the facade and
+    the hot-key source only for an alarm that can grow keys (``bench/cold_start.py``:
+    the scaler's cold start no longer builds a DynamoDB client for an alarm it ignores).
+
+    Parameters
+    ----------
+    alarm : Alarm
+        The alarm, from its event or from a sweep.
+
+    Returns
+    -------
+    AlarmOutcome or None
+        The ignored outcome (``ignored`` says why); None when the alarm is to be handled.
+
+    Examples
+    --------
+    >>> from datetime import datetime, timezone
+    >>> at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> throttled = ("WriteKeyRangeThroughputThrottleEvents",)
+    >>> ignored_outcome(Alarm("a", "OK", at, 60, throttled)).ignored
+    'state is OK, not ALARM'
+    """
+    if alarm.state != ALARM_STATE:
+        return AlarmOutcome(alarm.name, alarm.state, ignored=f"state is {alarm.state}, not ALARM")
+    if alarm_kind(alarm) is None:
+        reason = ignore_reason(alarm)
+        _log.warning("alarm ignored: %s: %s", alarm.name, reason)
+        return AlarmOutcome(alarm.name, alarm.state, ignored=reason)
+    return None
+
+
 def handle_alarm(
     alarm: Alarm,
     facade: ScalerPort,
@@ -964,13 +999,10 @@ def handle_alarm(
         the metadata that maps a reported partition key to its logical key
         (``MetadataError`` from :meth:`ScalerPort.shard_info`).
     """
-    if alarm.state != ALARM_STATE:
-        return AlarmOutcome(alarm.name, alarm.state, ignored=f"state is {alarm.state}, not ALARM")
+    ignored = ignored_outcome(alarm)
     kind = alarm_kind(alarm)
-    if kind is None:
-        reason = ignore_reason(alarm)
-        _log.warning("alarm ignored: %s: %s", alarm.name, reason)
-        return AlarmOutcome(alarm.name, alarm.state, ignored=reason)
+    if ignored is not None or kind is None:
+        return ignored or AlarmOutcome(alarm.name, alarm.state, ignored=ignore_reason(alarm))
     partition_limit = settings.partition_rcu if kind == "read" else settings.partition_wcu
     table = alarm.table_name or settings.data_table
     hot = hot_keys.hot_keys(table, alarm.index_name, alarm.start, alarm.end)

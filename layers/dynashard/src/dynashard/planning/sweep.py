@@ -24,6 +24,7 @@ from dynashard.planning.scaling import (
     AlarmOutcome,
     ScalingSettings,
     handle_alarm,
+    ignored_outcome,
 )
 from dynashard.planning.shrinking import ShrinkOutcome, ShrinkSettings, shrink_cool_keys
 
@@ -119,8 +120,9 @@ def sweep(
         The alarms to handle: the one that fired, or those a sweep found in ``ALARM``.
     port, hot_keys, offered_load : callable
         Factories of the growth policy's ports (shard metadata, the hot keys of an
-        alarm's window, the writers' offered load); called only when ``due`` is not
-        empty.
+        alarm's window, the writers' offered load); called once, and only when an
+        alarm of ``due`` can grow keys (:func:`~dynashard.planning.scaling.ignored_outcome`
+        is None for it).
     history : LoadHistorySource or None
         The offered load over the cool period; None: the run does not shrink (an
         alarm's run, or a stack without the write-load rule).
@@ -150,11 +152,15 @@ def sweep(
         Whatever a port raises while reading hot keys, offered load or load history.
     """
     alarms: list[AlarmOutcome] = []
-    if due:
-        facade, source, offered = port(), hot_keys(), offered_load()
-        alarms = [
-            handle_alarm(a, facade, source, settings, offered, log, gsi_name=gsi_name) for a in due
-        ]
+    ports: tuple[ScalerPort, HotKeySource, OfferedLoadSource | None] | None = None
+    for alarm in due:
+        outcome = ignored_outcome(alarm)
+        if outcome is None:  # the ports are built for the first alarm that can grow keys
+            if ports is None:
+                ports = (port(), hot_keys(), offered_load())
+            facade, source, offered = ports
+            outcome = handle_alarm(alarm, facade, source, settings, offered, log, gsi_name=gsi_name)
+        alarms.append(outcome)
     shrink = ShrinkOutcome()
     if history is not None:
         shrink = shrink_cool_keys(now, shrinker(), history, settings, log, read_history)
