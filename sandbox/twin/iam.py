@@ -352,16 +352,15 @@ def install(session: Any) -> None:
 
 
 def install_default() -> None:
-    """Run :func:`install` on boto3's default session.
+    """Run :func:`install` on every session the stack's clients come from.
 
-    ``boto3.client`` (the functions' and the library's clients) creates clients from it.
+    boto3's default session (``boto3.client``: the functions' own clients) and the
+    library's own (:func:`sandbox.sessions.client_sessions`).
     """
-    import boto3
+    from sandbox.sessions import client_sessions
 
-    if boto3.DEFAULT_SESSION is None:
-        boto3.setup_default_session()
-    assert boto3.DEFAULT_SESSION is not None
-    install(boto3.DEFAULT_SESSION._session)
+    for session in client_sessions():
+        install(session)
 
 
 def uninstall(session: Any) -> None:

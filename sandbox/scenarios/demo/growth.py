@@ -33,13 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from dynashard import names
 from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
+from sandbox.sessions import client_sessions
 
 #: The scaler's handler, as the template names its code.
 SCALER_HANDLER = "functions.scaler.app:handler"
 
 if TYPE_CHECKING:
-    from botocore.session import Session as BotocoreSession
-
     from dynashard import Dynashard
     from sandbox.clock import AcceleratedClock
     from sandbox.emulator import EmulatorServer
@@ -316,9 +315,11 @@ class GrowthLoop:
         self.server.start()
         if self.in_process:
             self._in_process = self.server.in_process()
-            # Every DynamoDB client boto3's default session creates from now on (the
-            # functions' facades, the grower's below) is charged in process.
-            self._in_process.install(_default_botocore_session(), max_pool_connections=64)
+            # Every DynamoDB client the functions' and the library's sessions create
+            # from now on (the functions' facades, the grower's below) is charged in
+            # process.
+            for session in client_sessions():
+                self._in_process.install(session, max_pool_connections=64)
         # The scaler's facade, on the emulated clock (its cooldown is emulated seconds);
         # its client is created as the scaler's, so every call is checked against its role.
         with role_scope(scaler.role):
@@ -405,7 +406,8 @@ class GrowthLoop:
             tap.__exit__(exc_type, exc, tb)
         self._log_taps = []
         if self._in_process is not None:
-            self._in_process.uninstall(_default_botocore_session())
+            for session in client_sessions():
+                self._in_process.uninstall(session)
             self._in_process = None
         if self.server is not None:
             self.server.stop()
@@ -524,13 +526,3 @@ def shard_history(facade: Dynashard, keys: Sequence[str], loop: GrowthLoop) -> d
             for since, count in history
         ]
     return out
-
-
-def _default_botocore_session() -> BotocoreSession:
-    """Return the botocore session behind ``boto3.client`` (boto3's default session)."""
-    import boto3
-
-    if boto3.DEFAULT_SESSION is None:
-        boto3.setup_default_session()
-    assert boto3.DEFAULT_SESSION is not None
-    return boto3.DEFAULT_SESSION._session
