@@ -352,16 +352,23 @@ def install(session: Any) -> None:
 
 
 def install_default() -> None:
-    """Run :func:`install` on boto3's default session.
+    """Run :func:`install` on every session the functions' clients come from.
 
-    ``boto3.client`` (the functions' and the library's clients) creates clients from it.
+    ``boto3.client`` (the functions' own clients, the metadata and CloudWatch adapters)
+    creates clients from boto3's default session; the facade's DynamoDB client comes
+    from the library's own session (:func:`dynashard.dynamodb.raw_items.raw_items_session`,
+    whose Query responses keep their items raw). Both are checked: a session left out
+    would let its clients' calls through unchecked.
     """
     import boto3
+
+    from dynashard.dynamodb.raw_items import raw_items_session
 
     if boto3.DEFAULT_SESSION is None:
         boto3.setup_default_session()
     assert boto3.DEFAULT_SESSION is not None
     install(boto3.DEFAULT_SESSION._session)
+    install(raw_items_session()._session)
 
 
 def uninstall(session: Any) -> None:
