@@ -316,9 +316,11 @@ class GrowthLoop:
         self.server.start()
         if self.in_process:
             self._in_process = self.server.in_process()
-            # Every DynamoDB client boto3's default session creates from now on (the
-            # functions' facades, the grower's below) is charged in process.
-            self._in_process.install(_default_botocore_session(), max_pool_connections=64)
+            # Every DynamoDB client the functions' sessions create from now on (the
+            # facades' and the grower's below, from the library's own session; the
+            # adapters', from boto3's default one) is charged in process.
+            for session in _function_botocore_sessions():
+                self._in_process.install(session, max_pool_connections=64)
         # The scaler's facade, on the emulated clock (its cooldown is emulated seconds);
         # its client is created as the scaler's, so every call is checked against its role.
         with role_scope(scaler.role):
@@ -405,7 +407,8 @@ class GrowthLoop:
             tap.__exit__(exc_type, exc, tb)
         self._log_taps = []
         if self._in_process is not None:
-            self._in_process.uninstall(_default_botocore_session())
+            for session in _function_botocore_sessions():
+                self._in_process.uninstall(session)
             self._in_process = None
         if self.server is not None:
             self.server.stop()
@@ -526,11 +529,19 @@ def shard_history(facade: Dynashard, keys: Sequence[str], loop: GrowthLoop) -> d
     return out
 
 
-def _default_botocore_session() -> BotocoreSession:
-    """Return the botocore session behind ``boto3.client`` (boto3's default session)."""
+def _function_botocore_sessions() -> tuple[BotocoreSession, BotocoreSession]:
+    """Return the botocore sessions the functions' clients come from.
+
+    boto3's default session (``boto3.client``: the metadata and CloudWatch adapters) and
+    the library's own (:func:`dynashard.dynamodb.raw_items.raw_items_session`: the
+    facade's client). A session left out would send its clients' requests past the
+    emulator, uncharged and never throttled.
+    """
     import boto3
+
+    from dynashard.dynamodb.raw_items import raw_items_session
 
     if boto3.DEFAULT_SESSION is None:
         boto3.setup_default_session()
     assert boto3.DEFAULT_SESSION is not None
-    return boto3.DEFAULT_SESSION._session
+    return boto3.DEFAULT_SESSION._session, raw_items_session()._session
