@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from sandbox.lifecycle import StartStop
 
@@ -398,6 +398,14 @@ class LocalServerProcess(StartStop):
             self._log = None
 
 
+#: JVM options of DynamoDB Local. On a 2-core machine the JVM picks G1, whose concurrent
+#: threads compete with the sandbox's Python processes for the same cores; the serial
+#: collector does the same work in pauses, on one thread. Measured on 80,000 departures
+#: written through the facade (8 shards a key): 35.3 -> 32.4 s of DynamoDB Local's CPU
+#: (20.5 -> 16.2 s on 20,000), the same reads answered.
+JVM_OPTIONS: Final = ("-XX:+UseSerialGC",)
+
+
 class DynamoDBLocal(LocalServerProcess):
     """Run DynamoDB Local for the duration of a ``with`` block.
 
@@ -435,7 +443,8 @@ class DynamoDBLocal(LocalServerProcess):
     Notes
     -----
     ``-sharedDb`` is always passed, so every client sees the same tables whatever
-    region or credentials it uses.
+    region or credentials it uses. The JVM runs with :data:`JVM_OPTIONS` (the serial
+    garbage collector).
     """
 
     server_name = "DynamoDB Local"
@@ -493,6 +502,7 @@ class DynamoDBLocal(LocalServerProcess):
         jar_dir = find_jar_dir(self.root)
         argv = [
             java,
+            *JVM_OPTIONS,
             f"-Djava.library.path={jar_dir / 'DynamoDBLocal_lib'}",
             "-jar",
             str(jar_dir / "DynamoDBLocal.jar"),

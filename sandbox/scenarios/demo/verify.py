@@ -13,6 +13,7 @@ import os
 import random
 import sys
 import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -238,8 +239,18 @@ def expected_for(spec: ReadSpec, by_key: dict[str, list[Departure]]) -> list[dic
         Events with ``start <= ts < end``, ascending or descending.
     """
     lo, hi = format_ts(spec.start), format_ts(spec.end)
-    events = [d.event for d in by_key.get(spec.key, []) if lo <= d.event["ts"] < hi]
+    deps = by_key.get(spec.key, [])
+    # Sorted by (ts, id), so the events with lo <= ts < hi are one run of the list: two
+    # binary searches instead of a scan of the key's every departure per read (3.8 s of
+    # the full data set's read-back, before the first read).
+    first = bisect_left(deps, lo, key=_ts_of)
+    last = bisect_left(deps, hi, lo=first, key=_ts_of)
+    events = [d.event for d in deps[first:last]]
     return events[::-1] if spec.descending else events
+
+
+def _ts_of(departure: Departure) -> str:
+    return str(departure.event["ts"])
 
 
 def read_back(

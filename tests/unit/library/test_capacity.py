@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dynashard.core.capacity import (
     batch_read_units,
@@ -112,6 +114,29 @@ def test_python_and_wire_spellings_of_an_item_have_the_same_size() -> None:
     }
     wire = {k: TypeSerializer().serialize(v) for k, v in item.items()}
     assert python_item_size(item) == item_size(wire)
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**38) + 1, max_value=10**38 - 1)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES)
+def test_python_sizes_of_json_values_are_their_wire_sizes(value: object) -> None:
+    # Given a value as an event's data holds it (the sizing's fast path: exact str, int,
+    # dict), non-ASCII text, signs and trailing zeros included
+    from boto3.dynamodb.types import TypeSerializer
+
+    from dynashard.core.capacity import attribute_value_size as python_size
+
+    # Then its size is that of its DynamoDB JSON, as DynamoDB counts it
+    assert python_size(value) == attribute_value_size(TypeSerializer().serialize(value))
 
 
 def test_lambda_code_paths_do_not_import_the_cli_dependencies() -> None:

@@ -51,3 +51,17 @@ def test_unset_settings_come_from_the_stack_and_set_ones_stay() -> None:
     env = settings.function_environment()
     assert env[names.ENV_METADATA_CACHE_TTL_S] == "10.0"  # 20 emulated s at x2
     assert names.ENV_COOLDOWN_S not in GrowthSettings().function_environment()
+
+
+def test_the_emulator_charges_the_facades_own_session_too() -> None:
+    # The facade's client comes from the library's own session (Query pages parsed once);
+    # the second act's emulator must be installed there as on boto3's default session, or
+    # the functions' writes pass it uncharged and no key is ever throttled.
+    import boto3
+
+    from dynashard.dynamodb.raw_items import raw_items_session
+    from sandbox.sessions import client_sessions
+
+    sessions = client_sessions()
+    assert raw_items_session()._session in sessions
+    assert boto3.DEFAULT_SESSION is not None and boto3.DEFAULT_SESSION._session in sessions

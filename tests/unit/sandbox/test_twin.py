@@ -411,3 +411,24 @@ def test_a_poller_polls_with_the_function_role_and_its_source_is_the_resource() 
     sqs = poller_client(twin, SQS_HANDLER, "sqs", nowhere)
     with pytest.raises(HTTPClientError):
         sqs.delete_message_batch(QueueUrl=queue_url, Entries=[{"Id": "1", "ReceiptHandle": "r"}])
+
+
+def test_the_facades_own_client_is_checked_against_the_role() -> None:
+    # Given the checks installed, and a role that may only read
+    from dynashard import DynashardConfig
+    from dynashard.facade import make_client
+    from sandbox.twin.iam import install_default, role_scope
+
+    install_default()
+    role = _role({"Effect": "Allow", "Action": "dynamodb:Query", "Resource": "*"})
+    # When a function creates the facade's client (from the library's own session, whose
+    # Query responses keep their items raw) and writes with it
+    with role_scope(role):
+        client = make_client(DynashardConfig("data-t", "meta-t", endpoint_url="http://127.0.0.1:9"))
+    with pytest.raises(ClientError) as denied:
+        client.batch_write_item(RequestItems={"data-t": [{"PutRequest": {"Item": {}}}]})
+    # Then the write is refused before it is sent, as AWS refuses it
+    error = denied.value.response["Error"]
+    assert error["Code"] == "AccessDeniedException"
+    assert "dynamodb:BatchWriteItem" in error["Message"]
+    assert role.checked == 1
