@@ -911,6 +911,7 @@ def evaluate_targets(runs: list[dict[str, Any]], windows: list[str]) -> dict[str
             "p50_at_32_within_1.5x_unsharded": bool(latency)
             and all(v <= 1.5 for v in latency.values()),
             "3x_faster_than_gather_day_at_32": day_speedup is not None and day_speedup >= 3.0,
+            "3x_faster_than_gather_month_at_32": (speedup.get(f"month@{n_target}") or 0) >= 3.0,
             "rcu_within_allowance": bool(rcu) and all(v["met"] for v in rcu.values()),
         },
     }

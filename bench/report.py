@@ -457,13 +457,15 @@ def reads_targets(doc: dict[str, Any]) -> list[Target]:
             )
         )
     floor = t.get("gather_over_base_p50_day_min")
-    gather = (t.get("gather_over_base_p50") or {}).get(f"day@{n}")
-    if floor is not None:
+    for window in ("day", "month"):  # the month window: issue 29's "keep it"
+        gather = (t.get("gather_over_base_p50") or {}).get(f"{window}@{n}")
+        if floor is None or (window == "month" and gather is None):
+            continue
         ok = gather is not None and gather >= floor
         out.append(
             Target(
                 "reads",
-                f"gather_over_base_p50[day@{n}]",
+                f"gather_over_base_p50[{window}@{n}]",
                 f">= {floor:g}",
                 fmt(gather),
                 ok,
