@@ -144,7 +144,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from dynashard import Dynashard, DynashardConfig, Event, Strategy, TimeBucket
+from dynashard import Dynashard, DynashardConfig, Event, HedgePolicy, Strategy, TimeBucket
 from dynashard.core.families import BucketFamily
 from dynashard.core.schema import (
     DEFAULT_SCHEMA,
@@ -168,6 +168,9 @@ COUNTER_BOUND = 10**38 - 1
 #: Largest number of buckets a window of a bucketed family or a GSI1 read may span.
 MAX_WINDOW_BUCKETS = 1000
 COOLDOWN_S = 30
+#: Hedging as eager as it goes: a Query slower than the median of the last 16 is sent
+#: again, every time (no budget), from the first Query on.
+EAGER_HEDGING = HedgePolicy(quantile=0.5, window=16, min_samples=1, budget=1.0, burst=1e9)
 CLOCK_START = 1_700_000_000.0
 CARRIERS = ("UA", "AA", "DL")
 IDS = tuple(f"e{i}" for i in range(6))
@@ -811,6 +814,7 @@ class DynashardModel(RuleBasedStateMachine):
         super().__init__()
         self.prefix = f"m{uuid.uuid4().hex[:10]}-"
         self.layout = DEFAULT_LAYOUT
+        self.hedged = False
         self.model = Model()
         self.now = CLOCK_START
         self.reads: list[OpenRead] = []
@@ -863,13 +867,21 @@ class DynashardModel(RuleBasedStateMachine):
     def _clock(self) -> float:
         return self.now
 
+    def _close(self) -> None:
+        """Close the facade, counting the hedges its reads sent."""
+        if self.ds is None:
+            return
+        if self.ds.hedger is not None:
+            self.report.observe("hedges sent", self.ds.hedger.stats().hedges)
+        self.ds.close()
+
     def _build(self) -> None:
-        if self.ds is not None:
-            self.ds.close()
+        self._close()
         changes = {
             "time_bucket": self.units["default"],
             "time_buckets": ((self.k("H"), self.units["H"]),),
             "bucketed_keys": (BucketFamily(self.family, self.units["family"]),),
+            "hedging": EAGER_HEDGING if self.hedged else None,
         }
         self.ds = self.backend.facade(changes, self.layout)
         self.ds.metadata.clock = self._clock
@@ -884,8 +896,7 @@ class DynashardModel(RuleBasedStateMachine):
             if self.ds is not None:
                 self._audit()
         finally:
-            if self.ds is not None:
-                self.ds.close()
+            self._close()
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -917,6 +928,12 @@ class DynashardModel(RuleBasedStateMachine):
         self.layout = data.draw(pick, label="layout")
         self.model.layout = self.layout
         self.report.observe(f"layout:{self.layout.name}")
+        # Half the sequences read with hedged shard queries, hedging eagerly (any Query
+        # slower than the median of the last 16 is sent again, no budget): a second copy
+        # must never change what a page holds
+        self.hedged = data.draw(st.booleans(), label="hedged")
+        if self.hedged:
+            self.report.observe("hedged")
         self.units = {"default": default, "H": h, "family": fam}
         self.old_units = {name: {unit} for name, unit in self.units.items()}
         self._build()

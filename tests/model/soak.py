@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     failure = ""
     started = time.monotonic()
     with DynamoDBLocal() as ddb:
-        client = ddb.client()
+        # the library's own kind of client: Query pages parsed once (raw items)
+        client = ddb.client(raw_items=True)
         data_table, metadata_table = data_and_metadata(create_tables(client, suffix="-soak"))
         tables = create_layout_tables(client, suffix="-soak")
         semantics = Semantics(raise_on_divergence=not args.keep_going)

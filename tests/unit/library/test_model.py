@@ -13,6 +13,7 @@ each drawing its layout.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -41,14 +42,23 @@ MODEL_SETTINGS = settings(
 EXAMPLES = {"default": 40, "ops_log": 10, "renamed": 10, "seconds": 10, "epoch": 10, "plain": 10}
 
 
+@pytest.fixture
+def library_client(ddb_client: Any, atomic_calls: Callable[[Any], Any]) -> Any:
+    """A client of the library's own session (Query pages parsed once) on moto's tables."""
+    from dynashard.dynamodb.raw_items import raw_items_session
+
+    return atomic_calls(raw_items_session().client("dynamodb", region_name="us-east-1"))
+
+
 @pytest.mark.parametrize("layout", [x.name for x in LAYOUTS])
-def test_the_library_matches_its_model(ddb_client: Any, layout: str) -> None:
+def test_the_library_matches_its_model(library_client: Any, layout: str) -> None:
     # Given the library's facade over moto's tables (the layout's data table: dynashard's
-    # own, or one with the layout's key schema), and a plain in-memory model
+    # own, or one with the layout's key schema) through the library's own kind of client,
+    # and a plain in-memory model
     report = Report()
-    tables = create_layout_tables(ddb_client, layouts=(layout_named(layout),))
+    tables = create_layout_tables(library_client, layouts=(layout_named(layout),))
     backend = Backend(
-        ddb_client, DATA_TABLE.default_name, METADATA_TABLE.default_name, tables=tables
+        library_client, DATA_TABLE.default_name, METADATA_TABLE.default_name, tables=tables
     )
     machine = machine_for(backend, report=report, layouts=(layout,))
     # When hypothesis drives random interleavings of every operation
@@ -58,3 +68,7 @@ def test_the_library_matches_its_model(ddb_client: Any, layout: str) -> None:
     )
     assert report.sequences >= EXAMPLES[layout]
     assert report.observations[f"layout:{layout}"] == report.sequences
+    # ... half of them read with hedged shard queries
+    assert 0 < report.observations["hedged"] < report.sequences
+    if layout == "default":  # the most reads: some Queries ran late and were hedged
+        assert report.observations.get("hedges sent", 0) > 0
