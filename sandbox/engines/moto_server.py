@@ -72,6 +72,33 @@ def patch_fifo_redelivery_order() -> None:
     SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
 
 
+def patch_sqs_atomic_delete() -> None:
+    """Make moto's SQS delete a message without undoing a send or delete beside it.
+
+    moto 5.2.5's ``Queue.delete_message`` rebuilds the queue's message list from a walk
+    over it and then assigns it, without the queue's lock that ``add_message`` takes. A
+    ``SendMessage`` or another delete served by another of the server's threads in
+    between is undone: a sent message is lost, or a deleted batch comes back after its
+    visibility timeout (the demo's first act waited a whole visibility timeout, about
+    157 s, for ten such messages in one run of three). SQS does neither. The delete
+    here runs under the queue's own lock (``Queue._messages_lock``, a
+    ``threading.Condition``). Applied in the server process only; the answers are
+    unchanged.
+    """
+    from moto.sqs.models import Queue
+
+    original = Queue.delete_message
+    if getattr(original, "_dynashard_patched", False):
+        return
+
+    def delete_message(self: Any, receipt_handle: str) -> None:
+        with self._messages_lock:
+            original(self, receipt_handle)
+
+    delete_message._dynashard_patched = True  # type: ignore[attr-defined]
+    Queue.delete_message = delete_message  # type: ignore[method-assign]
+
+
 def patch_kinesis_shard_lookups() -> None:
     """Make moto's Kinesis shards find records by sequence number in constant time.
 
@@ -155,8 +182,8 @@ def patch_sqs_clock_and_retention() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run moto's server (``moto.server.main``) with the patches of this module.
 
-    :func:`patch_fifo_redelivery_order`, :func:`patch_kinesis_shard_lookups` and
-    :func:`patch_sqs_clock_and_retention`.
+    :func:`patch_fifo_redelivery_order`, :func:`patch_sqs_atomic_delete`,
+    :func:`patch_kinesis_shard_lookups` and :func:`patch_sqs_clock_and_retention`.
 
     Parameters
     ----------
@@ -166,6 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     from moto.server import main as moto_main
 
     patch_fifo_redelivery_order()
+    patch_sqs_atomic_delete()
     patch_kinesis_shard_lookups()
     patch_sqs_clock_and_retention()
     moto_main(argv)

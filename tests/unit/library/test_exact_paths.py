@@ -181,13 +181,7 @@ def test_an_adopted_key_is_never_read_from_gsi1(ds: Dynashard, ddb_client: Any) 
 
 
 def _few_records(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
-    from dynashard.dynamodb.gsi_buckets import records_to_prune
-
     monkeypatch.setattr("dynashard.dynamodb.gsi_buckets.MAX_RECORDS", limit)
-    monkeypatch.setattr(
-        "dynashard.dynamodb.writer.records_to_prune",
-        lambda recorded, keep: records_to_prune(recorded, keep, limit=limit),
-    )
 
 
 def test_a_late_event_of_a_pruned_bucket_never_shrinks_its_gsi1_fan_out(

@@ -250,10 +250,6 @@ def test_records_stay_bounded_and_pruned_buckets_read_every_shard(
 ) -> None:
     # Given a key that may keep only 3 bucket records
     monkeypatch.setattr("dynashard.dynamodb.gsi_buckets.MAX_RECORDS", 3)
-    monkeypatch.setattr(
-        "dynashard.dynamodb.writer.records_to_prune",
-        lambda recorded, keep: records_to_prune(recorded, keep, limit=3),
-    )
     key = "DEPARTURES#EWR"
     # When it is written on 6 days, one day at a time (each write sees the records so far)
     for day in range(6):

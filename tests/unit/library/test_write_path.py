@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from boto3.dynamodb.types import Binary, TypeSerializer
-from botocore.exceptions import ParamValidationError
+from botocore.exceptions import ClientError, ParamValidationError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +27,7 @@ from dynashard import Dynashard, DynashardConfig, names
 from dynashard.core.buckets import TimeBucket
 from dynashard.core.capacity import item_size, write_units
 from dynashard.core.keys import format_ts, gsi1_partition_key, physical_key
+from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
 from dynashard.dynamodb.writer import (
     ShardedWriter,
     build_item,
@@ -192,23 +193,40 @@ def test_build_item_takes_the_callers_bucket_label() -> None:
 
 
 class _Recorder:
-    """A GSI1 bucket recorder that holds every record until ``expected`` run at once."""
+    """A GSI1 bucket recorder that holds every key's record until ``expected`` run at once."""
 
-    def __init__(self, expected: int, fail_bucket: str | None = None) -> None:
+    def __init__(self, expected: int, fail_key: str | None = None) -> None:
         self.barrier = threading.Barrier(expected, timeout=10)
-        self.fail_bucket = fail_bucket
-        self.calls: list[tuple[str, str, int]] = []
+        self.fail_key = fail_key
+        self.calls: list[tuple[str, dict[str, int]]] = []
         self.lock = threading.Lock()
 
     def ensure_unit(self, key: str, unit: str) -> None:
         pass
 
-    def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
+    def ensure_buckets(
+        self, key: str, counts: dict[str, int], recorded: Sequence[str], watermark: str | None
+    ) -> None:
         with self.lock:
-            self.calls.append((key, bucket, count))
+            self.calls.append((key, dict(counts)))
         self.barrier.wait()  # raises BrokenBarrierError unless all run concurrently
-        if bucket == self.fail_bucket:
-            raise MetadataError(f"recording {bucket} failed")
+        if key == self.fail_key:
+            raise MetadataError(f"recording {key} failed")
+
+
+class _CountingUpdates:
+    """Delegates to a real client; counts UpdateItem calls by the attributes they set."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.updates: list[list[str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def update_item(self, **request: Any) -> Any:
+        self.updates.append(sorted(request["ExpressionAttributeNames"].values()))
+        return self.inner.update_item(**request)
 
 
 def _writer(facade: Dynashard, recorder: Any) -> ShardedWriter:
@@ -221,59 +239,145 @@ def _writer(facade: Dynashard, recorder: Any) -> ShardedWriter:
     )
 
 
-def _days(n: int) -> list[Event]:
+def _days(n: int, keys: Sequence[str] = ("K",)) -> list[Event]:
     t0 = datetime(2013, 1, 1, 12, tzinfo=UTC)
     return [
-        Event(key="K", id=f"e{d}-{i}", ts=t0 + timedelta(days=d), data={"i": i})
+        Event(key=key, id=f"{key}{d}-{i}", ts=t0 + timedelta(days=d), data={"i": i})
+        for key in keys
         for d in range(n)
         for i in range(3)
     ]
 
 
-def test_a_batch_over_several_buckets_records_them_in_parallel(facade: Dynashard) -> None:
-    # Given a batch spanning 4 day buckets, and a recorder that only lets a record
-    # through once all 4 are in flight (a sequential writer would break its barrier)
-    recorder = _Recorder(expected=4)
-    events = _days(4)
+def test_a_batch_over_several_buckets_of_a_key_records_them_in_one_update(
+    facade: Dynashard,
+) -> None:
+    # Given a recorder on a client that counts its UpdateItems
+    client = _CountingUpdates(facade.client)
+    recorder = Gsi1BucketRecorder(client, METADATA_TABLE.default_name)  # type: ignore[arg-type]
+    # When a batch spanning 4 day buckets of one key is written
+    outcomes = _writer(facade, recorder).write(_days(4))
+    # Then the unit and the 4 records took one update each, and every event is durable
+    assert all(o.ok for o in outcomes), outcomes
+    days = [f"gsi1_shards#2013-01-0{d + 1}" for d in range(4)]
+    assert len(client.updates) == 2
+    assert set(days) <= set(client.updates[1])
+    assert dict(facade.shard_info("K").gsi1_shards) == {d[-10:]: 1 for d in days}
+    # And a second batch of the same buckets writes no record again (cached)
+    assert all(o.ok for o in _writer(facade, recorder).write(_days(4)))
+    assert len(client.updates) == 2
+
+
+def test_a_refused_combined_record_retries_what_the_refusal_shows_is_missing(
+    facade: Dynashard,
+) -> None:
+    # Given day 2 already recorded at 4 by another container, and a key now at 4 shards
+    facade.set_shard_count("K", 4)
+    other = Gsi1BucketRecorder(facade.client, METADATA_TABLE.default_name)
+    other.ensure("K", "2013-01-02", 4)
+    client = _CountingUpdates(facade.client)
+    recorder = Gsi1BucketRecorder(client, METADATA_TABLE.default_name)  # type: ignore[arg-type]
+    # When this container, which has not seen that record, records days 1..3 at 4
+    recorder.ensure_buckets("K", {f"2013-01-0{d}": 4 for d in (1, 2, 3)}, {}, None)
+    # Then the combined update was refused, and the item it returned showed day 2
+    # recorded: days 1 and 3 took one more update, together
+    assert len(client.updates) == 2
+    assert "gsi1_shards#2013-01-02" not in client.updates[1]
+    assert dict(facade.shard_info("K").gsi1_shards) == {
+        "2013-01-01": 4,
+        "2013-01-02": 4,
+        "2013-01-03": 4,
+    }
+    # And what the refusal showed is cached: day 2 is not written again here
+    recorder.ensure("K", "2013-01-02", 4)
+    assert len(client.updates) == 2
+
+
+def test_a_bucket_the_metadata_already_records_costs_no_update(facade: Dynashard) -> None:
+    # Given the key's metadata read with day 1 at 8 and day 2 at 2
+    client = _CountingUpdates(facade.client)
+    recorder = Gsi1BucketRecorder(client, METADATA_TABLE.default_name)  # type: ignore[arg-type]
+    recorded = {"2013-01-01": 8, "2013-01-02": 2}
+    # When days 1 and 2 are recorded at 4, and day 0 is at or before the watermark
+    recorder.ensure_buckets(
+        "K", {"2012-12-31": 4, "2013-01-01": 4, "2013-01-02": 4}, recorded, "2012-12-31"
+    )
+    # Then only day 2 (recorded lower) was written, on its own
+    assert len(client.updates) == 1
+    assert "gsi1_shards#2013-01-02" in client.updates[0]
+    assert "gsi1_shards#2013-01-01" not in client.updates[0]
+
+
+class _AlwaysRefused(_CountingUpdates):
+    """Refuses every UpdateItem's condition, returning an item that records nothing."""
+
+    def update_item(self, **request: Any) -> Any:
+        self.updates.append(sorted(request["ExpressionAttributeNames"].values()))
+        assert request["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+        error = {
+            "Error": {"Code": "ConditionalCheckFailedException", "Message": "refused"},
+            "Item": {"key": {"S": "K"}},
+        }
+        raise ClientError(error, "UpdateItem")  # type: ignore[arg-type]
+
+
+def test_a_combined_record_refused_twice_falls_back_to_one_update_per_bucket(
+    facade: Dynashard,
+) -> None:
+    client = _AlwaysRefused(facade.client)
+    recorder = Gsi1BucketRecorder(client, METADATA_TABLE.default_name)  # type: ignore[arg-type]
+    recorder.ensure_buckets("K", {f"2013-01-0{d}": 4 for d in (1, 2, 3)}, {}, None)
+    # Two combined attempts, then one per bucket
+    assert [len([n for n in u if n.startswith("gsi1_shards#")]) for u in client.updates] == [
+        3,
+        3,
+        1,
+        1,
+        1,
+    ]
+
+
+def test_keys_of_a_batch_are_recorded_in_parallel(facade: Dynashard) -> None:
+    # Given a batch over 3 keys, 2 buckets each, and a recorder that only lets a record
+    # through once all 3 keys are in flight (a sequential writer would break its barrier)
+    recorder = _Recorder(expected=3)
+    events = _days(2, keys=("A", "B", "C"))
     # When the batch is written
     outcomes = _writer(facade, recorder).write(events)
-    # Then every bucket was recorded once, at the key's count, and every event is durable
-    assert sorted(recorder.calls) == [("K", f"2013-01-0{d + 1}", 1) for d in range(4)]
+    # Then each key was recorded once with both its buckets, and every event is durable
+    both = {"2013-01-01": 1, "2013-01-02": 1}
+    assert sorted(recorder.calls) == [("A", both), ("B", both), ("C", both)]
     assert all(o.ok for o in outcomes), outcomes
 
 
-def test_a_failed_bucket_record_fails_only_that_buckets_events(facade: Dynashard) -> None:
-    # Given a batch over 3 buckets whose second bucket's record fails
-    recorder = _Recorder(expected=3, fail_bucket="2013-01-02")
-    events = _days(3)
+def test_a_failed_record_fails_only_that_keys_events(facade: Dynashard) -> None:
+    # Given a batch over 3 keys whose second key's record fails
+    recorder = _Recorder(expected=3, fail_key="B")
+    events = _days(2, keys=("A", "B", "C"))
     # When it is written
     outcomes = _writer(facade, recorder).write(events)
-    # Then exactly that bucket's events fail, naming the record's error, and are not written
+    # Then exactly that key's events fail, naming the record's error, and are not written
     failed = {o.event_id for o in outcomes if not o.ok}
-    assert failed == {"e1-0", "e1-1", "e1-2"}
-    assert all(
-        "MetadataError: recording 2013-01-02 failed" in (o.error or "")
-        for o in outcomes
-        if not o.ok
-    )
+    assert failed == {e.id for e in events if e.key == "B"}
+    assert all("MetadataError: recording B failed" in (o.error or "") for o in outcomes if not o.ok)
     stored = facade.client.scan(TableName=DATA_TABLE.default_name)["Items"]
     assert {i["id"]["S"] for i in stored} == {e.id for e in events} - failed
 
 
-def test_a_single_bucket_is_recorded_without_the_pool(facade: Dynashard) -> None:
-    # Given a batch of one bucket and a recorder that notes its thread
+def test_a_single_key_is_recorded_without_the_pool(facade: Dynashard) -> None:
+    # Given a batch of one key over two buckets and a recorder that notes its thread
     threads: list[str] = []
 
     class Noting:
         def ensure_unit(self, key: str, unit: str) -> None:
             threads.append(threading.current_thread().name)
 
-        def ensure(self, key: str, bucket: str, count: int, prune: Sequence[str] = ()) -> None:
+        def ensure_buckets(self, key: str, *args: Any) -> None:
             threads.append(threading.current_thread().name)
 
     # When it is written
-    outcomes = _writer(facade, Noting()).write(_days(1))
-    # Then the unit and the record ran on the calling thread, once each, and the events
+    outcomes = _writer(facade, Noting()).write(_days(2))
+    # Then the unit and the records ran on the calling thread, once each, and the events
     # are durable
     assert threads == [threading.current_thread().name] * 2
     assert all(o.ok for o in outcomes)

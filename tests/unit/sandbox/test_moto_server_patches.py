@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -9,7 +10,7 @@ import boto3
 from moto import mock_aws
 from moto.sqs.models import sqs_backends
 
-from sandbox.engines.moto_server import patch_sqs_clock_and_retention
+from sandbox.engines.moto_server import patch_sqs_atomic_delete, patch_sqs_clock_and_retention
 
 
 def test_sqs_patch_keeps_send_receive_delete_and_the_retention_rule() -> None:
@@ -44,3 +45,43 @@ def test_sqs_patch_keeps_send_receive_delete_and_the_retention_rule() -> None:
         stale = SimpleNamespace(sent_timestamp=int(time.time() * 1000) - 61_000)
         assert backend.is_message_valid_based_on_retention_period("q", fresh) is True
         assert backend.is_message_valid_based_on_retention_period("q", stale) is False
+
+
+def test_a_delete_does_not_undo_a_delete_served_meanwhile() -> None:
+    patch_sqs_atomic_delete()
+    from moto.sqs.models import Queue
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(3)]
+        )
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3)["Messages"]
+        handles = {m["Body"]: m["ReceiptHandle"] for m in got}
+        queue: Queue = sqs_backends["123456789012"]["us-east-1"].get_queue("q")
+        by_body = {m.body: m for m in queue._messages}
+        last = by_body["m2"]
+        original = last.had_receipt_handle
+        other_deleted = threading.Event()
+        threads: list[threading.Thread] = []
+
+        def delete_other() -> None:
+            queue.delete_message(handles["m1"])
+            other_deleted.set()
+
+        def delete_served_meanwhile(handle: str) -> bool:
+            # Given a delete of m1 served by another thread while the delete of m0 walks
+            # the queue (the first call on m2 is that walk's)
+            if not threads:
+                threads.append(threading.Thread(target=delete_other))
+                threads[0].start()
+                other_deleted.wait(0.5)  # the patched delete holds the queue's lock
+            return bool(original(handle))
+
+        last.had_receipt_handle = delete_served_meanwhile  # type: ignore[method-assign]
+        # When m0 is deleted
+        queue.delete_message(handles["m0"])
+        threads[0].join(5)
+        # Then both deletes hold: only m2 is left
+        assert [m.body for m in queue._messages] == ["m2"]

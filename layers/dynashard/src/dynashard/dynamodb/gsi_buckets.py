@@ -51,7 +51,8 @@ without the watermark have none: records re-created there before the upgrade are
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -68,21 +69,28 @@ CACHE_LIMIT: Final = 100_000
 MAX_RECORDS: Final = 500
 #: Most records one update removes (keeps the UpdateExpression far below its 4 KB limit).
 PRUNE_BATCH: Final = 100
+#: Most buckets one update records. Each adds about 60 characters to the
+#: ConditionExpression, which DynamoDB caps at 4 KB (Developer Guide, "Service, account,
+#: and table quotas": expression parameters), so 25 stay near 1.5 KB.
+BUCKETS_PER_UPDATE: Final = 25
 
 
-def records_to_prune(recorded: Sequence[str], keep: str, limit: int = MAX_RECORDS) -> list[str]:
+def records_to_prune(
+    recorded: Sequence[str], keep: str | Collection[str], limit: int | None = None
+) -> list[str]:
     """Return the oldest bucket records to remove so that a key keeps at most ``limit``.
 
     Parameters
     ----------
     recorded : sequence of str
         Bucket labels recorded on the key (any order); labels sort in time order.
-    keep : str
-        The bucket being recorded now. It is pruned with the others (and then not
-        recorded) only when it is older than every record kept: a late event of an old
-        bucket does not push out a newer record.
-    limit : int
-        Records a key keeps, the new one included.
+    keep : str or collection of str
+        The bucket (or buckets) being recorded now. One is pruned with the others (and
+        then not recorded) only when it is older than every record kept: a late event
+        of an old bucket does not push out a newer record.
+    limit : int, optional
+        Records a key keeps, the new ones included; :data:`MAX_RECORDS` when omitted
+        (read at each call).
 
     Returns
     -------
@@ -98,9 +106,11 @@ def records_to_prune(recorded: Sequence[str], keep: str, limit: int = MAX_RECORD
     []
     >>> records_to_prune(["2013-01-03", "2013-01-04"], "2013-01-01", limit=2)
     ['2013-01-01']
+    >>> records_to_prune(["2013-01-02"], ["2013-01-01", "2013-01-03"], limit=2)
+    ['2013-01-01']
     """
-    labels = sorted(set(recorded) | {keep})
-    excess = len(labels) - limit
+    labels = sorted(set(recorded) | ({keep} if isinstance(keep, str) else set(keep)))
+    excess = len(labels) - (MAX_RECORDS if limit is None else limit)
     return labels[: min(max(excess, 0), PRUNE_BATCH)]
 
 
@@ -197,21 +207,107 @@ class Gsi1BucketRecorder:
             if self._known.get((key, bucket), 0) >= count:
                 return
         prune = sorted(set(prune))
-        if prune and not self._update(key, bucket, count, prune):
+        record = {} if bucket in prune else {bucket: count}
+        if prune and self._update(key, record, prune) is not None:
             # The prune lost to another one that went further (or a record's own
             # condition failed): record the bucket without pruning.
-            if bucket not in prune:
-                self._update(key, bucket, count, ())
+            if record:
+                self._update(key, record, ())
         elif not prune:
-            self._update(key, bucket, count, ())
-        with self._lock:
-            if len(self._known) >= CACHE_LIMIT:
-                self._known.clear()
-            self._known[(key, bucket)] = max(count, self._known.get((key, bucket), 0))
+            self._update(key, record, ())
+        self._remember(key, {bucket: count})
 
-    def _update(self, key: str, bucket: str, count: int, prune: Sequence[str]) -> bool:
-        """One conditional UpdateItem: record (unless pruned) and prune; False if refused."""
-        attribute = f"{names.ATTR_GSI1_SHARDS_PREFIX}{bucket}"
+    def ensure_buckets(
+        self,
+        key: str,
+        counts: Mapping[str, int],
+        recorded: Mapping[str, int],
+        watermark: str | None,
+    ) -> None:
+        """Record several buckets of one key, in one conditional UpdateItem where it can.
+
+        What :meth:`ensure` does for each bucket, in one request per
+        :data:`BUCKETS_PER_UPDATE` buckets instead of one per bucket: a batch of a
+        key's events that spans several buckets (hour buckets, a backfill) costs one
+        round trip, and a bucket the key's metadata already records at the count costs
+        none. The update sets every bucket's count on condition that each is lower (or
+        absent) and that the key's watermark is before the oldest of them, and prunes
+        what :func:`records_to_prune` names for them together. When DynamoDB refuses it
+        (another container recorded one of them, or pruned past it), the refusal
+        carries the item as it is (``ReturnValuesOnConditionCheckFailure=ALL_OLD``):
+        the buckets still lower are tried once more together, then each on its own by
+        :meth:`ensure`.
+
+        Parameters
+        ----------
+        key : str
+            Logical key (its metadata item exists: writers create it first).
+        counts : mapping of str to int
+            Time-bucket label to the shard count the writer uses there (>= 1).
+        recorded : mapping of str to int
+            The key's records when its metadata was read, label to count. Records only
+            rise or are pruned (then the watermark covers them), so one at least the
+            count needs no write.
+        watermark : str or None
+            The key's ``gsi1_pruned`` when its metadata was read: a bucket at or before
+            it is not recorded (readers read it over every shard the key ever had).
+
+        Raises
+        ------
+        MetadataError
+            If DynamoDB fails an update (the caller fails those buckets' writes).
+        """
+        with self._lock:
+            todo = sorted(
+                bucket
+                for bucket, count in counts.items()
+                if (watermark is None or bucket > watermark)
+                and recorded.get(bucket, 0) < count
+                and self._known.get((key, bucket), 0) < count
+            )
+        for start in range(0, len(todo), BUCKETS_PER_UPDATE):
+            chunk = {b: counts[b] for b in todo[start : start + BUCKETS_PER_UPDATE]}
+            self._ensure_together(key, chunk, recorded, watermark)
+
+    def _ensure_together(
+        self, key: str, counts: dict[str, int], recorded: Mapping[str, int], watermark: str | None
+    ) -> None:
+        """Record ``counts`` in one update, again with what a refusal shows, then one by one."""
+        pending = counts
+        for _ in range(2):
+            if len(pending) < 2:
+                break
+            prune = records_to_prune(list(recorded), list(pending))
+            refusal = self._update(key, {b: c for b, c in pending.items() if b not in prune}, prune)
+            if refusal is None or refusal.item is None:
+                # Recorded (or no metadata item: readers then read every shard).
+                self._remember(key, pending)
+                return
+            recorded, watermark = refusal.records, refusal.watermark
+            still = {
+                b: c
+                for b, c in pending.items()
+                if (watermark is None or b > watermark) and recorded.get(b, 0) < c
+            }
+            self._remember(key, {b: c for b, c in pending.items() if b not in still})
+            pending = still
+        for bucket, count in pending.items():
+            self.ensure(key, bucket, count, records_to_prune(list(recorded), bucket))
+
+    def _remember(self, key: str, counts: Mapping[str, int]) -> None:
+        """Cache that each bucket of ``counts`` is recorded at least at its count."""
+        with self._lock:
+            if len(self._known) + len(counts) > CACHE_LIMIT:
+                self._known.clear()
+            for bucket, count in counts.items():
+                self._known[(key, bucket)] = max(count, self._known.get((key, bucket), 0))
+
+    def _update(self, key: str, record: Mapping[str, int], prune: Sequence[str]) -> _Refusal | None:
+        """One conditional UpdateItem: record ``record``'s counts and prune.
+
+        Returns None when it was applied, else the refusal with the item as it is (whose
+        records are then cached: what another container recorded needs no write here).
+        """
         removed = {f"#p{i}": f"{names.ATTR_GSI1_SHARDS_PREFIX}{old}" for i, old in enumerate(prune)}
         attr_names = {"#k": names.ATTR_META_KEY, "#w": names.ATTR_GSI1_PRUNED, **removed}
         values: dict[str, Any] = {}
@@ -219,15 +315,15 @@ class Gsi1BucketRecorder:
         # Never create an item: a key without one has no record, which readers take as
         # "any shard the key ever had" (safe).
         condition = "attribute_exists(#k)"
-        if bucket not in prune:
-            attr_names["#g"] = attribute
-            values[":g"] = {"N": str(count)}
-            values[":b"] = {"S": bucket}
-            sets.append("#g = :g")
-            condition += (
-                " AND (attribute_not_exists(#w) OR #w < :b)"
-                " AND (attribute_not_exists(#g) OR #g < :g)"
-            )
+        if record:
+            # No bucket is recorded at or before the watermark: the oldest must be after.
+            values[":b"] = {"S": min(record)}
+            condition += " AND (attribute_not_exists(#w) OR #w < :b)"
+        for i, (bucket, count) in enumerate(sorted(record.items())):
+            attr_names[f"#g{i}"] = f"{names.ATTR_GSI1_SHARDS_PREFIX}{bucket}"
+            values[f":g{i}"] = {"N": str(count)}
+            sets.append(f"#g{i} = :g{i}")
+            condition += f" AND (attribute_not_exists(#g{i}) OR #g{i} < :g{i})"
         if prune:
             values[":w"] = {"S": prune[-1]}
             sets.append("#w = :w")
@@ -241,17 +337,59 @@ class Gsi1BucketRecorder:
                 ConditionExpression=condition,
                 ExpressionAttributeNames=attr_names,
                 ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise MetadataError(
-                    f"recording the GSI1 shard count of {key!r} bucket {bucket} failed: {exc}"
+                    f"recording the GSI1 shard count of {key!r} bucket {_labels(record, prune)} "
+                    f"failed: {exc}"
                 ) from exc
             # Already at least this count (another writer recorded it), a bucket already
             # pruned, a watermark already past this prune, or no item.
-            return False
+            refusal = _Refusal.of(exc.response.get("Item"))
+            self._remember(
+                key,
+                {
+                    b: c
+                    for b, c in refusal.records.items()
+                    if refusal.watermark is None or b > refusal.watermark
+                },
+            )
+            return refusal
         except BotoCoreError as exc:
             raise MetadataError(
-                f"recording the GSI1 shard count of {key!r} bucket {bucket} failed: {exc}"
+                f"recording the GSI1 shard count of {key!r} bucket {_labels(record, prune)} "
+                f"failed: {exc}"
             ) from exc
-        return True
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """A refused record update: the key's metadata item as DynamoDB returned it."""
+
+    item: Mapping[str, Any] | None
+    records: dict[str, int]
+    watermark: str | None
+
+    @classmethod
+    def of(cls, item: Mapping[str, Any] | None) -> _Refusal:
+        """Read the records and the watermark of a returned item (None: no item)."""
+        if item is None:
+            return cls(None, {}, None)
+        prefix = names.ATTR_GSI1_SHARDS_PREFIX
+        records = {
+            name[len(prefix) :]: int(value["N"])
+            for name, value in item.items()
+            if name.startswith(prefix) and "N" in value
+        }
+        watermark = item.get(names.ATTR_GSI1_PRUNED, {}).get("S")
+        return cls(item, records, watermark)
+
+
+def _labels(record: Mapping[str, int], prune: Sequence[str]) -> str:
+    """Name the buckets an update records (or, when it only prunes, the newest pruned)."""
+    if not record:
+        return prune[-1]
+    return ", ".join(sorted(record))

@@ -55,7 +55,6 @@ from dynashard.core.throttling import (
     classify,
     throttling_reasons,
 )
-from dynashard.dynamodb.gsi_buckets import records_to_prune
 from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import DynashardError, InvalidInputError
 from dynashard.model import MAX_EXACT_INT, Event
@@ -466,14 +465,14 @@ class ShardedWriter:
         units: dict[_Slot, int] = {}
         probes: dict[_Slot, _Probe] = {}
         buckets: dict[tuple[str, str], tuple[int, list[_Slot]]] = {}
-        recorded: dict[str, list[str]] = {}
+        recorded: dict[str, dict[str, int]] = {}
         pruned: dict[str, str | None] = {}
         stored_units: dict[str, frozenset[str]] = {}
         for index, event in enumerate(events):
             try:
                 info = self.metadata.for_writer(event.key)
                 if event.key not in recorded:
-                    recorded[event.key] = [label for label, _ in info.gsi1_shards]
+                    recorded[event.key] = dict(info.gsi1_shards)
                     pruned[event.key] = info.gsi1_pruned
                     stored_units[event.key] = info.gsi1_units
                 shard = choose_shard(
@@ -552,7 +551,7 @@ class ShardedWriter:
     def _record_gsi1_buckets(
         self,
         buckets: dict[tuple[str, str], tuple[int, list[_Slot]]],
-        recorded: dict[str, list[str]],
+        recorded: dict[str, dict[str, int]],
         pruned: dict[str, str | None],
         stored_units: dict[str, frozenset[str]],
     ) -> dict[_Slot, str]:
@@ -564,47 +563,43 @@ class ShardedWriter:
         pruned once, so readers query every shard the key ever had for it whatever it
         holds, and the record's own condition would refuse it anyway.
 
-        A batch that spans several buckets (a backfill, a day boundary) records them in
-        parallel on the executor: each new bucket is one conditional ``UpdateItem``, a
-        round trip, and every record must be in place before its items are written.
-        Records of one key may run at once: each update is atomic and sets only its own
-        bucket; what they prune was read before the batch, as when they run in turn.
+        A batch that spans several buckets of a key (hour buckets, a backfill, a day
+        boundary) records them together (:meth:`Gsi1BucketRecorder.ensure_buckets`: one
+        conditional ``UpdateItem`` per 25 buckets where no other writer got there
+        first), and every record is in place before its items are written. Keys are
+        recorded in parallel on the executor, each a round trip.
 
-        Returns the items whose record failed, with the reason.
+        Returns the items whose record failed, with the reason: when a key's record
+        fails, every item of that key in the batch fails.
         """
         failed: dict[_Slot, str] = {}
         recorder = self.gsi1_recorder
         if recorder is None:
             return failed
-        work = [
-            (key, bucket, count, item_keys, records_to_prune(recorded.get(key, ()), bucket))
-            for (key, bucket), (count, item_keys) in buckets.items()
-        ]
+        per_key: dict[str, dict[str, int]] = {}
+        key_items: dict[str, list[_Slot]] = {}
+        for (key, bucket), (count, item_keys) in buckets.items():
+            per_key.setdefault(key, {})[bucket] = count
+            key_items.setdefault(key, []).extend(item_keys)
 
-        def ensure(key: str, bucket: str, count: int, prune: list[str]) -> None:
+        def ensure(key: str) -> None:
             # B101: narrows the type for mypy only; the early return above already
             # handled None, so the code is correct with assertions stripped (python -O).
             assert recorder is not None  # nosec B101
             unit = self.bucket_of(key).value
             if unit not in stored_units.get(key, ()):
                 recorder.ensure_unit(key, unit)
-            watermark = pruned.get(key)
-            if watermark is None or bucket > watermark:
-                recorder.ensure(key, bucket, count, prune)
+            recorder.ensure_buckets(key, per_key[key], recorded.get(key, {}), pruned.get(key))
 
-        if len(work) == 1:
-            key, bucket, count, item_keys, prune = work[0]
-            futures = [_done(ensure, key, bucket, count, prune)]
+        if len(per_key) == 1:
+            futures = [_done(ensure, next(iter(per_key)))]
         else:
-            futures = [
-                self.executor.submit(ensure, key, bucket, count, prune)
-                for key, bucket, count, _, prune in work
-            ]
-        for (_, _, _, item_keys, _), future in zip(work, futures, strict=True):
+            futures = [self.executor.submit(ensure, key) for key in per_key]
+        for key, future in zip(per_key, futures, strict=True):
             try:
                 future.result()
             except DynashardError as exc:
-                failed.update(dict.fromkeys(item_keys, f"{type(exc).__name__}: {exc}"))
+                failed.update(dict.fromkeys(key_items[key], f"{type(exc).__name__}: {exc}"))
         return failed
 
     def _write_chunk(self, chunk: list[dict[str, Any]]) -> dict[_Slot, str]:
