@@ -680,6 +680,37 @@ def first_item(endpoint_url: str, table: str) -> tuple[str, str]:
     return items[0]["PK"]["S"], items[0]["SK"]["S"]
 
 
+def _envs(
+    entries: Sequence[Entry],
+    endpoint_url: str,
+    tables: tuple[str, str],
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, dict[str, str]]:
+    """Return each entry's deployed environment by entry name, ``extra`` set on top."""
+    return {
+        e.name: {**deployed_env(endpoint_url, tables, e.service, e.extra_env), **(extra or {})}
+        for e in entries
+    }
+
+
+def _rounds(
+    entries: Sequence[Entry],
+    envs: Mapping[str, Mapping[str, str]],
+    reps: int,
+    workdir: Path,
+    *,
+    progress: bool = False,
+) -> dict[str, list[Sample]]:
+    """Run every entry once a round, ``reps`` rounds; entry name -> its samples."""
+    samples: dict[str, list[Sample]] = {e.name: [] for e in entries}
+    for rep in range(reps):
+        for entry in entries:
+            samples[entry.name].append(run_child(entry, envs[entry.name], workdir))
+        if progress:
+            print(f"  round {rep + 1}/{reps} done", flush=True)
+    return samples
+
+
 def measure(
     entries: Sequence[Entry],
     endpoint_url: str,
@@ -694,15 +725,9 @@ def measure(
     dict of str to list of Sample
         Entry name -> its samples.
     """
-    envs = {e.name: deployed_env(endpoint_url, tables, e.service, e.extra_env) for e in entries}
-    for entry in entries:  # warm-up: compiles .pyc, warms DynamoDB Local's JIT
-        run_child(entry, envs[entry.name], workdir)
-    samples: dict[str, list[Sample]] = {e.name: [] for e in entries}
-    for rep in range(reps):
-        for entry in entries:
-            samples[entry.name].append(run_child(entry, envs[entry.name], workdir))
-        print(f"  round {rep + 1}/{reps} done", flush=True)
-    return samples
+    envs = _envs(entries, endpoint_url, tables)
+    _rounds(entries, envs, 1, workdir)  # warm-up: compiles .pyc, warms DynamoDB Local's JIT
+    return _rounds(entries, envs, reps, workdir, progress=True)
 
 
 def measure_no_bytecode(
@@ -720,15 +745,8 @@ def measure_no_bytecode(
         Entry name -> its samples (the child compiles every non-stdlib module it imports).
     """
     chosen = [e for e in entries if e.name in NO_BYTECODE_ENTRIES]
-    envs = {
-        e.name: {**deployed_env(endpoint_url, tables, e.service, e.extra_env), ENV_NO_BYTECODE: "1"}
-        for e in chosen
-    }
-    samples: dict[str, list[Sample]] = {e.name: [] for e in chosen}
-    for _ in range(reps):
-        for entry in chosen:
-            samples[entry.name].append(run_child(entry, envs[entry.name], workdir))
-    return samples
+    envs = _envs(chosen, endpoint_url, tables, {ENV_NO_BYTECODE: "1"})
+    return _rounds(chosen, envs, reps, workdir)
 
 
 def measure_snap_start(
@@ -751,19 +769,8 @@ def measure_snap_start(
         Entry name -> its samples.
     """
     chosen = [e for e in entries if e.name in SNAP_START_ENTRIES]
-    envs = {
-        e.name: {
-            **deployed_env(endpoint_url, tables, e.service, e.extra_env),
-            ENV_RESTORE: "1",
-            "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start",
-        }
-        for e in chosen
-    }
-    samples: dict[str, list[Sample]] = {e.name: [] for e in chosen}
-    for _ in range(reps):
-        for entry in chosen:
-            samples[entry.name].append(run_child(entry, envs[entry.name], workdir))
-    return samples
+    restore = {ENV_RESTORE: "1", "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
+    return _rounds(chosen, _envs(chosen, endpoint_url, tables, restore), reps, workdir)
 
 
 def summarize_snap_start(

@@ -273,6 +273,18 @@ def _sk(item: dict[str, Any]) -> str:
     return str(item[names.ATTR_SK]["S"])
 
 
+def _range_query(table: str, pk: str, lo: str, hi: str, **extra: Any) -> dict[str, Any]:
+    """Arguments of a strongly consistent Query of ``pk`` for sort keys in ``[lo, hi]``."""
+    return {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+        "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
+        "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+        **extra,
+        "ConsistentRead": True,
+    }
+
+
 class PlainQueryReader:
     """The unsharded reference: one ``Query`` of one partition key per page.
 
@@ -307,14 +319,7 @@ class PlainQueryReader:
         PageRead
             The items' sort keys and the ``LastEvaluatedKey`` (None when absent).
         """
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
-            "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
-            "Limit": limit,
-            "ConsistentRead": True,
-        }
+        request = _range_query(self.table, pk, lo, hi, Limit=limit)
         if cursor is not None:
             request["ExclusiveStartKey"] = cursor
         response = self.client.query(**request)
@@ -353,13 +358,7 @@ class GatherThenSortReader:
         self.executor = executor
 
     def _query_shard(self, pk: str, lo: str, hi: str) -> list[dict[str, Any]]:
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
-            "ExpressionAttributeNames": {"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
-            "ConsistentRead": True,
-        }
+        request = _range_query(self.table, pk, lo, hi)
         items: list[dict[str, Any]] = []
         while True:
             response = self.client.query(**request)
@@ -459,14 +458,7 @@ class FanOutFloor:
         self.executor = executor
 
     def _query(self, pk: str, lo: str, hi: str, limit: int) -> list[dict[str, Any]]:
-        response = self.client.query(
-            TableName=self.table,
-            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
-            ExpressionAttributeNames={"#pk": names.ATTR_PK, "#sk": names.ATTR_SK},
-            ExpressionAttributeValues={":pk": {"S": pk}, ":lo": {"S": lo}, ":hi": {"S": hi}},
-            Limit=limit,
-            ConsistentRead=True,
-        )
+        response = self.client.query(**_range_query(self.table, pk, lo, hi, Limit=limit))
         return list(response.get("Items", []))
 
     def page(self, key: str, shard_count: int, lo: str, hi: str, limit: int) -> PageRead:

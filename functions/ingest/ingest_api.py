@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
@@ -25,10 +25,16 @@ from dynashard.lambda_kit.rest import ERROR_CONTENT
 from dynashard.model import dumps
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from dynashard.core.buckets import TimeBucket
     from dynashard.core.schema import TableSchema
+    from dynashard.core.shard_info import ShardInfo
+    from dynashard.dynamodb.ordered_index import OrderedIndex
     from dynashard.lambda_kit.kit import Dependency, FunctionKit, Handler
     from dynashard.lambda_kit.settings import FunctionSettings
+
+M = TypeVar("M", bound="BaseModel")
 
 
 def build(
@@ -65,6 +71,19 @@ def build(
     """
     logger, settings = kit.logger, kit.get_settings
     app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
+
+    def ordered_index(key: str) -> OrderedIndex:
+        """Return the ordered index of the key named in the path (URL-encoded)."""
+        return facade_of().ordered_index(lambda_kit.path_value(key))
+
+    def request_body(model: type[M]) -> M:
+        """Parse the request's body as ``model``; bad input is an ``InvalidInputError``."""
+        return api.parse_body(model, app.current_event.decoded_body)
+
+    def key_setting_stored(info: ShardInfo, setting: str, value: object) -> api.ShardsBody:
+        """Log ``"{setting} set"`` with the key and its new value; return its metadata."""
+        logger.info(f"{setting} set", extra={"key": info.key, setting: value})
+        return api.ShardsBody.model_validate(info.to_json())
 
     @app.post(
         "/events",
@@ -181,8 +200,8 @@ def build(
         OrderedLayoutResponse
             ``{"key", "shards", "boundaries", "sub_shards"}``.
         """
-        index = facade_of().ordered_index(lambda_kit.path_value(key))
-        layout = api.parse_body(api.OrderedLayoutBody, app.current_event.decoded_body).to_layout()
+        index = ordered_index(key)
+        layout = request_body(api.OrderedLayoutBody).to_layout()
         return api.OrderedLayoutResponse.of(index.key, index.configure(layout))
 
     @app.post(
@@ -199,8 +218,8 @@ def build(
         OrderedPutResponse
             ``{"key", "written", "items": [{"id", "value", "shard"}]}``.
         """
-        body = api.parse_body(api.OrderedPutBody, app.current_event.decoded_body)
-        return api.write_ordered(facade_of().ordered_index(lambda_kit.path_value(key)), body)
+        body = request_body(api.OrderedPutBody)
+        return api.write_ordered(ordered_index(key), body)
 
     @app.put(
         "/shards/<key>/strategy",
@@ -229,8 +248,7 @@ def build(
             force=body.force,
             initial_shards=body.initial_shards,
         )
-        logger.info("strategy set", extra={"key": info.key, "strategy": info.strategy_label})
-        return api.ShardsBody.model_validate(info.to_json())
+        return key_setting_stored(info, "strategy", info.strategy_label)
 
     @app.put(
         "/shards/<key>/max-shards",
@@ -251,8 +269,7 @@ def build(
             The key's metadata with ``max_shards`` in force.
         """
         info = facade_of().set_max_shards(lambda_kit.path_value(key), body.max_shards)
-        logger.info("max_shards set", extra={"key": info.key, "max_shards": info.max_shards})
-        return api.ShardsBody.model_validate(info.to_json())
+        return key_setting_stored(info, "max_shards", info.max_shards)
 
     handler = kit.rest_api_handler(app, facade_of, name="api_handler", fallback_field="body")
     return app, handler

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -10,7 +10,8 @@ import pytest
 from dynashard import names
 from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.planning import sweep
-from dynashard.planning.scaling import Alarm, AlarmOutcome
+from dynashard.planning.scaling import Alarm, AlarmOutcome, HotKey
+from dynashard.planning.sweep import ScalerRun
 
 NOW = datetime(2024, 2, 17, 12, 0, tzinfo=UTC)
 SETTINGS = FunctionSettings(**{names.ENV_DATA_TABLE: "data", names.ENV_METADATA_TABLE: "meta"})
@@ -18,6 +19,48 @@ SETTINGS = FunctionSettings(**{names.ENV_DATA_TABLE: "data", names.ENV_METADATA_
 
 def never() -> Any:
     pytest.fail("a port was built with nothing to do")
+
+
+class HotKeys:
+    """A hot-key source that reports the same keys for every window."""
+
+    def __init__(self, *keys: HotKey) -> None:
+        self.keys = list(keys)
+
+    def hot_keys(self, *args: Any) -> list[HotKey]:
+        return self.keys
+
+
+def grow_from_one(facade: Any, key: str, alarm: Alarm, hot: HotKey, offered_load: Any) -> ScalerRun:
+    """Set ``key`` to N = 1 at NOW, then run a sweep on ``alarm`` reporting ``hot``."""
+    facade.metadata.clock = NOW.timestamp
+    facade.set_shard_count(key, 1)
+    return sweep.sweep(
+        NOW,
+        [alarm],
+        port=lambda: facade,
+        hot_keys=lambda: HotKeys(hot),
+        offered_load=offered_load,
+        history=None,
+        shrinker=never,
+        settings=SETTINGS,
+    )
+
+
+def sweep_when_cool(facade: Any, history: Any) -> ScalerRun:
+    """Run an alarm-free sweep past the cooldown and the cool period, on ``history`` only."""
+    later = NOW + timedelta(seconds=SETTINGS.cooldown_s + SETTINGS.shrink_cool_period_s)
+    facade.metadata.clock = lambda: later.timestamp()
+    return sweep.sweep(
+        later,
+        [],
+        port=never,
+        hot_keys=never,
+        offered_load=never,
+        history=history,
+        shrinker=lambda: facade,
+        settings=SETTINGS,
+    )
 
 
 def test_a_sweep_with_nothing_due_and_no_history_builds_no_port() -> None:
@@ -105,15 +148,8 @@ def test_the_ports_are_built_once_for_the_first_alarm_that_can_grow_keys() -> No
 def test_a_key_grown_by_a_read_alarm_is_not_shrunk_straight_back(facade: Any) -> None:
     # Given the scaler's settings (cooldown 60 s) over moto, and a read key-range alarm
     # on a key that is read-hot and written a little
-    from datetime import timedelta
-
     from dynashard.core.throttling import READ_KEY_RANGE_METRIC
-    from dynashard.planning.scaling import HotKey
     from dynashard.planning.shrinking import LoadHistory
-
-    class Hot:
-        def hot_keys(self, *args: Any) -> list[HotKey]:
-            return [HotKey("READS#0", 3000.0, 500)]
 
     class WritesOnly:
         """The write-load report: the key was offered 1 WCU/s at peak."""
@@ -121,8 +157,6 @@ def test_a_key_grown_by_a_read_alarm_is_not_shrunk_straight_back(facade: Any) ->
         def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
             return LoadHistory(start, end, period_s, {"READS": 1.0})
 
-    facade.metadata.clock = NOW.timestamp
-    facade.set_shard_count("READS", 1)
     alarm = Alarm(
         name="reads",
         state="ALARM",
@@ -130,30 +164,10 @@ def test_a_key_grown_by_a_read_alarm_is_not_shrunk_straight_back(facade: Any) ->
         window_s=60,
         metric_names=(READ_KEY_RANGE_METRIC,),
     )
-    grown = sweep.sweep(
-        NOW,
-        [alarm],
-        port=lambda: facade,
-        hot_keys=Hot,
-        offered_load=lambda: None,
-        history=None,
-        shrinker=never,
-        settings=SETTINGS,
-    )
+    grown = grow_from_one(facade, "READS", alarm, HotKey("READS#0", 3000.0, 500), lambda: None)
     assert [g.key for g in grown.grown] == ["READS"]
     # When the next sweeps run, past the cooldown, with only the write-load report
-    later = NOW + timedelta(seconds=SETTINGS.cooldown_s + SETTINGS.shrink_cool_period_s)
-    facade.metadata.clock = lambda: later.timestamp()
-    run = sweep.sweep(
-        later,
-        [],
-        port=never,
-        hot_keys=never,
-        offered_load=never,
-        history=WritesOnly(),
-        shrinker=lambda: facade,
-        settings=SETTINGS,
-    )
+    run = sweep_when_cool(facade, WritesOnly())
     # Then the key keeps the count its reads needed
     assert run.shrink.shrunk == ()
     assert "grown for read" in run.shrink.kept[0].reason
@@ -165,15 +179,8 @@ def test_a_key_grown_on_the_write_load_report_shrinks_once_its_part_bounds_it_co
     facade: Any,
 ) -> None:
     # Given a write key-range alarm on a key the writers' report names (moto's table)
-    from datetime import timedelta
-
     from dynashard.core.throttling import WRITE_KEY_RANGE_METRIC
-    from dynashard.planning.scaling import HotKey
     from dynashard.planning.shrinking import LoadHistory
-
-    class Hot:
-        def hot_keys(self, *args: Any) -> list[HotKey]:
-            return [HotKey("TENANT#7#0", 1000.0, 6000)]
 
     class Offered:
         def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
@@ -186,8 +193,6 @@ def test_a_key_grown_on_the_write_load_report_shrinks_once_its_part_bounds_it_co
             parts = [LoadHistory(start, end, period_s, {"OTHER": 10.0}, 10.0)] * 2
             return LoadHistory.from_parts(parts)
 
-    facade.metadata.clock = NOW.timestamp
-    facade.set_shard_count("TENANT#7", 1)
     alarm = Alarm(
         name="writes",
         state="ALARM",
@@ -195,32 +200,12 @@ def test_a_key_grown_on_the_write_load_report_shrinks_once_its_part_bounds_it_co
         window_s=60,
         metric_names=(WRITE_KEY_RANGE_METRIC,),
     )
-    grown = sweep.sweep(
-        NOW,
-        [alarm],
-        port=lambda: facade,
-        hot_keys=Hot,
-        offered_load=Offered,
-        history=None,
-        shrinker=never,
-        settings=SETTINGS,
-    )
+    grown = grow_from_one(facade, "TENANT#7", alarm, HotKey("TENANT#7#0", 1000.0, 6000), Offered)
     # Then it grew on the offered basis, and the metadata table says so
     assert [(g.key, g.basis) for g in grown.grown] == [("TENANT#7", "offered")]
     assert facade.shard_info("TENANT#7").grown_for == frozenset({"write-load"})
     # When a sweep past the cool period finds it left out of its part's report
-    later = NOW + timedelta(seconds=SETTINGS.cooldown_s + SETTINGS.shrink_cool_period_s)
-    facade.metadata.clock = lambda: later.timestamp()
-    run = sweep.sweep(
-        later,
-        [],
-        port=never,
-        hot_keys=never,
-        offered_load=never,
-        history=LeftOut(),
-        shrinker=lambda: facade,
-        settings=SETTINGS,
-    )
+    run = sweep_when_cool(facade, LeftOut())
     # Then it shrank to what the bound needs, planned on the bound
     assert [s.to_dict() for s in run.shrink.shrunk] == [
         {

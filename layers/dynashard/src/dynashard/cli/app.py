@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -41,6 +42,13 @@ EXIT_CODES_HELP = (
     "left copies in place); 4 not found (status of a key without metadata, hot without "
     "Contributor Insights)."
 )
+
+# The parameters several commands share (typer reads the option from the annotation).
+_JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+_KeyArgument = Annotated[str, typer.Argument(help="Logical key.")]
+_BucketKeyArgument = Annotated[
+    str, typer.Argument(help="Logical key (a bucket key for a bucketed family).")
+]
 
 app = typer.Typer(
     name="dynashard",
@@ -185,7 +193,7 @@ def read_paths(
 def status(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="Logical key, e.g. DEPARTURES#JFK.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
     chart: Annotated[
         Path | None, typer.Option(help="Write the shard history as a PNG here.")
     ] = None,
@@ -194,15 +202,12 @@ def status(
     from dynashard.core.strategies import Strategy
 
     opts = options(ctx)
-    ds = opts.facade()
-    try:
+    with closing(opts.facade()) as ds:
         info = ds.shard_info(key)
         layout = None
         if info.strategy is Strategy.ORDERED:
             layout = ds.ordered_index(key).layout(fresh=True)
         paths = read_paths(info, layout, ds.config)
-    finally:
-        ds.close()
     now = time.time()
     doc: dict[str, Any] = {
         **info.to_json(),
@@ -283,7 +288,7 @@ def _age(seconds: int) -> str:
 @guarded
 def resize(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="Logical key.")],
+    key: _KeyArgument,
     shards: Annotated[int, typer.Argument(help="New shard count N.", min=1)],
     force: Annotated[bool, typer.Option(help="Change N even inside the cooldown.")] = False,
     cooldown_s: Annotated[
@@ -292,16 +297,13 @@ def resize(
             "--cooldown", help=f"Cooldown, seconds (default ${names.ENV_COOLDOWN_S} or 60)."
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Set a key's shard count."""
     opts = options(ctx)
-    ds = opts.facade(cooldown_s=cooldown_s)
-    try:
+    with closing(opts.facade(cooldown_s=cooldown_s)) as ds:
         result = ds.set_shard_count(key, shards, honour_cooldown=not force)
         info = ds.shard_info(key)
-    finally:
-        ds.close()
     doc = {
         "key": key,
         "previous": result.previous,
@@ -353,19 +355,16 @@ def resize(
 def adopt(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="Logical key: the bare partition key.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Adopt a key with items under its bare partition key."""
     from dynashard import names
 
-    ds = options(ctx).facade()
     survey = None
-    try:
+    with closing(options(ctx).facade()) as ds:
         if not key.startswith(names.COUNTER_PREFIX):
             survey = ds.survey_bare_key(key)  # printed below; adopt checks it
         info = ds.adopt(key, survey=survey if survey is not None else False)
-    finally:
-        ds.close()
     if json_out:
         emit_json({**info.to_json(), "survey": None if survey is None else survey.to_json()})
         return
@@ -412,21 +411,18 @@ def _copies(n: int) -> str:
 @guarded
 def count(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="Logical key (a bucket key for a bucketed family).")],
+    key: _BucketKeyArgument,
     start: Annotated[
         str | None, typer.Option("--from", help="Earliest event time, inclusive (ISO-8601).")
     ] = None,
     end: Annotated[
         str | None, typer.Option("--to", help="Latest event time, exclusive (ISO-8601).")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Count a key's distinct events and the extra copies stored."""
-    ds = options(ctx).facade()
-    try:
+    with closing(options(ctx).facade()) as ds:
         result = ds.count_events(key, start=_when(start, "--from"), end=_when(end, "--to"))
-    finally:
-        ds.close()
     if json_out:
         emit_json(result.to_json())
         return
@@ -452,18 +448,15 @@ def count(
 @guarded
 def compact(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="Logical key (a bucket key for a bucketed family).")],
+    key: _BucketKeyArgument,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the copies it would delete; delete none.")
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Delete the extra copies of a key's events."""
-    ds = options(ctx).facade()
-    try:
+    with closing(options(ctx).facade()) as ds:
         result = ds.compact(key, dry_run=dry_run)
-    finally:
-        ds.close()
     if json_out:
         emit_json(result.to_json())
     else:
@@ -496,7 +489,7 @@ def compact(
 @guarded
 def strategy(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="Logical key.")],
+    key: _KeyArgument,
     name: Annotated[str, typer.Argument(metavar="random|calculated", help="The strategy.")],
     attribute: Annotated[
         str | None, typer.Option(help="calculated only: the data attribute to shard by.")
@@ -507,20 +500,18 @@ def strategy(
     initial_shards: Annotated[
         int | None, typer.Option(help="N if this creates the key (a stored key keeps its N).")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Set a key's shard strategy."""
     from dynashard.errors import StrategyConflictError
 
-    ds = options(ctx).facade()
-    try:
-        info = ds.set_strategy(
-            key, name, attribute=attribute, force=force, initial_shards=initial_shards
-        )
-    except StrategyConflictError as exc:
-        fail(ExitCode.REFUSED, exc.message.replace("force=True", "--force"))
-    finally:
-        ds.close()
+    with closing(options(ctx).facade()) as ds:
+        try:
+            info = ds.set_strategy(
+                key, name, attribute=attribute, force=force, initial_shards=initial_shards
+            )
+        except StrategyConflictError as exc:
+            fail(ExitCode.REFUSED, exc.message.replace("force=True", "--force"))
     if json_out:
         emit_json(info.to_json())
     else:
@@ -538,9 +529,9 @@ def strategy(
 @guarded
 def cap(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="Logical key.")],
+    key: _KeyArgument,
     value: Annotated[str, typer.Argument(metavar="N|none", help="The cap, or none.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Set or remove a key's cap on N."""
     from dynashard.errors import InvalidInputError
@@ -552,11 +543,8 @@ def cap(
             limit = int(value)
         except ValueError:
             raise InvalidInputError("N", f"must be a whole number or none, got {value!r}") from None
-    ds = options(ctx).facade()
-    try:
+    with closing(options(ctx).facade()) as ds:
         info = ds.set_max_shards(key, limit)
-    finally:
-        ds.close()
     if json_out:
         emit_json(info.to_json())
     else:
@@ -647,7 +635,7 @@ def plan(
         float | None,
         typer.Option(help=f"Per-partition RCU/s (${names.ENV_PARTITION_RCU} or 3000)."),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Plan a key's shard count and its read and monthly cost."""
     from dynashard.errors import InvalidInputError
@@ -744,7 +732,7 @@ def boundaries(
     field: Annotated[
         str | None, typer.Option(help="Take the value from this field of JSON lines.")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Compute ordered range boundaries from a sample."""
     from dynashard.core.ordered import OrderedLayout, normalise, range_shard
@@ -830,7 +818,7 @@ def hot(
         ),
     ] = "auto",
     read: Annotated[bool, typer.Option(help="Read capacity instead of write.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Show the hottest keys and what the planner would do about them."""
     from dynashard.cli.hot import hot_report

@@ -42,6 +42,7 @@ from dynashard.errors import MetadataError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import UpdateItemOutputTypeDef
 
 R = TypeVar("R")
 
@@ -144,15 +145,7 @@ class DynamoDBMetadataStore:
         MetadataError
             If DynamoDB fails the read or the item is malformed.
         """
-        try:
-            response = self.client.get_item(
-                TableName=self.table_name,
-                Key={names.ATTR_META_KEY: {"S": key}},
-                ConsistentRead=True,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise MetadataError(f"reading shard metadata of {key!r} failed: {exc}") from exc
-        item = response.get("Item")
+        item = self._get_item(key, f"reading shard metadata of {key!r}")
         return None if item is None else _from_item(key, item)
 
     def create(self, key: str, count: int, now: int) -> ShardInfo | None:
@@ -177,8 +170,7 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
-        item = _new_item(key, count, now)
-        if _conditional(f"creating shard metadata of {key!r}", lambda: self._put_new(item)) is None:
+        if not self._put_new(f"creating shard metadata of {key!r}", _new_item(key, count, now)):
             return None
         return ShardInfo(key, count, now, ((now, count),))
 
@@ -234,19 +226,14 @@ class DynamoDBMetadataStore:
             update += ", #g :g"
             attribute_names["#g"] = names.ATTR_GROWN_FOR
             values[":g"] = {"SS": [grown_for]}
-        response = _conditional(
+        return self._update_info(
+            key,
             f"updating shard metadata of {key!r}",
-            lambda: self.client.update_item(
-                TableName=self.table_name,
-                Key={names.ATTR_META_KEY: {"S": key}},
-                UpdateExpression=update,
-                ConditionExpression="#u = :expected",
-                ExpressionAttributeNames=attribute_names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            ),
+            UpdateExpression=update,
+            ConditionExpression="#u = :expected",
+            ExpressionAttributeNames=attribute_names,
+            ExpressionAttributeValues=values,
         )
-        return None if response is None else _from_item(key, response["Attributes"])
 
     def put_strategy(
         self,
@@ -300,19 +287,8 @@ class DynamoDBMetadataStore:
             item[names.ATTR_STRATEGY] = {"S": strategy.value}
             if attribute is not None:
                 item[names.ATTR_SHARD_ATTRIBUTE] = {"S": attribute}
-            if _conditional(what, lambda: self._put_new(item)) is None:
-                return None
-            return _from_item(key, item)
-        response = _conditional(
-            what,
-            lambda: self.client.update_item(
-                TableName=self.table_name,
-                Key={names.ATTR_META_KEY: {"S": key}},
-                ReturnValues="ALL_NEW",
-                **_strategy_update(strategy, attribute, expected),
-            ),
-        )
-        return None if response is None else _from_item(key, response["Attributes"])
+            return _from_item(key, item) if self._put_new(what, item) else None
+        return self._update_info(key, what, **_strategy_update(strategy, attribute, expected))
 
     def adopt(self, key: str, count: int, now: int) -> ShardInfo | None:
         """Set ``adopted`` on a key's item, or create the item adopted with N = ``count``.
@@ -343,23 +319,19 @@ class DynamoDBMetadataStore:
             On any other DynamoDB error.
         """
         what = f"adopting {key!r}"
-        response = _conditional(
+        info = self._update_info(
+            key,
             what,
-            lambda: self.client.update_item(
-                TableName=self.table_name,
-                Key={names.ATTR_META_KEY: {"S": key}},
-                UpdateExpression="SET #a = :true",
-                ConditionExpression="attribute_exists(#k)",
-                ExpressionAttributeNames={"#a": names.ATTR_ADOPTED, "#k": names.ATTR_META_KEY},
-                ExpressionAttributeValues={":true": {"BOOL": True}},
-                ReturnValues="ALL_NEW",
-            ),
+            UpdateExpression="SET #a = :true",
+            ConditionExpression="attribute_exists(#k)",
+            ExpressionAttributeNames={"#a": names.ATTR_ADOPTED, "#k": names.ATTR_META_KEY},
+            ExpressionAttributeValues={":true": {"BOOL": True}},
         )
-        if response is not None:
-            return _from_item(key, response["Attributes"])
+        if info is not None:
+            return info
         item = _new_item(key, count, now)
         item[names.ATTR_ADOPTED] = {"BOOL": True}
-        if _conditional(what, lambda: self._put_new(item)) is None:
+        if not self._put_new(what, item):
             return None
         return ShardInfo(key, count, now, ((now, count),), adopted=True)
 
@@ -402,31 +374,24 @@ class DynamoDBMetadataStore:
             item = _new_item(key, count, now)
             if cap is not None:
                 item[names.ATTR_MAX_SHARDS] = {"N": str(cap)}
-            if _conditional(what, lambda: self._put_new(item)) is None:
-                return None
-            return _from_item(key, item)
+            return _from_item(key, item) if self._put_new(what, item) else None
         values: dict[str, Any] = {":n": {"N": str(expected.number_of_shards)}}
         if cap is None:
             update = "REMOVE #m"
         else:
             update = "SET #m = :m"
             values[":m"] = {"N": str(cap)}
-        response = _conditional(
+        return self._update_info(
+            key,
             what,
-            lambda: self.client.update_item(
-                TableName=self.table_name,
-                Key={names.ATTR_META_KEY: {"S": key}},
-                UpdateExpression=update,
-                ConditionExpression="#n = :n",
-                ExpressionAttributeNames={
-                    "#m": names.ATTR_MAX_SHARDS,
-                    "#n": names.ATTR_NUMBER_OF_SHARDS,
-                },
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            ),
+            UpdateExpression=update,
+            ConditionExpression="#n = :n",
+            ExpressionAttributeNames={
+                "#m": names.ATTR_MAX_SHARDS,
+                "#n": names.ATTR_NUMBER_OF_SHARDS,
+            },
+            ExpressionAttributeValues=values,
         )
-        return None if response is None else _from_item(key, response["Attributes"])
 
     def adopted_keys(self, keys: Sequence[str]) -> set[str]:
         """Return the keys among ``keys`` whose item says ``adopted``: ``BatchGetItem``.
@@ -498,15 +463,7 @@ class DynamoDBMetadataStore:
         MetadataError
             If DynamoDB fails the read or the stored layout is malformed.
         """
-        try:
-            response = self.client.get_item(
-                TableName=self.table_name,
-                Key={names.ATTR_META_KEY: {"S": key}},
-                ConsistentRead=True,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise MetadataError(f"reading the layout of {key!r} failed: {exc}") from exc
-        item = response.get("Item")
+        item = self._get_item(key, f"reading the layout of {key!r}")
         if item is None:
             return None, None
         try:
@@ -571,29 +528,54 @@ class DynamoDBMetadataStore:
         else:
             condition = "#u = :expected"
             values[":expected"] = {"N": str(expected_last_updated)}
-        response = _conditional(
+        response = self._update(
+            key,
             f"storing the layout of {key!r}",
-            lambda: self.client.update_item(
+            UpdateExpression="SET #s = :s, #b = :b, #sub = :sub, #n = :n, #u = :now ADD #h :entry",
+            ConditionExpression=condition,
+            ExpressionAttributeNames=attribute_names,
+            ExpressionAttributeValues=values,
+        )
+        return response is not None
+
+    def _get_item(self, key: str, what: str) -> dict[str, Any] | None:
+        """Strongly consistent ``GetItem`` of a key's item; None when it has none."""
+        try:
+            response = self.client.get_item(
                 TableName=self.table_name,
                 Key={names.ATTR_META_KEY: {"S": key}},
-                UpdateExpression=(
-                    "SET #s = :s, #b = :b, #sub = :sub, #n = :n, #u = :now ADD #h :entry"
-                ),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=attribute_names,
-                ExpressionAttributeValues=values,
+                ConsistentRead=True,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise MetadataError(f"{what} failed: {exc}") from exc
+        return response.get("Item")
+
+    def _put_new(self, what: str, item: dict[str, Any]) -> bool:
+        """``PutItem`` of ``item`` conditional on its key having no item yet; False if it has."""
+        response = _conditional(
+            what,
+            lambda: self.client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#k)",
+                ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
             ),
         )
         return response is not None
 
-    def _put_new(self, item: dict[str, Any]) -> Any:
-        """``PutItem`` of ``item`` conditional on its key having no item yet."""
-        return self.client.put_item(
-            TableName=self.table_name,
-            Item=item,
-            ConditionExpression="attribute_not_exists(#k)",
-            ExpressionAttributeNames={"#k": names.ATTR_META_KEY},
+    def _update(self, key: str, what: str, **request: Any) -> UpdateItemOutputTypeDef | None:
+        """Conditional ``UpdateItem`` of a key's item; None when its condition failed."""
+        return _conditional(
+            what,
+            lambda: self.client.update_item(
+                TableName=self.table_name, Key={names.ATTR_META_KEY: {"S": key}}, **request
+            ),
         )
+
+    def _update_info(self, key: str, what: str, **request: Any) -> ShardInfo | None:
+        """:meth:`_update` returning the item's new metadata; None when its condition failed."""
+        response = self._update(key, what, ReturnValues="ALL_NEW", **request)
+        return None if response is None else _from_item(key, response["Attributes"])
 
     def scan_sharded(self, min_count: int) -> list[ShardInfo]:
         """Return every key whose N is above ``min_count``: a paginated, filtered ``Scan``.

@@ -50,6 +50,7 @@ from dynashard.core.throttling import (
 from dynashard.errors import CooldownActiveError, DynashardError
 from dynashard.planning.shards import (
     KeyLoad,
+    ShardCountSettings,
     attempts_per_request,
     loads_by_logical_key,
     owns_shard,
@@ -445,37 +446,21 @@ class ScalerPort(Protocol):
         ...
 
 
-class ScalingSettings(Protocol):
+class ScalingSettings(ShardCountSettings, Protocol):
     """The settings the policy plans with (``lambda_kit.settings.FunctionSettings`` is one).
+
+    The limits, target utilization and cap of :class:`ShardCountSettings`, and:
 
     Attributes
     ----------
     data_table : str
         Table asked about when the alarm names none.
-    partition_wcu, partition_rcu : float
-        Per-partition key-range limits, WCU/s and RCU/s (1,000 / 3,000 on DynamoDB).
-    target_utilization : float
-        Share of the limit each shard is planned to carry, in (0, 1].
-    max_shards : int
-        Upper bound on N.
     write_max_attempts : int
         Attempts a writer makes on a throttled item (tells retries from demand).
     """
 
     @property
     def data_table(self) -> str: ...  # noqa: D102
-
-    @property
-    def partition_wcu(self) -> float: ...  # noqa: D102
-
-    @property
-    def partition_rcu(self) -> float: ...  # noqa: D102
-
-    @property
-    def target_utilization(self) -> float: ...  # noqa: D102
-
-    @property
-    def max_shards(self) -> int: ...  # noqa: D102
 
     @property
     def write_max_attempts(self) -> int: ...  # noqa: D102

@@ -98,6 +98,32 @@ def plan_shard_count(
     return max(1, min(max_shards, max(current, needed)))
 
 
+class ShardCountSettings(Protocol):
+    """The settings a shard count is planned with, shared by the growth and shrink policies.
+
+    Attributes
+    ----------
+    partition_wcu, partition_rcu : float
+        Per-partition key-range limits, WCU/s and RCU/s (1,000 / 3,000 on DynamoDB).
+    target_utilization : float
+        Share of the limit each shard is planned to carry, in (0, 1].
+    max_shards : int
+        Upper bound on N.
+    """
+
+    @property
+    def partition_wcu(self) -> float: ...  # noqa: D102
+
+    @property
+    def partition_rcu(self) -> float: ...  # noqa: D102
+
+    @property
+    def target_utilization(self) -> float: ...  # noqa: D102
+
+    @property
+    def max_shards(self) -> int: ...  # noqa: D102
+
+
 # --- the load a key was offered, from what Contributor Insights reports -------------------
 class ReportedKey(Protocol):
     """One partition key value as a hot-key source reports it for a window.

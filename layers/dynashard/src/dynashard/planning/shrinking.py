@@ -67,7 +67,7 @@ from dynashard.core.shard_info import WRITE_LOAD_GROWTH
 from dynashard.core.strategies import Strategy
 from dynashard.errors import DynashardError, InvalidInputError
 from dynashard.planning.scaling import ErrorLog, KeySkip
-from dynashard.planning.shards import plan_shard_count
+from dynashard.planning.shards import ShardCountSettings, plan_shard_count
 
 if TYPE_CHECKING:
     from dynashard.core.shard_info import GrowthResult, ShardInfo
@@ -309,21 +309,17 @@ class ShrinkPort(Protocol):
         ...
 
 
-class ShrinkSettings(Protocol):
+class ShrinkSettings(ShardCountSettings, Protocol):
     """The settings the shrink policy reads (``lambda_kit.settings.FunctionSettings`` is one).
+
+    The limits, target utilization and cap of :class:`ShardCountSettings` (the read
+    limit read only when a read-load figure is given; the target utilization plans
+    the shrunk count as it plans growth), and:
 
     Attributes
     ----------
     default_shards : int
         N of a key never seen; no key shrinks below it.
-    max_shards : int
-        Cap on N.
-    partition_wcu : float
-        Per-partition write limit, WCU/s.
-    partition_rcu : float
-        Per-partition read limit, RCU/s; read only when a read-load figure is given.
-    target_utilization : float
-        Share of the limit a shard is planned to carry (growth and the shrunk count).
     shrink_utilization : float or None
         Low-water mark, share of the limit, in [0, ``target_utilization``); 0 is off;
         None is half of ``target_utilization`` (:func:`low_water_utilization`).
@@ -335,18 +331,6 @@ class ShrinkSettings(Protocol):
 
     @property
     def default_shards(self) -> int: ...  # noqa: D102
-
-    @property
-    def max_shards(self) -> int: ...  # noqa: D102
-
-    @property
-    def partition_wcu(self) -> float: ...  # noqa: D102
-
-    @property
-    def partition_rcu(self) -> float: ...  # noqa: D102
-
-    @property
-    def target_utilization(self) -> float: ...  # noqa: D102
 
     @property
     def shrink_utilization(self) -> float | None: ...  # noqa: D102
