@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,9 @@ class Target:
         Whether the benchmark judged it met.
     margin : str
         For a missed target, by how much (``"50 % over the bound"``); ``""`` when met.
+    reason : str
+        For a missed target, why, from the figures of the same run; ``""`` when met or
+        when the benchmark gives none.
     """
 
     benchmark: str
@@ -71,6 +74,7 @@ class Target:
     measured: str
     met: bool
     margin: str
+    reason: str = ""
 
 
 def fmt(value: Any, digits: int = 2) -> str:
@@ -389,6 +393,15 @@ def reads_hedging(section: dict[str, Any]) -> tuple[list[str], list[Target]]:
                 fmt(value),
                 ok,
                 margin(limit, value, ok),
+                ""
+                if ok
+                else (
+                    f"p99 with hedging off is already {fmt(at.get('p99_off_ms'))} ms against "
+                    f"the unsharded {fmt(t.get('unsharded_p99_ms'))} ms, and hedges won "
+                    f"{hedger.get('hedges_won')} of {hedger.get('hedges')} sent: the tail is "
+                    "the client's own CPU (32 responses parsed on 2 cores), not a slow "
+                    "shard, and a hedge adds a request to it instead of cutting it"
+                ),
             )
         )
     cap, overhead = t.get("rcu_overhead_max"), at.get("rcu_overhead")
@@ -444,8 +457,10 @@ def reads_targets(doc: dict[str, Any]) -> list[Target]:
     out = generic_targets("reads", doc)
     n = t.get("shards")
     limit = t.get("p50_over_unsharded_max")
+    floors = t.get("fanout_floor_p50_over_unsharded") or {}
     for window, value in (t.get("p50_over_unsharded") or {}).items():
         ok = limit is not None and value <= limit
+        floor_ratio = floors.get(window)
         out.append(
             Target(
                 "reads",
@@ -454,6 +469,14 @@ def reads_targets(doc: dict[str, Any]) -> list[Target]:
                 fmt(value),
                 ok,
                 margin(limit, value, ok),
+                ""
+                if ok or floor_ratio is None
+                else (
+                    f"the fan-out floor of this run (the {n} shard Queries of a page sent "
+                    f"in parallel, nothing merged or decoded) is {fmt(floor_ratio)} x "
+                    "unsharded: the page waits for the slowest of N round trips and this "
+                    "client's 2 cores parse N responses, so no merge can bring it lower"
+                ),
             )
         )
     floor = t.get("gather_over_base_p50_day_min")
@@ -470,6 +493,14 @@ def reads_targets(doc: dict[str, Any]) -> list[Target]:
                 fmt(gather),
                 ok,
                 margin(f">= {floor}", gather, ok),
+                ""
+                if ok or window != "day"
+                else (
+                    "a day holds less than a page per shard, so gather-then-sort reads no "
+                    f"more than the base reader: both send {n} Queries and merge the same "
+                    "items; the gain is over long windows (month, same run: "
+                    f"{fmt((t.get('gather_over_base_p50') or {}).get(f'month@{n}'))} x)"
+                ),
             )
         )
     cells = t.get("rcu_per_page") or {}
@@ -584,7 +615,34 @@ def cold_start_section(doc: dict[str, Any]) -> tuple[list[str], list[Target]]:
             rows,
         ),
     ]
-    return lines, generic_targets("cold_start", doc)
+    return lines, [_cold_start_reason(t, doc) for t in generic_targets("cold_start", doc)]
+
+
+def _cold_start_reason(target: Target, doc: dict[str, Any]) -> Target:
+    """A missed cold-start target, with its import and first call against the baseline's."""
+    if target.met:
+        return target
+    boto3 = (doc.get("baselines") or {}).get("boto3") or {}
+    handler = target.name.partition("[")[2].rstrip("]") or target.measured.partition("(")[2]
+    run = _find(doc.get("runs", []), handler=handler.rstrip(")"))
+    if not run or not boto3:
+        return target
+    first_call = (
+        "reads the key's metadata and its shards"
+        if run["handler"].startswith("query")
+        else "reads its alarms and the keys' metadata"
+        if run["handler"].startswith("scaler")
+        else "reads the key's metadata, records its GSI1 buckets and writes the events"
+    )
+    reason = (
+        f"the first call takes {fmt(run.get('first_invoke_ms'), 1)} ms against the "
+        f"baseline's {fmt(boto3.get('first_invoke_ms'), 1)} (one GetItem): it loads what "
+        f"the import deferred and {first_call}, each request a round trip; the import "
+        f"takes {fmt(run.get('import_ms'), 1)} ms against {fmt(boto3.get('import_ms'), 1)} "
+        "(pydantic's models, Powertools' Tracer with the X-Ray SDK; docs/benchmarks.md has "
+        "the import profile)"
+    )
+    return replace(target, reason=reason)
 
 
 def memory_section(doc: dict[str, Any]) -> tuple[list[str], list[Target]]:
@@ -927,8 +985,11 @@ def render(
 
 
 def verdict(t: Target) -> str:
-    """``"met"``, or ``"**missed**: <margin>"``."""
-    return "met" if t.met else f"**missed**: {t.margin}" if t.margin else "**missed**"
+    """``"met"``, or ``"**missed**: <margin>"``, then the reason where one is given."""
+    if t.met:
+        return "met"
+    text = f"**missed**: {t.margin}" if t.margin else "**missed**"
+    return f"{text}. Why: {t.reason}" if t.reason else text
 
 
 def target_lines(found: Sequence[Target]) -> list[str]:

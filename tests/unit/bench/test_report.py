@@ -222,3 +222,50 @@ def test_a_file_that_is_not_json_is_unreadable_not_absent(results: Path) -> None
     # And --require-all fails on it, as on a missing one
     code, _ = run(results, "--require-all")
     assert code == 1
+
+
+def test_a_missed_read_or_cold_start_target_says_why_from_the_same_runs_figures(
+    results: Path,
+) -> None:
+    # Given a reads result whose p50 target is missed above its fan-out floor, and a
+    # cold-start result missed by a handler's first call
+    write(
+        results,
+        "reads",
+        {
+            "targets": {
+                "shards": 32,
+                "p50_over_unsharded_max": 1.5,
+                "p50_over_unsharded": {"day": 3.1, "month": 1.2},
+                "fanout_floor_p50_over_unsharded": {"day": 2.9, "month": 3.0},
+            },
+            "runs": [],
+        },
+    )
+    write(
+        results,
+        "cold_start",
+        {
+            "baselines": {"boto3": {"import_ms": 200.0, "first_invoke_ms": 10.0}},
+            "runs": [
+                {"handler": "ingest.sqs_handler", "import_ms": 210.0, "first_invoke_ms": 150.0}
+            ],
+            "targets": {
+                "ratio_vs_boto3[ingest.sqs_handler]": {
+                    "target": 1.3,
+                    "measured": 1.71,
+                    "met": False,
+                }
+            },
+        },
+    )
+    _, text = run(results)
+    summary = section(text, "Summary")
+    # Then each missed row gives its reason with that run's figures; a met one has none
+    day = next(line for line in summary.splitlines() if "[day@32]" in line)
+    assert "Why: the fan-out floor of this run" in day and "is 2.90 x unsharded" in day
+    month = next(line for line in summary.splitlines() if "[month@32]" in line)
+    assert month.endswith("| met |")
+    sqs = next(line for line in summary.splitlines() if "ingest.sqs_handler" in line)
+    assert "Why: the first call takes 150.0 ms against the baseline's 10.0" in sqs
+    assert "the import takes 210.0 ms against 200.0" in sqs
