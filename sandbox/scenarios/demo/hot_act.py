@@ -26,9 +26,6 @@ from sandbox.harness.delivery import (
 from sandbox.harness.handlers import Handlers
 from sandbox.scenarios.demo.report import live_status, status_progress
 
-#: Emulated seconds before SQS delivers a failed record again: the stack's visibility
-#: timeout, six times the function timeout (``infra/constructs/ingest.py``).
-VISIBILITY_TIMEOUT_S = 6.0 * 30
 #: Wall seconds a scheduled delivery may start late before the machine is judged unable
 #: to offer the load.
 MAX_LAG_WALL_S = 5.0
@@ -89,6 +86,36 @@ def act_scale(departures: Sequence[Departure], args: argparse.Namespace, units: 
 
     busiest = max(Counter(d.key for d in departures).values())
     return float(busiest * units / (args.duration * args.load * PARTITION_WCU_LIMIT))
+
+
+def ingest_visibility_timeout_s(loop: Any) -> float:
+    """Return the visibility timeout of the queue that feeds the SQS handler, in seconds.
+
+    Emulated seconds before SQS delivers a failed record again, as the synthesized
+    template sets it on the ingest queue (``VisibilityTimeout``: six times the function
+    timeout, ``infra/constructs/ingest.py``), read from the loop's twin.
+
+    Parameters
+    ----------
+    loop : GrowthLoop
+        The started growth loop (its ``twin`` holds the template).
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Raises
+    ------
+    RuntimeError
+        If the loop has not started (no twin yet).
+    """
+    from sandbox.twin.sources import SQS_HANDLER
+
+    if loop.twin is None:
+        raise RuntimeError("the growth loop has no twin: start it before the replay")
+    queue = loop.twin.spec.queues[loop.twin.source_of(SQS_HANDLER)]
+    return float(queue.visibility_timeout_s)
 
 
 def key_targets(
@@ -228,7 +255,7 @@ def run_open_loop(
         handlers,
         stats,
         speed=speed,
-        visibility_timeout_s=VISIBILITY_TIMEOUT_S,
+        visibility_timeout_s=ingest_visibility_timeout_s(loop),
         max_receives=MAX_RECEIVES,
         max_lag_s=MAX_LAG_WALL_S * speed,
         workers=OPEN_LOOP_WORKERS,

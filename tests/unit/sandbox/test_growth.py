@@ -65,3 +65,19 @@ def test_the_emulator_charges_the_facades_own_session_too() -> None:
     sessions = client_sessions()
     assert raw_items_session()._session in sessions
     assert boto3.DEFAULT_SESSION is not None and boto3.DEFAULT_SESSION._session in sessions
+
+
+def test_the_second_act_redelivers_after_the_stacks_visibility_timeout() -> None:
+    # SQS hands a failed record back after the ingest queue's visibility timeout: the act
+    # takes it from the template (six times the queue function's timeout), not a copy
+    from types import SimpleNamespace
+
+    from sandbox.env_vars import local_twin
+    from sandbox.scenarios.demo.hot_act import ingest_visibility_timeout_s
+    from sandbox.twin.sources import SQS_HANDLER
+
+    twin = local_twin()
+    timeout_s = twin.function_spec(SQS_HANDLER).timeout_s
+    assert ingest_visibility_timeout_s(SimpleNamespace(twin=twin)) == 6 * timeout_s
+    with pytest.raises(RuntimeError, match="no twin"):
+        ingest_visibility_timeout_s(SimpleNamespace(twin=None))
