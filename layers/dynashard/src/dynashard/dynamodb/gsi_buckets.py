@@ -13,8 +13,9 @@ bucket without a record (:func:`dynashard.planning.reads.gsi1_shard_count`).
 That is what lets GSI1 win reads: a bucket written while the key was cool has G = 1
 even when the key has since had 32 shards, so a window inside it takes one GSI1 Query
 instead of 32 base-table Queries. Each container records a ``(key, bucket)`` once per
-count (cached), so the cost is one small conditional write per key, bucket and
-container.
+count (cached), and a batch records all of a key's new buckets in one conditional
+write (:meth:`Gsi1BucketRecorder.ensure_buckets`); a bucket the key's metadata already
+holds, or that a refused write showed another container recorded, costs none.
 
 The records live on the key's metadata item, which every read and write fetches and
 which DynamoDB caps at 400 KB (Developer Guide, "Service, account, and table quotas":
