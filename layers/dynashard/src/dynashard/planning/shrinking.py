@@ -149,7 +149,7 @@ def report_gap(
     ''
     """
     if named == 0:
-        none = " and has no datapoint" if not active_periods else ""
+        none = " and has no datapoint" if active_periods is not None and not active_periods else ""
         return f"the report names no contributor{none}"
     if active_periods is None:
         return ""
