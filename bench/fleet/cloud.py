@@ -158,15 +158,28 @@ def _stamp(minute: int) -> datetime:
 
 
 def _report(
-    rows: list[tuple[str, float, list[float]]], limit: int, unique: int, period_minutes: int
+    rows: list[tuple[str, float, list[float]]],
+    limit: int,
+    unique: int,
+    stamps: Sequence[datetime] = (),
+    uniques: Sequence[int] | None = None,
 ) -> dict[str, Any]:
+    """A ``GetInsightRuleReport`` answer: each period's start in ``stamps``.
+
+    ``uniques`` (contributors counted per period) gives the rule's own
+    ``MetricDatapoints`` (``UniqueContributors``), which the shrink sweep reads to tell
+    a live report from an empty one (:func:`dynashard.planning.shrinking.report_gap`).
+    """
     rows.sort(key=lambda r: (-r[1], r[0]))
-    return {
+    report: dict[str, Any] = {
         "Contributors": [
             {
                 "Keys": [key],
                 "ApproximateAggregateValue": total,
-                "Datapoints": [{"ApproximateValue": v} for v in points],
+                "Datapoints": [
+                    {"Timestamp": t, "ApproximateValue": v}
+                    for t, v in zip(stamps, points, strict=True)
+                ],
             }
             for key, total, points in rows[:limit]
         ],
@@ -174,6 +187,12 @@ def _report(
         "AggregationStatistic": "Sum",
         "KeyLabels": ["PK"],
     }
+    if uniques is not None:
+        report["MetricDatapoints"] = [
+            {"Timestamp": t, "UniqueContributors": float(n)}
+            for t, n in zip(stamps, uniques, strict=True)
+        ]
+    return report
 
 
 def write_load_masks(
@@ -247,7 +266,7 @@ class FakeCloudWatch:
         minutes = self.figures.readable(request["StartTime"], request["EndTime"])
         kind = self.rules[request["RuleName"]]
         if not minutes:
-            return _report([], limit, 0, period_minutes)
+            return _report([], limit, 0, uniques=[])
         if kind == "LOAD":
             return self._logical(
                 minutes, limit, period_minutes, self.write_load[request["RuleName"]]
@@ -281,7 +300,10 @@ class FakeCloudWatch:
             (self.figures.keys[k], float(total[k]), points)
             for k, points in zip(top, per_period, strict=True)
         ]
-        return _report(rows, limit, nonzero, period_minutes)
+        counted = np.add.reduceat(per_minute[:, mask], starts, axis=0)
+        uniques = np.count_nonzero(counted, axis=1).tolist()
+        stamps = [_stamp(minutes[i][0]) for i in starts]
+        return _report(rows, limit, nonzero, stamps, uniques)
 
     def _physical(
         self,
@@ -309,7 +331,8 @@ class FakeCloudWatch:
                 if value > 0:
                     points = [float(per_shard[idx, s].sum()) for idx in periods]
                     rows.append((f"{self.figures.keys[k]}#{s}", value, points))
-        return _report(rows, limit, unique, period_minutes)
+        stamps = [_stamp(minutes[idx[0]][0]) for idx in periods]
+        return _report(rows, limit, unique, stamps)
 
 
 def _top(values: np.ndarray, n: int) -> list[int]:

@@ -176,6 +176,13 @@ def _emit_metrics(run: sweep.ScalerRun) -> None:
     shrunk = run.shrink.shrunk
     metrics.add_metric(name="ShardsGrown", unit=MetricUnit.Count, value=len(run.grown))
     metrics.add_metric(name="ShardsShrunk", unit=MetricUnit.Count, value=len(shrunk))
+    # Write-load reports that were no evidence (empty, or not spanning the cool period):
+    # no key of theirs shrank; the reasons are in the report (``shrink.no_evidence``).
+    metrics.add_metric(
+        name="WriteLoadReportsWithoutEvidence",
+        unit=MetricUnit.Count,
+        value=len(run.shrink.no_evidence),
+    )
     # Alarms in ALARM that may not grow shards (invariant 6): counted, and their reason
     # is in the run's report (``ignored``), which the handler logs.
     not_key_range = [o for o in run.alarms if o.ignored and o.state == scaling.ALARM_STATE]

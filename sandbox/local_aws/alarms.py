@@ -665,6 +665,10 @@ class LocalSchedule:
             thread.join(timeout_s)
 
 
+#: Why :class:`UnwatchedWriteLoad`'s history is no evidence.
+UNWATCHED_GAP: Final = "the sandbox's write-load rule has not watched a whole cool period"
+
+
 class UnwatchedWriteLoad:
     """A write-load rule that has watched nothing yet: every key's load unknown.
 
@@ -708,13 +712,14 @@ class UnwatchedWriteLoad:
         Returns
         -------
         LoadHistory
-            No key's peak, and nothing known of the keys it leaves out (its bound is
-            the default, infinite), so the sweep shrinks no key on it, not even one
-            grown on the write-load report.
+            No key's peak, nothing known of the keys it leaves out (its bound is the
+            default, infinite), and no evidence (:attr:`LoadHistory.gaps` says so), so
+            the sweep shrinks no key on it, not even one grown on the write-load
+            report, and reports why.
         """
         from dynashard.planning.shrinking import LoadHistory
 
-        return LoadHistory(start, end, period_s)
+        return LoadHistory(start, end, period_s, gaps=(UNWATCHED_GAP,))
 
 
 #: The one :class:`UnwatchedWriteLoad`.

@@ -33,13 +33,11 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 
 from dynashard.core.load import MAX_CONTRIBUTORS
 from dynashard.planning.shrinking import LoadHistory
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 #: The filter operators emulated; ``In`` takes strings, ``EqualTo`` one number.
 _FILTER_OPS = ("In", "EqualTo")
@@ -253,8 +251,12 @@ class LocalInsightRule:
         -------
         LoadHistory
             Peak WCU/s per logical key (its busiest period's sum over the period);
-            keys cut by the top-N are bounded by the smallest reported window total,
-            as :meth:`LoadHistory.from_report` reads a truncated report.
+            keys left out are bounded by the smallest reported window total, as
+            :meth:`LoadHistory.from_report` reads a report. The periods in which any
+            line counted stand for the report's datapoints (``MetricDatapoints`` with
+            ``UniqueContributors`` above 0), so a window the rule did not watch whole,
+            or in which it counted nothing, is no evidence here as on AWS
+            (:func:`dynashard.planning.shrinking.report_gap`).
         """
         period = max(60, int(math.ceil(period_s / 60.0) * 60))
         lo_s, hi_s = start.timestamp(), end.timestamp()
@@ -270,7 +272,16 @@ class LocalInsightRule:
         totals = {key: sum(p.values()) for key, p in points.items()}
         top = sorted(totals, key=lambda k: (-totals[k], k))[: max(1, max_contributors)]
         contributors = {k: (totals[k], list(points[k].values())) for k in top}
-        return LoadHistory.from_report(start, end, period, contributors, len(totals))
+        active = sorted(
+            {bucket for per_period in points.values() for bucket, v in per_period.items() if v > 0}
+        )
+        return LoadHistory.from_report(
+            start,
+            end,
+            period,
+            contributors,
+            [datetime.fromtimestamp(b * period, UTC) for b in active],
+        )
 
 
 class LocalWriteLoadRules:

@@ -625,6 +625,44 @@ def test_a_sweep_shrinks_the_keys_that_stayed_cool(
     assert [k["key"] for k in result["shrink"]["kept"]] == ["DEPARTURES#EWR"]
 
 
+def test_a_sweep_on_an_empty_write_load_report_shrinks_nothing_and_counts_it(
+    monkeypatch: pytest.MonkeyPatch,
+    context: LambdaContext,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a key at 8 shards and a write-load report that names nobody (issue 38, bug 9)
+    from dynashard.planning.shrinking import LoadHistory
+
+    monkeypatch.setenv("DYNASHARD_SHRINK_COOL_PERIOD_S", "900")
+
+    class EmptyReport:
+        def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> Any:
+            return LoadHistory.from_report(start, end, period_s, {}, [], rule="rule")
+
+    shrinker = FakeShrinker({"DEPARTURES#JFK": 8})
+    # When the schedule invokes the scaler
+    result = scaler.handler(
+        load_event("eventbridge_scheduled_sweep"),
+        context,
+        facade=FakeFacade(),
+        hot_keys=_jfk_hot(),
+        alarm_states=FakeAlarmStates([]),
+        load_history=EmptyReport(),
+        shrinker=shrinker,
+    )
+    # Then nothing shrank, the report says why, and the scaler counted it
+    assert shrinker.calls == [] and result["shrink"]["shrunk"] == []
+    assert result["shrink"]["no_evidence"] == [
+        "rule: the report names no contributor and has no datapoint"
+    ]
+    captured = capsys.readouterr()
+    blobs = [json.loads(x) for x in captured.out.splitlines() if '"_aws"' in x]
+    assert any(b.get("WriteLoadReportsWithoutEvidence") in (1, 1.0, [1.0]) for b in blobs)
+    [warning] = [r for r in caplog.records if r.getMessage() == "write-load report is no evidence"]
+    assert warning.levelname == "WARNING"
+
+
 def test_an_alarm_never_shrinks(context: LambdaContext) -> None:
     history, shrinker = FixedHistory({}), FakeShrinker({"DEPARTURES#JFK": 8})
     result = scaler.handler(

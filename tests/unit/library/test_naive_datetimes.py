@@ -114,4 +114,6 @@ def test_contributor_insights_windows_take_naive_as_utc() -> None:
         history = InsightRuleOfferedLoad("rule", client).peak_offered_wcu(
             T0, NAIVE_T0 + timedelta(minutes=5), 60
         )
-    assert history.peak("ANY") == 0.0
+    # an empty report is no evidence (issue 38, bug 9): no key taken for idle
+    assert history.peak("ANY") == float("inf") and history.gap("ANY")
+    assert history.start == T0 and history.end == T0 + timedelta(minutes=5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -132,12 +133,12 @@ def test_a_shrink_never_goes_below_what_the_load_needs_nor_triggers_growth(
 
 
 # --- the history of a top-N report -----------------------------------------------------------
-def test_a_key_missing_from_a_truncated_report_is_bounded_by_the_smallest_total() -> None:
+def test_a_key_missing_from_a_report_is_bounded_by_the_smallest_total() -> None:
     report = {"A": (6000.0, [3000.0, 3000.0]), "B": (1200.0, [1200.0, 0.0])}
-    full = LoadHistory.from_report(NOW, NOW, 60, report, unique_count=2)
-    cut = LoadHistory.from_report(NOW, NOW, 60, report, unique_count=500)
-    assert full.peak("A") == 50.0 and full.peak("C") == 0.0
-    assert cut.peak("C") == 20.0  # at most 1,200 units in the window, so <= 20 WCU/s
+    history = LoadHistory.from_report(NOW, NOW, 60, report)
+    assert history.peak("A") == 50.0 and history.peak("B") == 20.0
+    assert history.peak("C") == 20.0  # at most 1,200 units in the window, so <= 20 WCU/s
+    assert history.gaps == ()
 
 
 # --- the sweep over ports ----------------------------------------------------------------------
@@ -297,13 +298,12 @@ def test_a_key_the_report_names_is_planned_on_its_peak_not_a_bound() -> None:
     assert "bounded" not in shrunk.to_dict()
 
 
-def test_a_report_not_known_to_be_whole_is_taken_as_cut() -> None:
-    report = {"A": (6000.0, [3000.0, 3000.0]), "B": (1200.0, [1200.0, 0.0])}
-    # no unique count, or as many named as asked for: the smallest total bounds the rest
-    assert LoadHistory.from_report(NOW, NOW, 60, report).peak("C") == 20.0
-    assert LoadHistory.from_report(NOW, NOW, 60, report, 2, max_contributors=2).peak("C") == 20.0
-    # a report that names nobody saw no line: nothing left out
-    assert LoadHistory.from_report(NOW, NOW, 60, {}).peak("C") == 0.0
+def test_a_report_that_names_nobody_bounds_nothing() -> None:
+    # a report that names nobody is no evidence (issue 38, bug 9): no bound, and a gap
+    for active in (None, []):
+        empty = LoadHistory.from_report(NOW, NOW, 60, {}, active, rule="r")
+        assert empty.peak("C") == math.inf and empty.peak_units_per_s == {}
+        assert empty.gap("C").startswith("r: the report names no contributor")
 
 
 def test_parts_join_their_keys_and_keep_their_own_bounds() -> None:
@@ -454,6 +454,11 @@ def test_the_adapter_reads_each_keys_peak_minute() -> None:
                 "Datapoints": [{"Timestamp": start, "ApproximateValue": 600.0}],
             },
         ],
+        # the rule counted a contributor in every minute of the window: live
+        "MetricDatapoints": [
+            {"Timestamp": start + timedelta(minutes=m), "UniqueContributors": 1.0}
+            for m in range(30)
+        ],
     }
     expected = {
         "RuleName": "stack-offered-write-units",
@@ -462,6 +467,7 @@ def test_the_adapter_reads_each_keys_peak_minute() -> None:
         "Period": 60,
         "MaxContributorCount": 100,
         "OrderBy": "Sum",
+        "Metrics": ["UniqueContributors"],
     }
     with Stubber(client) as stub:
         stub.add_response("get_insight_rule_report", response, expected)
@@ -477,13 +483,17 @@ def test_the_adapter_reads_each_parts_history_and_bounds_a_key_by_its_own_part()
     client = boto3.client("cloudwatch", region_name="us-east-1")
     start, end = NOW - timedelta(minutes=30), NOW
     rules = ["stack-offered-write-units-0-of-2", "stack-offered-write-units-1-of-2"]
-    reports = [
+    live = [
+        {"Timestamp": start + timedelta(minutes=m), "UniqueContributors": 1.0} for m in range(30)
+    ]
+    reports: list[dict[str, object]] = [
         # part 0: cut (500 contributors) at a key of 480,000 units
         {
             "ApproximateUniqueCount": 500,
             "Contributors": [
                 {"Keys": ["BUSY"], "ApproximateAggregateValue": 480_000.0, "Datapoints": []}
             ],
+            "MetricDatapoints": live,
         },
         # part 1: cut at a key of 600 units
         {
@@ -495,6 +505,7 @@ def test_the_adapter_reads_each_parts_history_and_bounds_a_key_by_its_own_part()
                     "Datapoints": [{"Timestamp": start, "ApproximateValue": 600.0}],
                 }
             ],
+            "MetricDatapoints": live,
         },
     ]
     with Stubber(client) as stub:
@@ -509,9 +520,247 @@ def test_the_adapter_reads_each_parts_history_and_bounds_a_key_by_its_own_part()
                     "Period": 60,
                     "MaxContributorCount": 100,
                     "OrderBy": "Sum",
+                    "Metrics": ["UniqueContributors"],
                 },
             )
         history = InsightRuleOfferedLoad(rules, client).peak_offered_wcu(start, end, 60)
     assert history.peak("WARM") == 10.0 and history.part_bounds == (8000.0, 10.0)
     part_1 = next(f"K{i}" for i in range(100) if write_load_part(f"K{i}", 2) == 1)
     assert history.peak(part_1) == 10.0
+
+
+# --- an empty or partial write-load report is no evidence (issue 38, bug 9) -------------------
+RULE = "stack-offered-write-units"
+WINDOW = (NOW - timedelta(minutes=30), NOW)
+
+
+def minutes(first: int, last: int) -> list[datetime]:
+    """The starts of the window's minutes ``first`` to ``last`` (0 is the window's first)."""
+    return [WINDOW[0] + timedelta(minutes=m) for m in range(first, last + 1)]
+
+
+def contributor(key: str, units_per_minute: float, at: list[datetime]) -> dict[str, object]:
+    """A report's contributor offered ``units_per_minute`` in each minute of ``at``."""
+    return {
+        "Keys": [key],
+        "ApproximateAggregateValue": units_per_minute * len(at),
+        "Datapoints": [{"Timestamp": t, "ApproximateValue": units_per_minute} for t in at],
+    }
+
+
+def report(*contributors: dict[str, object], at: list[datetime] | None = None) -> dict[str, object]:
+    """A ``GetInsightRuleReport`` answer; ``at``: the minutes of its own datapoints."""
+    named = list(contributors)
+    out: dict[str, object] = {
+        "KeyLabels": ["logical_key"],
+        "AggregationStatistic": "Sum",
+        "AggregateValue": sum(float(c["ApproximateAggregateValue"]) for c in named),  # type: ignore[arg-type]
+        "ApproximateUniqueCount": len(named),
+        "Contributors": named,
+    }
+    if at is not None:
+        out["MetricDatapoints"] = [
+            {"Timestamp": t, "UniqueContributors": float(len(named))} for t in at
+        ]
+    return out
+
+
+def read_reports(*reports: dict[str, object]) -> LoadHistory:
+    """The adapter's history of the window over one report per part (a stubbed CloudWatch)."""
+    client = boto3.client("cloudwatch", region_name="us-east-1")
+    rules = (
+        [RULE]
+        if len(reports) == 1
+        else [f"{RULE}-{i}-of-{len(reports)}" for i in range(len(reports))]
+    )
+    with Stubber(client) as stub:
+        for answer in reports:
+            stub.add_response("get_insight_rule_report", answer)
+        return InsightRuleOfferedLoad(rules, client).peak_offered_wcu(*WINDOW, 60)
+
+
+class Reports:
+    """A LoadHistorySource that reads the given reports through the adapter."""
+
+    def __init__(self, *reports: dict[str, object]) -> None:
+        self.reports = reports
+
+    def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+        assert (start, end, period_s) == (*WINDOW, 60)
+        return read_reports(*self.reports)
+
+
+def test_an_empty_write_load_report_shrinks_no_key() -> None:
+    # Given three keys grown on the write-load report, long out of their cooldown, and a
+    # report that names nobody (a rule just created or renamed, INFO lines not logged,
+    # a disabled rule, or Contributor Insights lagging all look like this)
+    keys = ["TENANT#1", "TENANT#2", "TENANT#3"]
+    port = FakeShrinker([grown_on_the_report(8, k) for k in keys])
+    empty = {"Contributors": [], "ApproximateUniqueCount": 0, "AggregateValue": 0.0}
+    # When the sweep reads it
+    outcome = shrink_cool_keys(NOW, port, Reports(empty), Settings())
+    # Then no key shrinks: absence of evidence is not evidence of idleness
+    assert port.calls == []
+    assert outcome.shrunk == ()
+    assert [k.key for k in outcome.kept] == keys
+    assert all(
+        "no evidence" in k.reason and "names no contributor" in k.reason for k in outcome.kept
+    )
+    # and the sweep says which report was no evidence
+    (gap,) = outcome.no_evidence
+    assert gap.startswith(f"{RULE}: the report names no contributor")
+    assert outcome.to_dict()["no_evidence"] == [gap]
+
+
+def test_a_report_that_misses_the_start_of_the_window_is_no_evidence() -> None:
+    # Given a rule renamed 5 minutes ago (changing write_load_parts renames every rule):
+    # its report names COOL at 60 units a minute, but only since then
+    recent = minutes(25, 29)
+    answer = report(contributor("COOL", 60.0, recent), at=recent)
+    port = FakeShrinker([grown_on_the_report(8, "COOL")])
+    # When the sweep reads it over its 30-minute cool period
+    outcome = shrink_cool_keys(NOW, port, Reports(answer), Settings())
+    # Then COOL is kept: its first 25 minutes were not counted
+    assert port.calls == []
+    assert "did not count the whole window" in outcome.kept[0].reason
+
+
+def test_a_report_whose_rule_stopped_counting_is_no_evidence() -> None:
+    # Given a rule that counted the first 10 minutes of the window and nothing since
+    # (disabled, or the ingest functions' INFO lines no longer logged)
+    early = minutes(0, 9)
+    answer = report(contributor("COOL", 60.0, early), at=early)
+    port = FakeShrinker([grown_on_the_report(8, "COOL"), grown_on_the_report(8, "GONE")])
+    outcome = shrink_cool_keys(NOW, port, Reports(answer), Settings())
+    assert port.calls == []
+    assert all("stopped counting" in k.reason for k in outcome.kept)
+
+
+def test_a_live_report_still_shrinks_the_keys_it_shows_cool() -> None:
+    # Given a report live over the whole window: BUSY at 300,000 units a minute, COOL at
+    # 60 (1 WCU/s); a third key, grown on the report, left out of it
+    whole = minutes(0, 29)
+    answer = report(
+        contributor("BUSY", 300_000.0, whole), contributor("COOL", 60.0, whole), at=whole
+    )
+    port = FakeShrinker(
+        [
+            grown_on_the_report(8, "BUSY"),
+            grown_on_the_report(8, "COOL"),
+            grown_on_the_report(8, "GONE"),
+        ]
+    )
+    outcome = shrink_cool_keys(NOW, port, Reports(answer), Settings())
+    # Then COOL shrinks on its peak, GONE on the report's floor (COOL's 1,800 units over
+    # the window: at most 30 WCU/s in any minute), BUSY is kept
+    assert sorted(port.calls) == [("COOL", 1), ("GONE", 1)]
+    gone = next(s for s in outcome.shrunk if s.key == "GONE")
+    assert gone.bounded and gone.peak_units_per_s == 30.0
+    assert outcome.no_evidence == ()
+    assert "no_evidence" not in outcome.to_dict()
+
+
+def test_a_key_absent_from_a_live_report_is_bounded_by_its_floor_not_0() -> None:
+    # Given a live report that names two keys and counts two contributors: whole, as far
+    # as its approximate unique count says
+    whole = minutes(0, 29)
+    answer = report(
+        contributor("BUSY", 300_000.0, whole), contributor("WARM", 600.0, whole), at=whole
+    )
+    history = read_reports(answer)
+    # Then a key it leaves out is bounded by the smallest total it names (18,000 units
+    # in the window: 300 WCU/s at most in one minute), never taken for idle
+    assert history.peak("WARM") == 10.0
+    assert history.bound("OTHER") == history.peak("OTHER") == 300.0
+    # and a key grown on the report with a low-water mark below that bound is kept
+    port = FakeShrinker([grown_on_the_report(2, "OTHER")])  # mark 2 x 1000 x 0.5 = 1,000
+    assert shrink_cool_keys(NOW, port, Reports(answer), Settings()).shrunk[0].current == 1
+    port = FakeShrinker([grown_on_the_report(2, "OTHER")])
+    low = Settings(shrink_utilization=0.1)  # mark 2 x 1000 x 0.1 = 200 < 300
+    outcome = shrink_cool_keys(NOW, port, Reports(answer), low)
+    assert port.calls == [] and "300.0 WCU/s is not below" in outcome.kept[0].reason
+
+
+def test_an_empty_part_keeps_its_keys_and_a_live_part_still_bounds_its_own() -> None:
+    # Given two parts: part 0 live over the window (WARM at 60 units a minute), part 1
+    # empty (its rule just created)
+    in_0 = next(f"K{i}" for i in range(100) if write_load_part(f"K{i}", 2) == 0)
+    in_1 = next(f"K{i}" for i in range(100) if write_load_part(f"K{i}", 2) == 1)
+    whole = minutes(0, 29)
+    live = report(contributor("WARM", 60.0, whole), at=whole)
+    empty = report(at=[])
+    port = FakeShrinker([grown_on_the_report(8, in_0), grown_on_the_report(8, in_1)])
+    outcome = shrink_cool_keys(NOW, port, Reports(live, empty), Settings())
+    # Then the key of the live part shrinks on its part's floor; the other is kept
+    assert port.calls == [(in_0, 1)]
+    assert [k.key for k in outcome.kept] == [in_1] and "no evidence" in outcome.kept[0].reason
+    (gap,) = outcome.no_evidence
+    assert gap.startswith(f"{RULE}-1-of-2: the report names no contributor and has no datapoint")
+
+
+def test_the_adapter_asks_for_the_rules_own_datapoints() -> None:
+    client = boto3.client("cloudwatch", region_name="us-east-1")
+    whole = minutes(0, 29)
+    expected = {
+        "RuleName": RULE,
+        "StartTime": WINDOW[0],
+        "EndTime": WINDOW[1],
+        "Period": 60,
+        "MaxContributorCount": 100,
+        "OrderBy": "Sum",
+        "Metrics": ["UniqueContributors"],
+    }
+    with Stubber(client) as stub:
+        stub.add_response(
+            "get_insight_rule_report", report(contributor("A", 60.0, whole), at=whole), expected
+        )
+        history = InsightRuleOfferedLoad(RULE, client).peak_offered_wcu(*WINDOW, 60)
+    assert history.gaps == () and history.peak("A") == 1.0
+
+
+def test_datapoints_that_count_nothing_do_not_show_the_rule_live() -> None:
+    # A contributor named with zero-valued datapoints, and rule datapoints with no
+    # contributor, before the last 5 minutes: the rule counted only since then
+    whole, recent = minutes(0, 29), minutes(25, 29)
+    quiet = {
+        "Keys": ["A"],
+        "ApproximateAggregateValue": 300.0,
+        "Datapoints": [
+            {"Timestamp": t, "ApproximateValue": 60.0 if t in recent else 0.0} for t in whole
+        ],
+    }
+    answer = report(quiet)
+    answer["MetricDatapoints"] = [
+        {"Timestamp": t, "UniqueContributors": 1.0 if t in recent else 0.0} for t in whole
+    ]
+    assert "did not count the whole window" in read_reports(answer).gap("A")
+
+
+@pytest.mark.parametrize(
+    ("first_s", "last_s", "evidence"),
+    [
+        (0, 1740, True),  # every minute of the window
+        (59, 1740, True),  # first datapoint inside the first period
+        (60, 1740, False),  # first datapoint in the second period
+        (0, 1800 - 60 - 300, True),  # newest period ended 300 s before the end: allowed
+        (0, 1800 - 60 - 301, False),  # 301 s: stopped counting
+    ],
+)
+def test_report_gap_edges(first_s: int, last_s: int, evidence: bool) -> None:
+    from dynashard.planning.shrinking import REPORT_LAG_S, report_gap
+
+    assert REPORT_LAG_S == 300.0
+    start, end = WINDOW
+    active = [start + timedelta(seconds=first_s), start + timedelta(seconds=last_s)]
+    assert (report_gap(start, end, 60, 1, active) == "") is evidence
+    assert report_gap(start, end, 60, 0, active) == "the report names no contributor"
+    assert report_gap(start, end, 60, 1, []) == "the report has no datapoint in the window"
+    assert report_gap(start, end, 60, 1, None) == ""  # a source without a time series
+
+
+def test_a_named_key_of_a_history_with_a_gap_is_kept_whatever_its_peak() -> None:
+    history = LoadHistory(NOW, NOW, 60, {"COOL": 1.0}, 1.0, gaps=("said so",))
+    port = FakeShrinker([info(8, key="COOL")])
+    outcome = shrink_cool_keys(NOW, port, PartHistories([history]), Settings())
+    assert port.calls == [] and "(said so)" in outcome.kept[0].reason
+    assert outcome.no_evidence == ("said so",)

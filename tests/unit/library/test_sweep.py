@@ -216,3 +216,41 @@ def test_a_key_grown_on_the_write_load_report_shrinks_once_its_part_bounds_it_co
             "bounded": True,
         }
     ]
+
+
+def test_a_key_grown_on_the_write_load_report_is_not_shrunk_on_an_empty_report(
+    facade: Any,
+) -> None:
+    # Given a key grown on the write-load report's own figure (moto's table)
+    from dynashard.core.throttling import WRITE_KEY_RANGE_METRIC
+    from dynashard.planning.shrinking import LoadHistory
+
+    class Offered:
+        def offered_wcu(self, start: datetime, end: datetime) -> dict[str, float]:
+            return {"TENANT#7": 240_000.0}
+
+    class Empty:
+        """Two parts' reports that name nobody (rules just renamed, say): no evidence."""
+
+        def peak_offered_wcu(self, start: datetime, end: datetime, period_s: int) -> LoadHistory:
+            return LoadHistory.from_parts([LoadHistory.from_report(start, end, period_s, {})] * 2)
+
+    alarm = Alarm(
+        name="writes",
+        state="ALARM",
+        timestamp=NOW,
+        window_s=60,
+        metric_names=(WRITE_KEY_RANGE_METRIC,),
+    )
+    grown = grow_from_one(facade, "TENANT#7", alarm, HotKey("TENANT#7#0", 1000.0, 6000), Offered)
+    n = grown.grown[0].current
+    assert n > 1 and facade.shard_info("TENANT#7").grown_for == frozenset({"write-load"})
+    # When a sweep past the cooldown and the cool period reads only empty reports
+    run = sweep_when_cool(facade, Empty())
+    # Then the key keeps its count: an empty report is not "every key idle"
+    assert run.shrink.shrunk == ()
+    assert facade.shard_info("TENANT#7").number_of_shards == n
+    report = run.to_dict(False, NOW)["shrink"]
+    assert [k["key"] for k in report["kept"]] == ["TENANT#7"]
+    assert "no evidence" in report["kept"][0]["reason"]
+    assert report["no_evidence"] == ["the report names no contributor"] * 2

@@ -24,6 +24,7 @@ from sandbox.emulator.core import PartitionEmulator
 from sandbox.emulator.limits import Operation, Resource
 from sandbox.env_vars import reset_function_caches
 from sandbox.local_aws.alarms import (
+    UNWATCHED_GAP,
     AlarmState,
     LocalAlarm,
     LocalAlarmStates,
@@ -408,15 +409,17 @@ def test_a_sweep_shrinks_only_once_the_local_rule_has_watched_a_whole_cool_perio
         # Then the rule knows no key's load yet: both keys are kept as unknown, none
         # shrinks (and the handler never falls back to the deployed rule's adapter,
         # which the template names: it would call CloudWatch)
+        # and the sweep says its history is no evidence (issue 38, bug 9)
         assert run is not None and run.error is None, run
         unknown = (
-            "absent from the write-load report of the cool period: its load is unknown, not idle"
+            f"no evidence in its write-load report ({UNWATCHED_GAP}): its load is unknown, not idle"
         )
         assert run.result["shrink"] == {
             "candidates": 2,
             "shrunk": [],
             "kept": [{"key": k, "reason": unknown} for k in ("BUSY", "COOL")],
             "errors": [],
+            "no_evidence": [UNWATCHED_GAP],
         }
     assert shrinker.shrunk == []
     # When it runs once the rule has seen 5 minutes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -168,13 +169,40 @@ def test_peak_offered_wcu_is_each_keys_busiest_minute_per_second(
     # Then each key's peak is its busiest minute over 60 s, the window's line before not counted
     assert history.peak_units_per_s == {"K": pytest.approx(3.0), "L": pytest.approx(0.1)}
     assert (history.start, history.end, history.period_s) == (start, end, 60)
-    # And the report named every contributor, so an unseen key is known to be idle
-    assert history.unreported_units_per_s == 0.0
-    assert history.peak("M") == 0.0
+    # And an unseen key is bounded by the smallest total named (L's 18 WCU in the
+    # window: at most 0.3 WCU/s in a minute), never taken for idle (issue 38, bug 9)
+    assert history.unreported_units_per_s == pytest.approx(0.3)
+    assert history.peak("M") == pytest.approx(0.3)
+    assert history.gaps == ()
     # And a period is rounded up to whole minutes, as Contributor Insights aggregates
     two_minutes = rule.peak_offered_wcu(start, end, 90)
     assert two_minutes.period_s == 120
     assert two_minutes.peak("K") == pytest.approx(240 / 120)
+
+
+def test_a_rule_that_counted_nothing_or_not_the_whole_window_is_no_evidence(
+    rule: LocalInsightRule,
+) -> None:
+    # Given a rule that has counted nothing in a 30-minute window
+    t0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC).timestamp()
+    start, end = (datetime.fromtimestamp(t, UTC) for t in (t0, t0 + 1800))
+    empty = rule.peak_offered_wcu(start, end, 60)
+    # Then its history is no evidence, as the AWS adapter reads an empty report
+    assert empty.peak("K") == math.inf
+    assert empty.gap("K") == "the report names no contributor and has no datapoint"
+    # And lines only in the last 5 minutes (a rule created since) are no evidence either
+    for minute in range(25, 30):
+        rule.put(line("K", 6), timestamp=t0 + 60 * minute + 1)
+    late = rule.peak_offered_wcu(start, end, 60)
+    assert late.peak_units_per_s == {} and "did not count the whole window" in late.gap("K")
+    # nor lines only in the first 10 minutes (a rule that stopped counting)
+    start, end = (datetime.fromtimestamp(t, UTC) for t in (t0 + 1500, t0 + 3300))
+    assert "stopped counting" in rule.peak_offered_wcu(start, end, 60).gap("K")
+    # while lines in every minute are
+    for minute in range(30, 55):
+        rule.put(line("K", 6), timestamp=t0 + 60 * minute + 1)
+    live = rule.peak_offered_wcu(start, end, 60)
+    assert live.gaps == () and live.peak("K") == pytest.approx(0.1)
 
 
 def test_peak_offered_wcu_bounds_keys_cut_by_the_top_n(rule: LocalInsightRule) -> None:

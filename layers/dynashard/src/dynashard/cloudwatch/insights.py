@@ -28,19 +28,28 @@ A stack that splits the rule into parts of the key space (one rule per part,
 ``DYNASHARD_WRITE_LOAD_RULE`` naming them in part order) is read part by part: one
 ``GetInsightRuleReport`` per part and window, each part's top 100, joined with each
 part's own bound on the keys it leaves out
-(:meth:`dynashard.planning.shrinking.LoadHistory.from_parts`).
+(:meth:`dynashard.planning.shrinking.LoadHistory.from_parts`). For the shrink sweep the
+report also asks for the rule's own time series (``Metrics``: ``UniqueContributors``,
+returned as ``MetricDatapoints``), so that a report that names nobody, or whose
+datapoints do not span the window, is taken as no evidence rather than as every key
+idle (:func:`dynashard.planning.shrinking.report_gap`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from dynashard.core.load import MAX_CONTRIBUTORS
 from dynashard.core.times import as_utc
 from dynashard.planning.scaling import HotKey
 from dynashard.planning.shrinking import LoadHistory
+
+#: The rule's own statistics asked of ``GetInsightRuleReport`` for the shrink sweep: a
+#: datapoint per period with how many contributors it counted
+#: (``InsightRuleMetricDatapoint.UniqueContributors``), which shows the rule live.
+HISTORY_METRICS: Final = ("UniqueContributors",)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -333,7 +342,8 @@ class InsightRuleOfferedLoad:
         """Return each key's busiest period of offered WCU over the window (the shrink sweep).
 
         One ``GetInsightRuleReport`` per rule with ``Period = period_s``: the top
-        contributors by their sum over the window, each with one datapoint per period.
+        contributors by their sum over the window, each with one datapoint per period,
+        and the rule's own datapoints (:data:`HISTORY_METRICS`).
 
         Parameters
         ----------
@@ -346,10 +356,12 @@ class InsightRuleOfferedLoad:
         Returns
         -------
         LoadHistory
-            Peak WCU/s per logical key; keys missing from a report cut at
-            ``max_contributors`` are bounded by the smallest total it reported
-            (``ApproximateUniqueCount`` tells whether it was cut), each by its own
-            part's report (:attr:`LoadHistory.part_bounds`).
+            Peak WCU/s per logical key; keys missing from a report are bounded by the
+            smallest total it reported (the top-N's floor), each by its own part's
+            report (:attr:`LoadHistory.part_bounds`). A report that names no
+            contributor, or whose datapoints with a count (a contributor's above 0, the
+            rule's with ``UniqueContributors`` above 0) do not span the window, is no
+            evidence (:attr:`LoadHistory.gaps`): no peak, no bound.
 
         Raises
         ------
@@ -370,20 +382,23 @@ class InsightRuleOfferedLoad:
             Period=period,
             MaxContributorCount=self.max_contributors,
             OrderBy="Sum",
+            Metrics=list(HISTORY_METRICS),
         )
         contributors: dict[str, tuple[float, list[float]]] = {}
+        active: set[datetime] = set()
         for contributor in response.get("Contributors", []):
             keys = contributor.get("Keys") or []
             if keys:
-                points = [float(d["ApproximateValue"]) for d in contributor.get("Datapoints", [])]
+                datapoints = contributor.get("Datapoints", [])
+                points = [float(d["ApproximateValue"]) for d in datapoints]
                 total = float(contributor.get("ApproximateAggregateValue", 0.0))
                 contributors[keys[0]] = (total, points)
-        unique = response.get("ApproximateUniqueCount")
-        return LoadHistory.from_report(
-            start,
-            end,
-            period,
-            contributors,
-            None if unique is None else int(unique),
-            self.max_contributors,
-        )
+                active.update(
+                    as_utc(d["Timestamp"], "Timestamp")
+                    for d in datapoints
+                    if float(d["ApproximateValue"]) > 0
+                )
+        for point in response.get("MetricDatapoints", []):
+            if float(point.get("UniqueContributors", 0.0)) > 0:
+                active.add(as_utc(point["Timestamp"], "Timestamp"))
+        return LoadHistory.from_report(start, end, period, contributors, sorted(active), rule=rule)

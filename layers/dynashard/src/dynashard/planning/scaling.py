@@ -467,10 +467,14 @@ class ScalingSettings(ShardCountSettings, Protocol):
 
 
 class ErrorLog(Protocol):
-    """Where a failed growth is logged: a :class:`logging.Logger` or Powertools' ``Logger``."""
+    """Where a failed change is logged: a :class:`logging.Logger` or Powertools' ``Logger``."""
 
     def exception(self, msg: str, *, extra: Mapping[str, object] | None = None) -> None:
         """Log ``msg`` with the exception being handled."""
+        ...
+
+    def warning(self, msg: str, *, extra: Mapping[str, object] | None = None) -> None:
+        """Log ``msg`` as a warning (e.g. a write-load report that is no evidence)."""
         ...
 
 

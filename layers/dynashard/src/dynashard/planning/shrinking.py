@@ -43,6 +43,18 @@ band by a writer, or before ``write-load`` was recorded) keeps the old rule: abs
 is unknown, and if it stopped receiving writes altogether it keeps its count until an
 operator lowers it (``dynashard resize``).
 
+Never on an empty report either: a report that names no contributor is what the
+pipeline gives right after the rules are created or renamed (changing
+``write_load_parts`` renames them all), when the ingest functions' INFO lines are not
+logged, when a rule is disabled, or while Contributor Insights lags. So a report is
+evidence only when it names a contributor and its datapoints show the rule counting
+from the window's first period to within :data:`REPORT_LAG_S` of its end
+(:func:`report_gap`); otherwise no key of it shrinks, named or not, the sweep logs a
+warning and says why in :attr:`ShrinkOutcome.no_evidence`, and the scaler counts it
+(``WriteLoadReportsWithoutEvidence``). A live report's bound is the smallest total it
+names (the top-N's floor), never 0: ``ApproximateUniqueCount`` is approximate, so no
+report is taken as naming every key.
+
 Reads too: the write-load report says nothing of reads, and a key grown by a read
 key-range alarm (``ShardInfo.grown_for`` holds ``read``) is shrunk only when a
 :class:`ReadLoadHistorySource` reports its peak read load and that load is below the
@@ -77,6 +89,88 @@ _log = logging.getLogger(__name__)
 #: Contributor Insights aggregates per minute at best: the period of the load history.
 HISTORY_PERIOD_S: Final = 60
 
+#: Seconds a write-load report's newest datapoint may lag the window's end and the
+#: report still count as evidence (:func:`report_gap`). A chosen allowance for the
+#: delay between a log line and its rule's datapoint (CloudWatch Logs ingestion, then
+#: the rule's evaluation), not an AWS-documented figure: a rule that has seen nothing
+#: for longer is taken as disabled, unfed or lagging, and no key shrinks on it.
+REPORT_LAG_S: Final = 300.0
+
+
+def report_gap(
+    start: datetime,
+    end: datetime,
+    period_s: int,
+    named: int,
+    active_periods: Sequence[datetime] | None,
+    max_lag_s: float = REPORT_LAG_S,
+) -> str:
+    """Say why a write-load report is no evidence of the load over its window ("" if it is).
+
+    Absence of evidence is not evidence of idleness: a report that names nobody is
+    what the pipeline gives when the rule was just created or renamed (changing
+    ``write_load_parts`` renames them all), when the ingest functions' INFO lines are
+    not logged, when the rule is disabled, or while Contributor Insights lags. A
+    report is evidence only when it names a contributor and, given its datapoints,
+    they show the rule counting at both ends of the window.
+
+    Parameters
+    ----------
+    start, end : datetime
+        The window (UTC).
+    period_s : int
+        The report's ``Period``, seconds.
+    named : int
+        Contributors the report names (``Contributors``).
+    active_periods : sequence of datetime or None
+        ``Timestamp`` (period start) of each of the report's datapoints that counted
+        something (``MetricDatapoints`` with ``UniqueContributors`` above 0, and the
+        contributors' own ``Datapoints`` above 0); None when the source gives no
+        time series (then only ``named`` is judged).
+    max_lag_s : float
+        How long before ``end`` the newest datapoint's period may have ended
+        (:data:`REPORT_LAG_S`).
+
+    Returns
+    -------
+    str
+        "" when the report is evidence; else why not: no contributor, no datapoint, a
+        first datapoint after the window's first period (the rule did not exist, or
+        saw no line, for the whole window), or a newest datapoint older than the lag
+        allowance (the rule stopped counting).
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime, timedelta
+    >>> t = datetime(2013, 1, 1, tzinfo=UTC)
+    >>> report_gap(t, t + timedelta(minutes=30), 60, 0, [])
+    'the report names no contributor and has no datapoint'
+    >>> report_gap(t, t + timedelta(minutes=30), 60, 2, [t, t + timedelta(minutes=29)])
+    ''
+    """
+    if named == 0:
+        none = " and has no datapoint" if active_periods is not None and not active_periods else ""
+        return f"the report names no contributor{none}"
+    if active_periods is None:
+        return ""
+    if not active_periods:
+        return "the report has no datapoint in the window"
+    first, last = min(active_periods), max(active_periods)
+    if first >= start + timedelta(seconds=period_s):
+        return (
+            f"its first datapoint ({first.isoformat()}) is after the window's first period "
+            f"(from {start.isoformat()}): the rule did not count the whole window "
+            "(created or renamed since, or its lines not logged)"
+        )
+    lag = (end - last).total_seconds() - period_s
+    if lag > max_lag_s:
+        return (
+            f"its newest datapoint ({last.isoformat()}) ended {lag:.0f} s before the "
+            f"window's end, more than {max_lag_s:g} s: the rule stopped counting "
+            "(disabled, its lines not logged, or Contributor Insights lagging)"
+        )
+    return ""
+
 
 # --- what the policy reads ---------------------------------------------------------------
 @dataclass(frozen=True)
@@ -92,18 +186,25 @@ class LoadHistory:
     peak_units_per_s : mapping of str to float
         Logical key -> its busiest period's units over ``period_s``, units/s.
     unreported_units_per_s : float
-        Upper bound of the peak of any key missing from the report, units/s: 0 when
-        the report named every contributor, else the smallest reported window total
-        over ``period_s`` (a key left out summed no more than that over the window,
-        so no single period of it held more). Over several parts: the largest of
-        their bounds. ``math.inf`` (the default) when nothing is known of the keys it
-        leaves out: a history that does not state a bound gives none, so no absent
-        key is ever taken for idle by omission.
+        Upper bound of the peak of any key missing from the report, units/s: the
+        smallest reported window total (the top-N's floor) over ``period_s`` (a key
+        left out summed no more than that over the window, so no single period of it
+        held more), whether or not the report was cut: ``ApproximateUniqueCount`` is
+        approximate, so a report is never taken as whole. Over several parts: the
+        largest of their bounds. ``math.inf`` (the default) when nothing is known of
+        the keys it leaves out: a history that does not state a bound gives none, and
+        a report that is no evidence (:attr:`gaps`) has none, so no absent key is
+        ever taken for idle by omission.
     part_bounds : tuple of float
         Per part of the key space, that part's report's bound (as
         ``unreported_units_per_s``), part 0 first; empty for one report over every
         key. A key absent from its part's report is bounded by its own part's
         (:meth:`bound`, :func:`dynashard.core.load.write_load_part`).
+    gaps : tuple of str
+        Why a report is no evidence of the load (:func:`report_gap`), "" for one that
+        is: one entry for one report, else one per part, part 0 first; empty when
+        every report is evidence. No key of a report that is no evidence shrinks,
+        named or not (:meth:`gap`).
     """
 
     start: datetime
@@ -112,6 +213,27 @@ class LoadHistory:
     peak_units_per_s: Mapping[str, float] = field(default_factory=dict)
     unreported_units_per_s: float = math.inf
     part_bounds: tuple[float, ...] = ()
+    gaps: tuple[str, ...] = ()
+
+    def gap(self, key: str) -> str:
+        """Return why the report that covers a key is no evidence of its load ("" if it is).
+
+        Parameters
+        ----------
+        key : str
+            Logical key.
+
+        Returns
+        -------
+        str
+            Its part's entry of :attr:`gaps` (the one entry with one report); "" when
+            :attr:`gaps` is empty.
+        """
+        if not self.gaps:
+            return ""
+        if len(self.gaps) == 1:
+            return self.gaps[0]
+        return self.gaps[write_load_part(key, len(self.gaps))]
 
     def bound(self, key: str) -> float:
         """Return the upper bound of a key's peak should the reports leave it out, units/s.
@@ -162,8 +284,10 @@ class LoadHistory:
         end: datetime,
         period_s: int,
         contributors: Mapping[str, tuple[float, Sequence[float]]],
-        unique_count: int | None = None,
-        max_contributors: int | None = None,
+        active_periods: Sequence[datetime] | None = None,
+        *,
+        rule: str = "",
+        max_lag_s: float = REPORT_LAG_S,
     ) -> LoadHistory:
         """Build the history from a Contributor Insights report (``GetInsightRuleReport``).
 
@@ -176,39 +300,42 @@ class LoadHistory:
         contributors : mapping of str to (float, sequence of float)
             Key -> (``ApproximateAggregateValue`` over the window, the
             ``ApproximateValue`` of each of its ``Datapoints``), units.
-        unique_count : int, optional
-            ``ApproximateUniqueCount``: how many contributors the window had; more than
-            ``len(contributors)`` means the report was cut at its top N. None (not
-            given) counts as cut whenever any contributor is named: the bound is
-            acted on, so what is not known to be whole is taken as cut.
-        max_contributors : int, optional
-            The ``MaxContributorCount`` asked: a report that names that many is taken
-            as cut whatever ``unique_count`` says (it is approximate).
+        active_periods : sequence of datetime, optional
+            Start of each period in which the report counted something (see
+            :func:`report_gap`); None when the source gives no time series.
+        rule : str
+            The rule's name, for the gap's message.
+        max_lag_s : float
+            The newest datapoint's allowed lag (:data:`REPORT_LAG_S`).
 
         Returns
         -------
         LoadHistory
-            Peaks in units/s.
+            Peaks in units/s, and any key left out bounded by the smallest total named
+            (the top-N's floor). A report that is no evidence (:func:`report_gap`:
+            it names nobody, or its datapoints do not span the window) gives no peak
+            and no bound, and says why in :attr:`gaps`: an empty report is not "every
+            key idle".
 
         Examples
         --------
         >>> from datetime import UTC, datetime
         >>> t = datetime(2013, 1, 1, tzinfo=UTC)
-        >>> h = LoadHistory.from_report(t, t, 60, {"A": (90.0, [60.0, 30.0])}, unique_count=3)
+        >>> h = LoadHistory.from_report(t, t, 60, {"A": (90.0, [60.0, 30.0])})
         >>> h.peak("A"), h.peak("B")
         (1.0, 1.5)
+        >>> e = LoadHistory.from_report(t, t, 60, {}, [], rule="r")
+        >>> e.peak("B"), e.gap("B")
+        (inf, 'r: the report names no contributor and has no datapoint')
         """
+        gap = report_gap(start, end, period_s, len(contributors), active_periods, max_lag_s)
+        if gap:
+            return cls(start, end, period_s, gaps=(f"{rule}: {gap}" if rule else gap,))
         peaks = {
             k: max(points, default=total) / period_s for k, (total, points) in contributors.items()
         }
-        named = len(contributors)
-        truncated = named > 0 and (
-            unique_count is None
-            or unique_count > named
-            or (max_contributors is not None and named >= max_contributors)
-        )
-        bound = min((t for t, _ in contributors.values()), default=0.0) if truncated else 0.0
-        return cls(start, end, period_s, peaks, bound / period_s)
+        floor = min(total for total, _ in contributors.values())
+        return cls(start, end, period_s, peaks, floor / period_s)
 
     @classmethod
     def from_parts(cls, parts: Sequence[LoadHistory]) -> LoadHistory:
@@ -251,8 +378,17 @@ class LoadHistory:
         for part in parts:
             peaks.update(part.peak_units_per_s)
         bounds = tuple(p.unreported_units_per_s for p in parts)
+        gaps = tuple("; ".join(g for g in p.gaps if g) for p in parts)
         first = parts[0]
-        return cls(first.start, first.end, first.period_s, peaks, max(bounds), bounds)
+        return cls(
+            first.start,
+            first.end,
+            first.period_s,
+            peaks,
+            max(bounds),
+            bounds,
+            gaps if any(gaps) else (),
+        )
 
 
 class LoadHistorySource(Protocol):
@@ -429,21 +565,32 @@ class ShrinkOutcome:
         Candidates left as they were, and why, by key.
     errors : tuple of str
         Keys whose shrink failed (also in ``kept``).
+    no_evidence : tuple of str
+        Why each write-load report read was no evidence (:attr:`LoadHistory.gaps`,
+        blanks dropped): empty when every report was; the keys it covers are kept.
     """
 
     candidates: int = 0
     shrunk: tuple[KeyShrink, ...] = ()
     kept: tuple[KeySkip, ...] = ()
     errors: tuple[str, ...] = ()
+    no_evidence: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"candidates", "shrunk": [...], "kept": [{"key", "reason"}], "errors"}``."""
-        return {
+        """Return ``{"candidates", "shrunk": [...], "kept": [{"key", "reason"}], "errors"}``.
+
+        A sweep that read a report that is no evidence also has ``"no_evidence"``: the
+        list of :attr:`no_evidence`.
+        """
+        out: dict[str, Any] = {
             "candidates": self.candidates,
             "shrunk": [s.to_dict() for s in self.shrunk],
             "kept": [k.to_dict() for k in self.kept],
             "errors": list(self.errors),
         }
+        if self.no_evidence:
+            out["no_evidence"] = list(self.no_evidence)
+        return out
 
 
 # --- the policy --------------------------------------------------------------------------
@@ -489,6 +636,7 @@ def plan_shrink(
     read_peak_units_per_s: float | None = None,
     *,
     bounded: bool = False,
+    no_evidence: str = "",
 ) -> ShrinkPlan:
     """Decide whether one key shrinks, and to what.
 
@@ -510,6 +658,10 @@ def plan_shrink(
         True when ``peak_units_per_s`` is not the key's measured peak but the bound of
         a report that left it out (:meth:`LoadHistory.bound`): planned the same way,
         said so in the plan.
+    no_evidence : str
+        Why the write-load report that covers the key is no evidence of its load
+        (:meth:`LoadHistory.gap`); "" when it is. Not "": the key is kept, whatever
+        ``peak_units_per_s`` says.
 
     Returns
     -------
@@ -518,10 +670,11 @@ def plan_shrink(
         ceil(peak / (partition_wcu x target_utilization)), ceil(read peak /
         (partition_rcu x target_utilization)))``. Kept (``target == current``) when N is
         at the default, shrinking is off, the key is a counter or ordered, N changed
-        within the cooldown, its write load is unknown (absent from the report), it
-        was grown for reads and there is no read figure, a peak is not below its
-        low-water mark (``current x limit x shrink_utilization``), or the peaks need N
-        anyway. ``peak_units_per_s`` is 0 for a kept key whose load is unknown.
+        within the cooldown, its write load is unknown (absent from the report, or the
+        report is no evidence: ``no_evidence``), it was grown for reads and there is
+        no read figure, a peak is not below its low-water mark (``current x limit x
+        shrink_utilization``), or the peaks need N anyway. ``peak_units_per_s`` is 0
+        for a kept key whose load is unknown.
 
     Raises
     ------
@@ -543,10 +696,13 @@ def plan_shrink(
     >>> plan_shrink(ShardInfo("K", 8, 0, ((0, 8),)), 4000.0, 3600.0, s).reason
     'peak 4000.0 WCU/s is not below the low-water mark 4000.0 WCU/s (8 x 1000 x 0.5)'
 
-    A key absent from the report is unknown, not idle:
+    A key absent from the report is unknown, not idle; so is every key of a report
+    that is no evidence:
 
     >>> plan_shrink(ShardInfo("K", 8, 0, ((0, 8),)), None, 3600.0, s).shrinks
     False
+    >>> plan_shrink(ShardInfo("K", 8, 0, ((0, 8),)), 0.0, 3600.0, s, no_evidence="empty").reason
+    'no evidence in its write-load report (empty): its load is unknown, not idle'
     """
     for name, value in (
         ("peak_units_per_s", peak_units_per_s),
@@ -572,6 +728,10 @@ def plan_shrink(
     age = now_s - info.last_updated
     if settings.cooldown_s > 0 and age < settings.cooldown_s:
         return keep(f"changed {age:.0f} s ago, cooldown {settings.cooldown_s:g} s")
+    if no_evidence:
+        return keep(
+            f"no evidence in its write-load report ({no_evidence}): its load is unknown, not idle"
+        )
     if peak_units_per_s is None:
         return keep(
             "absent from the write-load report of the cool period: its load is unknown, not idle"
@@ -635,8 +795,9 @@ def shrink_cool_keys(
     settings : ShrinkSettings
         Marks, cool period, cooldown, default count.
     log : ErrorLog, optional
-        Where a failed shrink is logged (``"shrink failed"`` with the key); default this
-        module's logger.
+        Where a failed shrink is logged (``"shrink failed"`` with the key), and a
+        write-load report that is no evidence (a warning, ``"write-load report is no
+        evidence"`` with the reasons); default this module's logger.
     read_history : ReadLoadHistorySource, optional
         Peak read load per key over the cool period. Without it a key grown for reads
         (``ShardInfo.grown_for``) is kept; with it every key must be cool on reads too.
@@ -647,7 +808,8 @@ def shrink_cool_keys(
         Keys shrunk and kept. A failed shrink (other than a lost cooldown race, which
         comes back as a kept key) is listed in ``errors``, not raised, so one key
         cannot stop the others. No load is read when there is no candidate or
-        shrinking is off.
+        shrinking is off. A report that is no evidence (:meth:`LoadHistory.gap`)
+        shrinks none of its keys and is listed in ``no_evidence``.
 
     Raises
     ------
@@ -668,6 +830,11 @@ def shrink_cool_keys(
         if read_history is not None
         else None
     )
+    no_evidence = tuple(g for g in load.gaps if g)
+    if no_evidence:
+        # Absence of evidence is not evidence of idleness: said, and counted by the
+        # scaler (the ``WriteLoadReportsWithoutEvidence`` metric), never acted on.
+        log.warning("write-load report is no evidence", extra={"no_evidence": list(no_evidence)})
     shrunk: list[KeyShrink] = []
     kept: list[KeySkip] = []
     errors: list[str] = []
@@ -688,6 +855,7 @@ def shrink_cool_keys(
             settings,
             None if reads is None else reads.peak_units_per_s.get(info.key),
             bounded=bounded,
+            no_evidence=load.gap(info.key),
         )
         if not plan.shrinks:
             kept.append(KeySkip(info.key, plan.reason))
@@ -705,4 +873,4 @@ def shrink_cool_keys(
             )
         else:
             kept.append(KeySkip(info.key, result.reason))
-    return ShrinkOutcome(len(candidates), tuple(shrunk), tuple(kept), tuple(errors))
+    return ShrinkOutcome(len(candidates), tuple(shrunk), tuple(kept), tuple(errors), no_evidence)
