@@ -156,7 +156,13 @@ from dynashard.core.schema import (
     TableSchema,
 )
 from dynashard.dynamodb.ordered_index import OrderedItem
-from dynashard.errors import CounterOverflowError, InvalidInputError, TableSchemaError
+from dynashard.errors import (
+    CounterOverflowError,
+    CursorError,
+    InvalidInputError,
+    StrategyConflictError,
+    TableSchemaError,
+)
 
 #: The most shards a key is resized to: keeps every read small, and shard 7 of ``L``
 #: exists (the physical key ``L#7`` is also the bare key of the logical key ``L#7``).
@@ -1757,6 +1763,8 @@ class DynashardModel(RuleBasedStateMachine):
         ]
         limit = p.get("limit", 100)
         ok = len(got) <= limit and got == expected[: len(got)]
+        if p.get("allow_partial") and page.missing_shards:  # a healthy table misses none
+            ok = False
         if page.cursor is None and got != expected:
             ok = False
         if not ok:
@@ -2000,6 +2008,289 @@ class DynashardModel(RuleBasedStateMachine):
                 return
         self.reads.append(read)
         del self.reads[:-4]
+
+    # -- public options (issue 38): each option of a read or write not drawn above ---------
+    # The module docstring's "Public options and how the model covers them" names these.
+
+    @rule(
+        which=st.integers(0, 5),
+        limit=st.sampled_from((0, 1000, 1001)),
+        allow_partial=st.booleans(),
+        descending=st.booleans(),
+        cursor=st.sampled_from((None, "garbage", "other")),
+    )
+    def read_options(
+        self, which: int, limit: int, allow_partial: bool, descending: bool, cursor: str | None
+    ) -> None:
+        """A read at the page limit's edges, with ``allow_partial``, or a foreign cursor.
+
+        ``limit`` 0 or 1,001 is refused (``InvalidInputError``, field ``limit``); 1,000
+        is served under P1/P2. ``allow_partial`` on a healthy table changes nothing and
+        names no missing shard (checked in :meth:`_page`). A malformed cursor, or one
+        of an open read of another key, is refused with ``CursorError``.
+        """
+        key = (*self.plain_keys, self.calc_key, self.family)[which]
+        window: tuple[datetime | None, datetime | None] = (None, None)
+        if key == self.family:
+            window = (ANCHORS[0], ANCHORS[0] + timedelta(days=2))
+        params = self._params(key, window, 1000, descending, "auto", True, None)
+        params["allow_partial"] = allow_partial
+        if cursor is not None:
+            others = [r.cursor for r in self.reads if r.params.get("key") != key and r.cursor]
+            token = others[-1] if cursor == "other" and others else "not-a-cursor"
+            self._refused_option(params, {"cursor": token}, CursorError, "cursor")
+            return
+        if limit != 1000:
+            self._refused_option(params, {"limit": limit}, InvalidInputError, "limit")
+            return
+        read = OpenRead("events", params, None, None)
+        for _ in range(3):
+            self._page(read)
+            if read.cursor is None:
+                return
+        self.diverge(self._label(params, "stuck"), f"read {params} did not end in 3 pages")
+
+    def _refused_option(
+        self, params: dict[str, Any], change: dict[str, Any], error: type, field_name: str
+    ) -> None:
+        """A read with one bad option is refused with ``error``, naming ``field_name``."""
+        must, _ = self._read_error(params)
+        if must or self._layout_refusal(params):
+            return  # refused for another reason first: P6 checks those
+        options = {k: v for k, v in params.items() if k != "key" and v is not None}
+        options.update(change)
+        try:
+            page = self.facade.query_events(params["key"], **options)
+        except error as exc:
+            if getattr(exc, "field", field_name) != field_name:
+                self.diverge(self._label(params, "option-field"), f"{change}: {exc!r}")
+            self.report.observe(f"option:refused:{field_name}")
+            return
+        except Exception as exc:
+            self.diverge(self._label(params, "option-error"), f"{change} raised {exc!r}")
+            return
+        self.diverge(self._label(params, "option-served"), f"{change}: {_ids(page.items)}")
+
+    @precondition(lambda self: self.layout.is_default)  # count_events: dynashard's own only
+    @rule(which=st.integers(0, 5), window=windows)
+    def count_window(self, which: int, window: tuple[datetime | None, datetime | None]) -> None:
+        """``count_events(start=, end=)`` counts the model's events of the key in the window.
+
+        ``start >= end`` is refused (``InvalidInputError``), and so is a time-bucketed
+        family key once its unit is stored (its first write or ``write_key``); before,
+        the family key holds no event and may count 0.
+        """
+        key = (*self.plain_keys, self.calc_key, self.family)[which]
+        start, end = window
+        refuse = (key == self.family and self.family_unit is not None) or (
+            start is not None and end is not None and as_utc(start) >= as_utc(end)
+        )
+        try:
+            count = self.facade.count_events(key, start=start, end=end)
+        except InvalidInputError as exc:
+            if not refuse and key != self.family:
+                self.diverge("count:raised", f"count_events({key}, {start}, {end}): {exc!r}")
+            return
+        except Exception as exc:
+            self.diverge("count:raised", f"count_events({key}, {start}, {end}): {exc!r}")
+            return
+        if refuse:
+            self.diverge("count:served", f"count_events({key}, {start}, {end}) = {count}")
+            return
+        want = sum(
+            self.layout.in_window(row.time, start, end) for row in self.model.visible(key).values()
+        )
+        if count.distinct != want or count.stored < count.distinct:
+            self.diverge("count:window", f"count_events({key}, {start}, {end}) = {count}: {want}")
+        self.report.observe("option:count-window")
+
+    @precondition(lambda self: self.layout.is_default)  # compact: dynashard's own only
+    @rule(which=st.integers(0, 4))
+    def compact_dry_run(self, which: int) -> None:
+        """``compact(dry_run=True)`` deletes nothing and names at most the extra copies."""
+        key = (*self.plain_keys, self.calc_key)[which]
+        try:
+            before = self.facade.count_events(key)
+            result = self.facade.compact(key, dry_run=True)
+            after = self.facade.count_events(key)
+        except Exception as exc:
+            self.diverge("compact:dry-run", f"compact({key}, dry_run=True) raised {exc!r}")
+            return
+        copies = before.stored - before.distinct
+        if (
+            result.deleted
+            or (after.distinct, after.stored) != (before.distinct, before.stored)
+            or len(result.would_delete) + len(result.skipped) != copies
+            or before.distinct != len(self.model.visible(key))
+        ):
+            self.diverge(
+                "compact:dry-run",
+                f"{key}: before {before}, dry run {result}, after {after}, "
+                f"model {len(self.model.visible(key))} events",
+            )
+
+    @precondition(lambda self: any(m.stored for m in self.model.meta.values()))
+    @rule(which=st.integers(0, 100))
+    def inspect_shard_info(self, which: int) -> None:
+        """``shard_info``: N, the key's own cap, adoption and strategy as the model has them."""
+        keys = sorted(k for k, m in self.model.meta.items() if m.stored)
+        key = keys[which % len(keys)]
+        meta = self.model.meta[key]
+        try:
+            info = self.facade.shard_info(key)
+        except Exception as exc:
+            self.diverge("shard-info:raised", f"shard_info({key}) raised {exc!r}")
+            return
+        calc = key == self.calc_key
+        got = (info.number_of_shards, info.max_shards, info.adopted, info.strategy)
+        want = (
+            meta.n,
+            meta.max_shards,
+            key in self.model.adopted,
+            Strategy.CALCULATED if calc else Strategy.RANDOM,
+        )
+        if got != want or (calc and info.shard_attribute != "carrier"):
+            self.diverge("shard-info", f"shard_info({key}) = {info}: model {want}")
+
+    @rule(when=times, plain=st.booleans())
+    def family_write_key(self, when: datetime, plain: bool) -> None:
+        """``write_key`` and ``read_unit``: a family event's bucket key in the stored unit.
+
+        The first call pins the configured unit (as a first write does); a configured
+        unit other than the pinned one is refused (``InvalidInputError``, field
+        ``bucketed_keys``). A plain key's event is written under its own key.
+        """
+        key = self.k("A") if plain else self.family
+        event = Event(key=key, id="e0", ts=ts_text(when), data={})
+        configured = self.units["family"]
+        refuse = not plain and self.family_unit not in (None, configured)
+        try:
+            written = self.facade.write_key(event)
+        except InvalidInputError as exc:
+            if not refuse or exc.field != "bucketed_keys":
+                self.diverge("write-key:raised", f"write_key({event!r}) raised {exc!r}")
+            return
+        except Exception as exc:
+            self.diverge("write-key:raised", f"write_key({event!r}) raised {exc!r}")
+            return
+        if plain:
+            if written != key:
+                self.diverge("write-key", f"write_key({event!r}) = {written!r}")
+            return
+        if refuse:
+            self.diverge("write-key:served", f"write_key({event!r}) = {written} after {configured}")
+            return
+        self.family_unit = self.family_unit or configured
+        want = f"{self.family}#{bucket_label(when, self.family_unit)}"
+        unit = self.facade.read_unit(self.family, BucketFamily(self.family, configured))
+        if (written, unit) != (want, self.family_unit):
+            self.diverge("write-key", f"{event!r}: {written}, {unit}; model {want}")
+
+    @rule(key=st.integers(0, 3))
+    def adopt_with_survey(self, key: int) -> None:
+        """``adopt(survey=<a survey just made>)``: checked instead of a second survey.
+
+        Delegates to :meth:`adopt` (its expectations) with the facade's ``adopt`` given
+        the survey the caller has just made.
+        """
+        facade = self.facade
+        real = facade.adopt
+
+        def adopt_surveyed(logical: str) -> Any:
+            return real(logical, survey=facade.survey_bare_key(logical))
+
+        facade.adopt = adopt_surveyed  # type: ignore[method-assign]
+        try:
+            self.adopt(key)
+        finally:
+            del facade.adopt
+
+    @rule(
+        which=st.integers(0, 4),
+        strategy=st.sampled_from(("random", "calculated", "calculated:n")),
+        as_text=st.booleans(),
+        force=st.booleans(),
+        initial=st.one_of(st.none(), st.integers(1, 4)),
+    )
+    def restate_strategy(
+        self, which: int, strategy: str, as_text: bool, force: bool, initial: int | None
+    ) -> None:
+        """``set_strategy`` of a stored key: its own strategy again, or another one.
+
+        The same strategy (and attribute), by name or enum, forced or not, is accepted
+        and changes nothing (a stored key keeps its N whatever ``initial_shards`` says);
+        another one without ``force`` is refused (``StrategyConflictError``). Another one
+        with ``force`` is not drawn (module docstring).
+        """
+        key = (*self.plain_keys, self.calc_key)[which]
+        meta = self.model.meta.get(key)
+        if meta is None or not meta.stored:
+            return  # a new key would take the strategy: the model keeps its own
+        name, _, attribute = strategy.partition(":")
+        attr = (attribute or "carrier") if name == "calculated" else None
+        same = (name == "calculated") == (key == self.calc_key) and attr in (None, "carrier")
+        if not same and force:
+            return
+        value: Strategy | str = name if as_text else Strategy(name)
+        try:
+            info = self.facade.set_strategy(
+                key, value, attribute=attr, force=force, initial_shards=initial
+            )
+        except StrategyConflictError as exc:
+            if same:
+                self.diverge("strategy:refused", f"set_strategy({key}, {strategy}): {exc!r}")
+            self.report.observe("option:strategy-conflict")
+            return
+        except Exception as exc:
+            self.diverge("strategy:raised", f"set_strategy({key}, {strategy}) raised {exc!r}")
+            return
+        if not same:
+            self.diverge("strategy:changed", f"set_strategy({key}, {strategy}) = {info}")
+        elif info.number_of_shards != meta.n or info.strategy is not Strategy(name):
+            self.diverge("strategy:kept", f"set_strategy({key}, {strategy}) = {info}, N {meta.n}")
+
+    @rule(
+        which=st.integers(0, 100),
+        count=st.integers(1, MAX_MODEL_SHARDS),
+        reason=st.sampled_from(("read", "write", "write-load")),
+    )
+    def grow_for_reason(self, which: int, count: int, reason: str) -> None:
+        """``grow(reason=)``: as :meth:`resize`'s grow, and a change records the reason."""
+        keys = self._resize_targets()
+        key = keys[which % len(keys)]
+        try:
+            result = self.facade.grow(key, count, reason=reason)  # type: ignore[arg-type]
+        except Exception as exc:
+            self.diverge("resize:raised", f"grow({key}, {count}, {reason}) raised {exc!r}")
+            return
+        changed, current, why = self._expect_change("grow", key, count, False)
+        if (result.changed, result.current) != (changed, current):
+            self.diverge("resize:reason", f"grow({key}, {count}, {reason}) = {result}: {why}")
+            return
+        if why == "changed" and reason not in self.facade.shard_info(key).grown_for:
+            self.diverge("resize:reason", f"grow({key}, {count}, {reason}) did not record it")
+        self.report.observe(f"option:grow-reason:{why}")
+
+    @precondition(lambda self: any(m.max_shards for m in self.model.meta.values()))
+    @rule(which=st.integers(0, 100), over=st.integers(1, 3), honour=st.booleans())
+    def set_count_forced(self, which: int, over: int, honour: bool) -> None:
+        """``set_shard_count(force=True)`` past a key's own cap: set as any other count."""
+        keys = sorted(k for k, m in self.model.meta.items() if m.stored and m.max_shards)
+        key = keys[which % len(keys)]
+        cap = self.model.meta[key].max_shards
+        assert cap is not None
+        target = min(cap + over, MAX_MODEL_SHARDS)
+        if target <= cap or (key == self.k("L") and self.k("L#7") in self.model.adopted):
+            return  # L past 7 with L#7 adopted: the alias (module docstring)
+        try:
+            result = self.facade.set_shard_count(key, target, honour_cooldown=honour, force=True)
+        except Exception as exc:
+            self.diverge("resize:forced", f"set_shard_count({key}, {target}, force) {exc!r}")
+            return
+        changed, current, why = self._expect_change("set", key, target, honour)
+        if (result.changed, result.current) != (changed, current):
+            self.diverge("resize:forced", f"set_shard_count({key}, {target}) {result}: {why}")
+        self.report.observe(f"option:forced:{why}")
 
     # -- teardown audit ---------------------------------------------------------------------
 
