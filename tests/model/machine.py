@@ -123,6 +123,178 @@ Audit (teardown)
     shards; reads collapse it). Default layout: ``count_events`` is exact and
     ``compact`` leaves one copy of each event.
 
+Public options and how the model covers them
+--------------------------------------------
+Every public option of the facade, the REST routes and the CLI, each entry
+``subject(option, ...)`` followed by the rule that draws it, or by why it is not drawn
+and the test that covers it instead. A new option enters the model, or this list with
+its reason, in the same change: ``tests/unit/library/test_model_options.py`` fails
+while one of the facade's, the routes' or the CLI's options is missing here (or one
+listed here no longer exists).
+
+The facade, :class:`~dynashard.Dynashard`:
+
+- ``Dynashard(config, client)``: drawn: every sequence builds it (:meth:`Backend.facade`)
+  on the backend's client, the library's own kind (Query pages parsed once).
+- ``Dynashard(write_client)``: not drawn: omitted, so the given client is also the
+  writer's; another writer client is a connection choice, not a semantic one
+  (``tests/unit/library/test_write_path.py::test_the_writers_unvalidated_client_writes_every_event``).
+- ``Dynashard.write_client()``, ``Dynashard.executor()``: properties, no option.
+- ``Dynashard.check()``: drawn: the first write or read of every non-default layout
+  calls it (``check_schema``).
+- ``Dynashard.put_events(events)``: drawn by ``put_random``, ``put_calculated``,
+  ``put_family``, ``put_same_millisecond``, ``redeliver``, ``write_between_pages``.
+- ``Dynashard.write_key(event)``, ``Dynashard.read_unit(key, family)``: drawn by
+  ``family_write_key`` (the bucket key in the stored unit; pinning; a plain key).
+- ``Dynashard.query_events(key, start, end, limit, descending, cursor, attribute_value,
+  consistent, path)``: drawn by ``read`` (windows, limits 1 to 100, both orders,
+  ``attribute_value`` on every key, both consistencies, the three paths),
+  ``continue_read`` and ``write_between_pages`` (cursors across writes and resizes) and
+  ``read_options`` (``limit`` 0, 1,000 and 1,001; a malformed cursor, another key's).
+- ``Dynashard.query_events(allow_partial)``: drawn by ``read_options``: on a healthy
+  table the page is the same and names no missing shard; moto and DynamoDB Local never
+  fail a shard
+  (``tests/unit/library/test_writer_reader.py::test_partial_results_name_the_missing_shards``).
+- ``Dynashard.count_events(key, start, end)``: drawn by ``count_window`` and the audit.
+- ``Dynashard.compact(key, dry_run)``: drawn by the audit and ``compact_dry_run``.
+- ``Dynashard.increment_counter(name, by, idempotency_key)``: drawn by ``increment``
+  and ``increment_at_bound`` (redelivered tokens, 38 digits).
+- ``Dynashard.get_counter(name)``: drawn by ``read_counter``.
+- ``Dynashard.shard_info(key)``: drawn by ``inspect_shard_info`` and ``grow_for_reason``.
+- ``Dynashard.grow(key, target, reason)``: drawn by ``resize`` and ``grow_for_reason``
+  (``read``, ``write``, ``write-load``: a change records it in ``grown_for``).
+- ``Dynashard.shrink(key, target)``: drawn by ``resize``.
+- ``Dynashard.set_shard_count(key, count, honour_cooldown, force)``: drawn by ``resize``
+  (both ``honour_cooldown``) and ``set_count_forced`` (``force`` past a key's own cap).
+- ``Dynashard.set_max_shards(key, cap)``: drawn by ``set_key_max_shards``.
+- ``Dynashard.set_strategy(key, strategy, attribute, force, initial_shards)``: drawn by
+  ``setup`` and ``restate_strategy`` (the same strategy again, by name or enum, forced
+  or not, ``initial_shards`` on a stored key; another one refused without ``force``).
+  Another strategy with ``force`` is not drawn: it moves where later events go, and
+  the documented consequence, targeted reads missing the events written before, is
+  the caller's
+  (``tests/unit/cli/test_cli.py::test_strategy_sets_a_new_key_and_refuses_another_one_without_force``).
+- ``Dynashard.survey_bare_key(key)``: drawn by ``write_unreadable`` and
+  ``adopt_with_survey``.
+- ``Dynashard.adopt(key, survey)``: drawn by ``adopt`` (``survey=True``) and
+  ``adopt_with_survey`` (a survey just made). ``survey=False`` is not drawn: it skips
+  the check whose refusal the model expects
+  (``tests/unit/library/test_table_schema.py::test_an_adopted_item_the_codec_cannot_order_fails_the_read_naming_it``).
+- ``Dynashard.sharded_keys()``: not drawn: a Scan of the whole metadata table, which
+  every sequence of a soak shares (thousands of keys)
+  (``tests/unit/library/test_shrinking.py::test_shrink_round_trip_through_the_conditional_update``).
+- ``Dynashard.ordered_index(key)``: drawn by ``setup``, ``index_put``,
+  ``index_delete``, ``index_read``.
+- ``Dynashard.close()``: drawn: every rebuild (``change_unit``) and teardown.
+
+The ordered index, :class:`~dynashard.dynamodb.ordered_index.OrderedIndex`:
+
+- ``OrderedIndex.configure_from_sample(values, shards)``: drawn by ``setup``.
+- ``OrderedIndex.put(items)``, ``OrderedIndex.delete(ids)``: drawn by ``index_put``,
+  ``index_delete``.
+- ``OrderedIndex.query(prefix, start, end, limit, cursor)``: drawn by ``index_read`` and
+  ``continue_read``.
+- ``OrderedIndex.configure(layout, max_attempts)``: not drawn: ``configure_from_sample``
+  builds its layout and calls it
+  (``tests/unit/functions/test_ordered_routes.py::test_layout_from_boundaries``).
+- ``OrderedIndex.layout(fresh)``, ``OrderedIndex.build_item(item)``,
+  ``OrderedIndex.client()``: not drawn: what ``put`` and ``query`` use
+  (``tests/unit/library/test_ordered_index.py::test_layout_write_is_conditional``).
+
+The configuration, :class:`~dynashard.DynashardConfig`:
+
+- ``DynashardConfig(data_table, metadata_table, schema, check_schema)``: drawn: the
+  layout's table and schema (every non-default layout checks it).
+- ``DynashardConfig(time_bucket, time_buckets, bucketed_keys)``: drawn by ``setup`` and
+  ``change_unit``.
+- ``DynashardConfig(hedging)``: drawn: half the sequences hedge eagerly.
+- ``DynashardConfig(cooldown_s)``: not drawn: 30 s, and ``tick`` draws the clock around
+  it (0, 1, 29, 30, 31 s).
+- ``DynashardConfig(max_shards)``: not drawn: 16, above every count drawn; each key's
+  own cap is drawn instead (``tests/unit/library/test_metadata.py::test_grow_is_capped``).
+- ``DynashardConfig(default_shards)``: not drawn: 1, the N of P5's new keys
+  (``tests/unit/library/test_metadata.py::test_writer_gets_or_creates_with_default``).
+- ``DynashardConfig(metadata_cache_ttl_s)``: not drawn: a writer's cached N lives 30 s
+  of real time, and a read never depends on it (invariant 3)
+  (``tests/unit/library/test_metadata.py::test_writer_cache_lives_at_most_its_ttl``).
+- ``DynashardConfig(max_workers)``: not drawn per sequence: the backend's
+  (``--workers`` of the soak).
+- ``DynashardConfig(endpoint_url)``: not drawn: the client is given.
+- ``DynashardConfig(partition_wcu, partition_rcu, target_utilization)``: not drawn: they
+  size plans and price read paths, never what a read returns; ``path`` is drawn
+  (``tests/unit/library/test_capacity_plan.py``).
+- ``DynashardConfig(in_band_growth, write_backoff)``: not drawn: moto and DynamoDB Local
+  never throttle
+  (``tests/unit/library/test_throttling.py::test_key_range_throttling_grows_the_key_and_the_write_lands``,
+  ``tests/unit/library/test_throttling.py::test_the_facade_writer_owns_its_retries``).
+
+The routes (``python -m functions.openapi``) are not drawn: each maps its parameters onto
+one facade call above, and that mapping is tested in ``tests/unit/functions/``:
+
+- ``GET /events(key, from, to, limit, order, cursor, partial, attr, consistent, path)``:
+  ``query_events``
+  (``test_query.py::test_get_events_passes_the_parsed_window_and_answers_items_and_cursor``,
+  ``test_get_events_desc_and_cursor_are_passed_through``,
+  ``test_attr_is_passed_through_as_the_targeted_value``,
+  ``test_consistent_false_lets_the_plan_read_gsi1_and_logs_it``,
+  ``test_partial_results_name_the_missing_shards``; ``test_round_trip.py``).
+- ``POST /events(key, id, ts, data, events)``: ``put_events``
+  (``test_ingest.py::test_post_one_event_writes_it_and_answers_200``,
+  ``test_post_batch_is_one_bulk_write_and_accepts_epoch_millis``).
+- ``GET /counters/{name}(name)``: ``get_counter``
+  (``test_query.py::test_get_counter_decodes_the_name``).
+- ``POST /counters/{name}(name, idempotency-key, by)``: ``increment_counter``
+  (``test_ingest.py::test_post_counter_decodes_the_name_and_passes_the_idempotency_key``).
+- ``GET /shards/{key}(key)``: ``shard_info``
+  (``test_query.py::test_get_shards_answers_count_and_history``).
+- ``PUT /shards/{key}/strategy(key, strategy, attribute, force, initial_shards)``:
+  ``set_strategy`` (``test_shard_admin_routes.py::``
+  ``test_strategy_is_set_shown_and_a_different_one_is_409_unless_forced``).
+- ``PUT /shards/{key}/max-shards(key, max_shards)``: ``set_max_shards``
+  (``test_shard_admin_routes.py::test_max_shards_is_set_removed_and_refused_below_n``).
+- ``GET /index/{key}(key, prefix, from, to, limit, cursor)``: ``OrderedIndex.query``
+  (``test_ordered_routes.py::test_put_answers_what_was_written_and_get_lists_in_order``,
+  ``test_prefix_reads_only_the_intersecting_shards``, ``test_bad_queries``).
+- ``POST /index/{key}(key, items)``: ``OrderedIndex.put``
+  (``test_ordered_routes.py::test_put_answers_what_was_written_and_get_lists_in_order``).
+- ``PUT /index/{key}/layout(key, shards, sample, boundaries)``: ``configure_from_sample``
+  or ``configure`` (``test_ordered_routes.py::``
+  ``test_layout_from_a_sample_is_stored_once_and_a_different_one_is_409``,
+  ``test_layout_from_boundaries``).
+
+The CLI (``dynashard``) is not drawn: its commands call the facade above (or plan
+without a table), tested in ``tests/unit/cli/test_cli.py``:
+
+- ``dynashard(--profile, --region, --endpoint-url, --data-table, --metadata-table)``:
+  where the tables are, no semantics
+  (``test_the_table_schema_comes_from_the_functions_variables``).
+- ``dynashard status(key, --json, --chart)``: ``shard_info``
+  (``test_resize_creates_then_status_shows_count_history_and_read_paths``,
+  ``test_status_chart_writes_a_png``).
+- ``dynashard resize(key, shards, --force, --cooldown, --json)``: ``set_shard_count``
+  (``test_resize_inside_the_cooldown_is_refused_unless_forced``,
+  ``test_resize_with_a_zero_cooldown_is_not_refused``).
+- ``dynashard adopt(key, --json)``: ``adopt``
+  (``test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read``).
+- ``dynashard count(key, --from, --to, --json)``: ``count_events``
+  (``test_count_and_compact_remove_the_copy_a_redelivery_across_a_resize_left``,
+  ``test_count_with_a_window_and_a_bad_time_is_a_usage_error``).
+- ``dynashard compact(key, --dry-run, --json)``: ``compact``
+  (``test_compact_that_leaves_copies_exits_3_naming_them``).
+- ``dynashard strategy(key, name, --attribute, --force, --initial-shards, --json)``:
+  ``set_strategy`` (``test_strategy_sets_a_new_key_and_refuses_another_one_without_force``).
+- ``dynashard cap(key, value, --json)``: ``set_max_shards``
+  (``test_cap_sets_shows_and_removes_a_keys_max_shards``).
+- ``dynashard plan(--writes, --reads, --item-bytes, --sample, --target-utilization,
+  --page-limit, --eventually-consistent, --wru-price, --rru-price, --partition-wcu,
+  --partition-rcu, --json)``: planning, no table
+  (``test_plan_shows_n_for_writes_and_reads_and_the_fan_out``).
+- ``dynashard boundaries(--sample, --shards, --field, --json)``: planning, no table
+  (``test_boundaries_split_a_sample_into_equal_ranges``).
+- ``dynashard hot(--minutes, --index, --top, --source, --read, --json)``: Contributor
+  Insights, no read or write of events
+  (``test_hot_maps_physical_keys_to_logical_keys_and_plans_them``).
+
 What a pending fix changes is a field of :class:`Semantics`, in one place.
 """
 
