@@ -2446,18 +2446,32 @@ class DynashardModel(RuleBasedStateMachine):
     @precondition(lambda self: any(m.max_shards for m in self.model.meta.values()))
     @rule(which=st.integers(0, 100), over=st.integers(1, 3), honour=st.booleans())
     def set_count_forced(self, which: int, over: int, honour: bool) -> None:
-        """``set_shard_count(force=True)`` past a key's own cap: set as any other count."""
+        """``set_shard_count(force=True)`` past a key's own cap: set as any other count.
+
+        Except ``L`` past 7 shards while ``L#7`` is adopted: refused (``InvalidInputError``),
+        its shard 7 would be ``L#7``'s bare partition key.
+        """
         keys = sorted(k for k, m in self.model.meta.items() if m.stored and m.max_shards)
         key = keys[which % len(keys)]
         cap = self.model.meta[key].max_shards
         assert cap is not None
         target = min(cap + over, MAX_MODEL_SHARDS)
-        if target <= cap or (key == self.k("L") and self.k("L#7") in self.model.adopted):
-            return  # L past 7 with L#7 adopted: the alias (module docstring)
+        if target <= cap:
+            return
+        # L past 7 shards while L#7 is adopted: shard 7 would be L#7's bare key (alias)
+        alias = key == self.k("L") and self.k("L#7") in self.model.adopted and target > 7
         try:
             result = self.facade.set_shard_count(key, target, honour_cooldown=honour, force=True)
+        except InvalidInputError as exc:
+            if not alias:
+                self.diverge("resize:forced", f"set_shard_count({key}, {target}) {exc!r}")
+            self.report.observe("option:forced:alias")
+            return
         except Exception as exc:
             self.diverge("resize:forced", f"set_shard_count({key}, {target}, force) {exc!r}")
+            return
+        if alias:
+            self.diverge("resize:forced", f"set_shard_count({key}, {target}) aliases L#7")
             return
         changed, current, why = self._expect_change("set", key, target, honour)
         if (result.changed, result.current) != (changed, current):
