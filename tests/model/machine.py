@@ -2223,7 +2223,11 @@ class DynashardModel(RuleBasedStateMachine):
         self.diverge(self._label(params, "stuck"), f"read {params} did not end in 3 pages")
 
     def _refused_option(
-        self, params: dict[str, Any], change: dict[str, Any], error: type, field_name: str
+        self,
+        params: dict[str, Any],
+        change: dict[str, Any],
+        error: type[Exception],
+        field_name: str,
     ) -> None:
         """A read with one bad option is refused with ``error``, naming ``field_name``."""
         must, _ = self._read_error(params)
@@ -2371,7 +2375,7 @@ class DynashardModel(RuleBasedStateMachine):
         def adopt_surveyed(logical: str) -> Any:
             return real(logical, survey=facade.survey_bare_key(logical))
 
-        facade.adopt = adopt_surveyed  # type: ignore[method-assign]
+        facade.adopt = adopt_surveyed  # type: ignore[method-assign,assignment]
         try:
             self.adopt(key)
         finally:
