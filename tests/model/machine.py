@@ -123,6 +123,178 @@ Audit (teardown)
     shards; reads collapse it). Default layout: ``count_events`` is exact and
     ``compact`` leaves one copy of each event.
 
+Public options and how the model covers them
+--------------------------------------------
+Every public option of the facade, the REST routes and the CLI, each entry
+``subject(option, ...)`` followed by the rule that draws it, or by why it is not drawn
+and the test that covers it instead. A new option enters the model, or this list with
+its reason, in the same change: ``tests/unit/library/test_model_options.py`` fails
+while one of the facade's, the routes' or the CLI's options is missing here (or one
+listed here no longer exists).
+
+The facade, :class:`~dynashard.Dynashard`:
+
+- ``Dynashard(config, client)``: drawn: every sequence builds it (:meth:`Backend.facade`)
+  on the backend's client, the library's own kind (Query pages parsed once).
+- ``Dynashard(write_client)``: not drawn: omitted, so the given client is also the
+  writer's; another writer client is a connection choice, not a semantic one
+  (``tests/unit/library/test_write_path.py::test_the_writers_unvalidated_client_writes_every_event``).
+- ``Dynashard.write_client()``, ``Dynashard.executor()``: properties, no option.
+- ``Dynashard.check()``: drawn: the first write or read of every non-default layout
+  calls it (``check_schema``).
+- ``Dynashard.put_events(events)``: drawn by ``put_random``, ``put_calculated``,
+  ``put_family``, ``put_same_millisecond``, ``redeliver``, ``write_between_pages``.
+- ``Dynashard.write_key(event)``, ``Dynashard.read_unit(key, family)``: drawn by
+  ``family_write_key`` (the bucket key in the stored unit; pinning; a plain key).
+- ``Dynashard.query_events(key, start, end, limit, descending, cursor, attribute_value,
+  consistent, path)``: drawn by ``read`` (windows, limits 1 to 100, both orders,
+  ``attribute_value`` on every key, both consistencies, the three paths),
+  ``continue_read`` and ``write_between_pages`` (cursors across writes and resizes) and
+  ``read_options`` (``limit`` 0, 1,000 and 1,001; a malformed cursor, another key's).
+- ``Dynashard.query_events(allow_partial)``: drawn by ``read_options``: on a healthy
+  table the page is the same and names no missing shard; moto and DynamoDB Local never
+  fail a shard
+  (``tests/unit/library/test_writer_reader.py::test_partial_results_name_the_missing_shards``).
+- ``Dynashard.count_events(key, start, end)``: drawn by ``count_window`` and the audit.
+- ``Dynashard.compact(key, dry_run)``: drawn by the audit and ``compact_dry_run``.
+- ``Dynashard.increment_counter(name, by, idempotency_key)``: drawn by ``increment``
+  and ``increment_at_bound`` (redelivered tokens, 38 digits).
+- ``Dynashard.get_counter(name)``: drawn by ``read_counter``.
+- ``Dynashard.shard_info(key)``: drawn by ``inspect_shard_info`` and ``grow_for_reason``.
+- ``Dynashard.grow(key, target, reason)``: drawn by ``resize`` and ``grow_for_reason``
+  (``read``, ``write``, ``write-load``: a change records it in ``grown_for``).
+- ``Dynashard.shrink(key, target)``: drawn by ``resize``.
+- ``Dynashard.set_shard_count(key, count, honour_cooldown, force)``: drawn by ``resize``
+  (both ``honour_cooldown``) and ``set_count_forced`` (``force`` past a key's own cap).
+- ``Dynashard.set_max_shards(key, cap)``: drawn by ``set_key_max_shards``.
+- ``Dynashard.set_strategy(key, strategy, attribute, force, initial_shards)``: drawn by
+  ``setup`` and ``restate_strategy`` (the same strategy again, by name or enum, forced
+  or not, ``initial_shards`` on a stored key; another one refused without ``force``).
+  Another strategy with ``force`` is not drawn: it moves where later events go, and
+  the documented consequence, targeted reads missing the events written before, is
+  the caller's
+  (``tests/unit/cli/test_cli.py::test_strategy_sets_a_new_key_and_refuses_another_one_without_force``).
+- ``Dynashard.survey_bare_key(key)``: drawn by ``write_unreadable`` and
+  ``adopt_with_survey``.
+- ``Dynashard.adopt(key, survey)``: drawn by ``adopt`` (``survey=True``) and
+  ``adopt_with_survey`` (a survey just made). ``survey=False`` is not drawn: it skips
+  the check whose refusal the model expects
+  (``tests/unit/library/test_table_schema.py::test_an_adopted_item_the_codec_cannot_order_fails_the_read_naming_it``).
+- ``Dynashard.sharded_keys()``: not drawn: a Scan of the whole metadata table, which
+  every sequence of a soak shares (thousands of keys)
+  (``tests/unit/library/test_shrinking.py::test_shrink_round_trip_through_the_conditional_update``).
+- ``Dynashard.ordered_index(key)``: drawn by ``setup``, ``index_put``,
+  ``index_delete``, ``index_read``.
+- ``Dynashard.close()``: drawn: every rebuild (``change_unit``) and teardown.
+
+The ordered index, :class:`~dynashard.dynamodb.ordered_index.OrderedIndex`:
+
+- ``OrderedIndex.configure_from_sample(values, shards)``: drawn by ``setup``.
+- ``OrderedIndex.put(items)``, ``OrderedIndex.delete(ids)``: drawn by ``index_put``,
+  ``index_delete``.
+- ``OrderedIndex.query(prefix, start, end, limit, cursor)``: drawn by ``index_read`` and
+  ``continue_read``.
+- ``OrderedIndex.configure(layout, max_attempts)``: not drawn: ``configure_from_sample``
+  builds its layout and calls it
+  (``tests/unit/functions/test_ordered_routes.py::test_layout_from_boundaries``).
+- ``OrderedIndex.layout(fresh)``, ``OrderedIndex.build_item(item)``,
+  ``OrderedIndex.client()``: not drawn: what ``put`` and ``query`` use
+  (``tests/unit/library/test_ordered_index.py::test_layout_write_is_conditional``).
+
+The configuration, :class:`~dynashard.DynashardConfig`:
+
+- ``DynashardConfig(data_table, metadata_table, schema, check_schema)``: drawn: the
+  layout's table and schema (every non-default layout checks it).
+- ``DynashardConfig(time_bucket, time_buckets, bucketed_keys)``: drawn by ``setup`` and
+  ``change_unit``.
+- ``DynashardConfig(hedging)``: drawn: half the sequences hedge eagerly.
+- ``DynashardConfig(cooldown_s)``: not drawn: 30 s, and ``tick`` draws the clock around
+  it (0, 1, 29, 30, 31 s).
+- ``DynashardConfig(max_shards)``: not drawn: 16, above every count drawn; each key's
+  own cap is drawn instead (``tests/unit/library/test_metadata.py::test_grow_is_capped``).
+- ``DynashardConfig(default_shards)``: not drawn: 1, the N of P5's new keys
+  (``tests/unit/library/test_metadata.py::test_writer_gets_or_creates_with_default``).
+- ``DynashardConfig(metadata_cache_ttl_s)``: not drawn: a writer's cached N lives 30 s
+  of real time, and a read never depends on it (invariant 3)
+  (``tests/unit/library/test_metadata.py::test_writer_cache_lives_at_most_its_ttl``).
+- ``DynashardConfig(max_workers)``: not drawn per sequence: the backend's
+  (``--workers`` of the soak).
+- ``DynashardConfig(endpoint_url)``: not drawn: the client is given.
+- ``DynashardConfig(partition_wcu, partition_rcu, target_utilization)``: not drawn: they
+  size plans and price read paths, never what a read returns; ``path`` is drawn
+  (``tests/unit/library/test_capacity_plan.py``).
+- ``DynashardConfig(in_band_growth, write_backoff)``: not drawn: moto and DynamoDB Local
+  never throttle
+  (``tests/unit/library/test_throttling.py::test_key_range_throttling_grows_the_key_and_the_write_lands``,
+  ``tests/unit/library/test_throttling.py::test_the_facade_writer_owns_its_retries``).
+
+The routes (``python -m functions.openapi``) are not drawn: each maps its parameters onto
+one facade call above, and that mapping is tested in ``tests/unit/functions/``:
+
+- ``GET /events(key, from, to, limit, order, cursor, partial, attr, consistent, path)``:
+  ``query_events``
+  (``test_query.py::test_get_events_passes_the_parsed_window_and_answers_items_and_cursor``,
+  ``test_get_events_desc_and_cursor_are_passed_through``,
+  ``test_attr_is_passed_through_as_the_targeted_value``,
+  ``test_consistent_false_lets_the_plan_read_gsi1_and_logs_it``,
+  ``test_partial_results_name_the_missing_shards``; ``test_round_trip.py``).
+- ``POST /events(key, id, ts, data, events)``: ``put_events``
+  (``test_ingest.py::test_post_one_event_writes_it_and_answers_200``,
+  ``test_post_batch_is_one_bulk_write_and_accepts_epoch_millis``).
+- ``GET /counters/{name}(name)``: ``get_counter``
+  (``test_query.py::test_get_counter_decodes_the_name``).
+- ``POST /counters/{name}(name, idempotency-key, by)``: ``increment_counter``
+  (``test_ingest.py::test_post_counter_decodes_the_name_and_passes_the_idempotency_key``).
+- ``GET /shards/{key}(key)``: ``shard_info``
+  (``test_query.py::test_get_shards_answers_count_and_history``).
+- ``PUT /shards/{key}/strategy(key, strategy, attribute, force, initial_shards)``:
+  ``set_strategy`` (``test_shard_admin_routes.py::``
+  ``test_strategy_is_set_shown_and_a_different_one_is_409_unless_forced``).
+- ``PUT /shards/{key}/max-shards(key, max_shards)``: ``set_max_shards``
+  (``test_shard_admin_routes.py::test_max_shards_is_set_removed_and_refused_below_n``).
+- ``GET /index/{key}(key, prefix, from, to, limit, cursor)``: ``OrderedIndex.query``
+  (``test_ordered_routes.py::test_put_answers_what_was_written_and_get_lists_in_order``,
+  ``test_prefix_reads_only_the_intersecting_shards``, ``test_bad_queries``).
+- ``POST /index/{key}(key, items)``: ``OrderedIndex.put``
+  (``test_ordered_routes.py::test_put_answers_what_was_written_and_get_lists_in_order``).
+- ``PUT /index/{key}/layout(key, shards, sample, boundaries)``: ``configure_from_sample``
+  or ``configure`` (``test_ordered_routes.py::``
+  ``test_layout_from_a_sample_is_stored_once_and_a_different_one_is_409``,
+  ``test_layout_from_boundaries``).
+
+The CLI (``dynashard``) is not drawn: its commands call the facade above (or plan
+without a table), tested in ``tests/unit/cli/test_cli.py``:
+
+- ``dynashard(--profile, --region, --endpoint-url, --data-table, --metadata-table)``:
+  where the tables are, no semantics
+  (``test_the_table_schema_comes_from_the_functions_variables``).
+- ``dynashard status(key, --json, --chart)``: ``shard_info``
+  (``test_resize_creates_then_status_shows_count_history_and_read_paths``,
+  ``test_status_chart_writes_a_png``).
+- ``dynashard resize(key, shards, --force, --cooldown, --json)``: ``set_shard_count``
+  (``test_resize_inside_the_cooldown_is_refused_unless_forced``,
+  ``test_resize_with_a_zero_cooldown_is_not_refused``).
+- ``dynashard adopt(key, --json)``: ``adopt``
+  (``test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read``).
+- ``dynashard count(key, --from, --to, --json)``: ``count_events``
+  (``test_count_and_compact_remove_the_copy_a_redelivery_across_a_resize_left``,
+  ``test_count_with_a_window_and_a_bad_time_is_a_usage_error``).
+- ``dynashard compact(key, --dry-run, --json)``: ``compact``
+  (``test_compact_that_leaves_copies_exits_3_naming_them``).
+- ``dynashard strategy(key, name, --attribute, --force, --initial-shards, --json)``:
+  ``set_strategy`` (``test_strategy_sets_a_new_key_and_refuses_another_one_without_force``).
+- ``dynashard cap(key, value, --json)``: ``set_max_shards``
+  (``test_cap_sets_shows_and_removes_a_keys_max_shards``).
+- ``dynashard plan(--writes, --reads, --item-bytes, --sample, --target-utilization,
+  --page-limit, --eventually-consistent, --wru-price, --rru-price, --partition-wcu,
+  --partition-rcu, --json)``: planning, no table
+  (``test_plan_shows_n_for_writes_and_reads_and_the_fan_out``).
+- ``dynashard boundaries(--sample, --shards, --field, --json)``: planning, no table
+  (``test_boundaries_split_a_sample_into_equal_ranges``).
+- ``dynashard hot(--minutes, --index, --top, --source, --read, --json)``: Contributor
+  Insights, no read or write of events
+  (``test_hot_maps_physical_keys_to_logical_keys_and_plans_them``).
+
 What a pending fix changes is a field of :class:`Semantics`, in one place.
 """
 
@@ -156,7 +328,13 @@ from dynashard.core.schema import (
     TableSchema,
 )
 from dynashard.dynamodb.ordered_index import OrderedItem
-from dynashard.errors import CounterOverflowError, InvalidInputError, TableSchemaError
+from dynashard.errors import (
+    CounterOverflowError,
+    CursorError,
+    InvalidInputError,
+    StrategyConflictError,
+    TableSchemaError,
+)
 
 #: The most shards a key is resized to: keeps every read small, and shard 7 of ``L``
 #: exists (the physical key ``L#7`` is also the bare key of the logical key ``L#7``).
@@ -1757,6 +1935,8 @@ class DynashardModel(RuleBasedStateMachine):
         ]
         limit = p.get("limit", 100)
         ok = len(got) <= limit and got == expected[: len(got)]
+        if p.get("allow_partial") and page.missing_shards:  # a healthy table misses none
+            ok = False
         if page.cursor is None and got != expected:
             ok = False
         if not ok:
@@ -2000,6 +2180,307 @@ class DynashardModel(RuleBasedStateMachine):
                 return
         self.reads.append(read)
         del self.reads[:-4]
+
+    # -- public options (issue 38): each option of a read or write not drawn above ---------
+    # The module docstring's "Public options and how the model covers them" names these.
+
+    @rule(
+        which=st.integers(0, 5),
+        limit=st.sampled_from((0, 1000, 1001)),
+        allow_partial=st.booleans(),
+        descending=st.booleans(),
+        cursor=st.sampled_from((None, "garbage", "other")),
+    )
+    def read_options(
+        self, which: int, limit: int, allow_partial: bool, descending: bool, cursor: str | None
+    ) -> None:
+        """A read at the page limit's edges, with ``allow_partial``, or a foreign cursor.
+
+        ``limit`` 0 or 1,001 is refused (``InvalidInputError``, field ``limit``); 1,000
+        is served under P1/P2. ``allow_partial`` on a healthy table changes nothing and
+        names no missing shard (checked in :meth:`_page`). A malformed cursor, or one
+        of an open read of another key, is refused with ``CursorError``.
+        """
+        key = (*self.plain_keys, self.calc_key, self.family)[which]
+        window: tuple[datetime | None, datetime | None] = (None, None)
+        if key == self.family:
+            window = (ANCHORS[0], ANCHORS[0] + timedelta(days=2))
+        params = self._params(key, window, 1000, descending, "auto", True, None)
+        params["allow_partial"] = allow_partial
+        if cursor is not None:
+            others = [r.cursor for r in self.reads if r.params.get("key") != key and r.cursor]
+            token = others[-1] if cursor == "other" and others else "not-a-cursor"
+            self._refused_option(params, {"cursor": token}, CursorError, "cursor")
+            return
+        if limit != 1000:
+            self._refused_option(params, {"limit": limit}, InvalidInputError, "limit")
+            return
+        read = OpenRead("events", params, None, None)
+        for _ in range(3):
+            self._page(read)
+            if read.cursor is None:
+                return
+        self.diverge(self._label(params, "stuck"), f"read {params} did not end in 3 pages")
+
+    def _refused_option(
+        self,
+        params: dict[str, Any],
+        change: dict[str, Any],
+        error: type[Exception],
+        field_name: str,
+    ) -> None:
+        """A read with one bad option is refused with ``error``, naming ``field_name``."""
+        must, _ = self._read_error(params)
+        if must or self._layout_refusal(params):
+            return  # refused for another reason first: P6 checks those
+        options = {k: v for k, v in params.items() if k != "key" and v is not None}
+        options.update(change)
+        try:
+            page = self.facade.query_events(params["key"], **options)
+        except error as exc:
+            if getattr(exc, "field", field_name) != field_name:
+                self.diverge(self._label(params, "option-field"), f"{change}: {exc!r}")
+            self.report.observe(f"option:refused:{field_name}")
+            return
+        except Exception as exc:
+            self.diverge(self._label(params, "option-error"), f"{change} raised {exc!r}")
+            return
+        self.diverge(self._label(params, "option-served"), f"{change}: {_ids(page.items)}")
+
+    @precondition(lambda self: self.layout.is_default)  # count_events: dynashard's own only
+    @rule(which=st.integers(0, 5), window=windows)
+    def count_window(self, which: int, window: tuple[datetime | None, datetime | None]) -> None:
+        """``count_events(start=, end=)`` counts the model's events of the key in the window.
+
+        ``start >= end`` is refused (``InvalidInputError``), and so is a time-bucketed
+        family key once its unit is stored (its first write or ``write_key``); before,
+        the family key holds no event and may count 0.
+        """
+        key = (*self.plain_keys, self.calc_key, self.family)[which]
+        start, end = window
+        refuse = (key == self.family and self.family_unit is not None) or (
+            start is not None and end is not None and as_utc(start) >= as_utc(end)
+        )
+        try:
+            count = self.facade.count_events(key, start=start, end=end)
+        except InvalidInputError as exc:
+            if not refuse and key != self.family:
+                self.diverge("count:raised", f"count_events({key}, {start}, {end}): {exc!r}")
+            return
+        except Exception as exc:
+            self.diverge("count:raised", f"count_events({key}, {start}, {end}): {exc!r}")
+            return
+        if refuse:
+            self.diverge("count:served", f"count_events({key}, {start}, {end}) = {count}")
+            return
+        want = sum(
+            self.layout.in_window(row.time, start, end) for row in self.model.visible(key).values()
+        )
+        if count.distinct != want or count.stored < count.distinct:
+            self.diverge("count:window", f"count_events({key}, {start}, {end}) = {count}: {want}")
+        self.report.observe("option:count-window")
+
+    @precondition(lambda self: self.layout.is_default)  # compact: dynashard's own only
+    @rule(which=st.integers(0, 4))
+    def compact_dry_run(self, which: int) -> None:
+        """``compact(dry_run=True)`` deletes nothing and names at most the extra copies."""
+        key = (*self.plain_keys, self.calc_key)[which]
+        try:
+            before = self.facade.count_events(key)
+            result = self.facade.compact(key, dry_run=True)
+            after = self.facade.count_events(key)
+        except Exception as exc:
+            self.diverge("compact:dry-run", f"compact({key}, dry_run=True) raised {exc!r}")
+            return
+        copies = before.stored - before.distinct
+        if (
+            result.deleted
+            or (after.distinct, after.stored) != (before.distinct, before.stored)
+            or len(result.would_delete) + len(result.skipped) != copies
+            or before.distinct != len(self.model.visible(key))
+        ):
+            self.diverge(
+                "compact:dry-run",
+                f"{key}: before {before}, dry run {result}, after {after}, "
+                f"model {len(self.model.visible(key))} events",
+            )
+
+    @precondition(lambda self: any(m.stored for m in self.model.meta.values()))
+    @rule(which=st.integers(0, 100))
+    def inspect_shard_info(self, which: int) -> None:
+        """``shard_info``: N, the key's own cap, adoption and strategy as the model has them."""
+        keys = sorted(k for k, m in self.model.meta.items() if m.stored)
+        key = keys[which % len(keys)]
+        meta = self.model.meta[key]
+        try:
+            info = self.facade.shard_info(key)
+        except Exception as exc:
+            self.diverge("shard-info:raised", f"shard_info({key}) raised {exc!r}")
+            return
+        calc = key == self.calc_key
+        got = (info.number_of_shards, info.max_shards, info.adopted, info.strategy)
+        want = (
+            meta.n,
+            meta.max_shards,
+            key in self.model.adopted,
+            Strategy.CALCULATED if calc else Strategy.RANDOM,
+        )
+        if got != want or (calc and info.shard_attribute != "carrier"):
+            self.diverge("shard-info", f"shard_info({key}) = {info}: model {want}")
+
+    @rule(when=times, plain=st.booleans())
+    def family_write_key(self, when: datetime, plain: bool) -> None:
+        """``write_key`` and ``read_unit``: a family event's bucket key in the stored unit.
+
+        The first call pins the configured unit (as a first write does); a configured
+        unit other than the pinned one is refused (``InvalidInputError``, field
+        ``bucketed_keys``). A plain key's event is written under its own key.
+        """
+        key = self.k("A") if plain else self.family
+        event = Event(key=key, id="e0", ts=ts_text(when), data={})
+        configured = self.units["family"]
+        refuse = not plain and self.family_unit not in (None, configured)
+        try:
+            written = self.facade.write_key(event)
+        except InvalidInputError as exc:
+            if not refuse or exc.field != "bucketed_keys":
+                self.diverge("write-key:raised", f"write_key({event!r}) raised {exc!r}")
+            return
+        except Exception as exc:
+            self.diverge("write-key:raised", f"write_key({event!r}) raised {exc!r}")
+            return
+        if plain:
+            if written != key:
+                self.diverge("write-key", f"write_key({event!r}) = {written!r}")
+            return
+        if refuse:
+            self.diverge("write-key:served", f"write_key({event!r}) = {written} after {configured}")
+            return
+        self.family_unit = self.family_unit or configured
+        want = f"{self.family}#{bucket_label(when, self.family_unit)}"
+        unit = self.facade.read_unit(self.family, BucketFamily(self.family, configured))
+        if (written, unit) != (want, self.family_unit):
+            self.diverge("write-key", f"{event!r}: {written}, {unit}; model {want}")
+
+    @rule(key=st.integers(0, 3))
+    def adopt_with_survey(self, key: int) -> None:
+        """``adopt(survey=<a survey just made>)``: checked instead of a second survey.
+
+        Delegates to :meth:`adopt` (its expectations) with the facade's ``adopt`` given
+        the survey the caller has just made.
+        """
+        facade = self.facade
+        real = facade.adopt
+
+        def adopt_surveyed(logical: str) -> Any:
+            return real(logical, survey=facade.survey_bare_key(logical))
+
+        facade.adopt = adopt_surveyed  # type: ignore[method-assign,assignment]
+        try:
+            self.adopt(key)
+        finally:
+            del facade.adopt
+
+    @rule(
+        which=st.integers(0, 4),
+        strategy=st.sampled_from(("random", "calculated", "calculated:n")),
+        as_text=st.booleans(),
+        force=st.booleans(),
+        initial=st.one_of(st.none(), st.integers(1, 4)),
+    )
+    def restate_strategy(
+        self, which: int, strategy: str, as_text: bool, force: bool, initial: int | None
+    ) -> None:
+        """``set_strategy`` of a stored key: its own strategy again, or another one.
+
+        The same strategy (and attribute), by name or enum, forced or not, is accepted
+        and changes nothing (a stored key keeps its N whatever ``initial_shards`` says);
+        another one without ``force`` is refused (``StrategyConflictError``). Another one
+        with ``force`` is not drawn (module docstring).
+        """
+        key = (*self.plain_keys, self.calc_key)[which]
+        meta = self.model.meta.get(key)
+        if meta is None or not meta.stored:
+            return  # a new key would take the strategy: the model keeps its own
+        name, _, attribute = strategy.partition(":")
+        attr = (attribute or "carrier") if name == "calculated" else None
+        same = (name == "calculated") == (key == self.calc_key) and attr in (None, "carrier")
+        if not same and force:
+            return
+        value: Strategy | str = name if as_text else Strategy(name)
+        try:
+            info = self.facade.set_strategy(
+                key, value, attribute=attr, force=force, initial_shards=initial
+            )
+        except StrategyConflictError as exc:
+            if same:
+                self.diverge("strategy:refused", f"set_strategy({key}, {strategy}): {exc!r}")
+            self.report.observe("option:strategy-conflict")
+            return
+        except Exception as exc:
+            self.diverge("strategy:raised", f"set_strategy({key}, {strategy}) raised {exc!r}")
+            return
+        if not same:
+            self.diverge("strategy:changed", f"set_strategy({key}, {strategy}) = {info}")
+        elif info.number_of_shards != meta.n or info.strategy is not Strategy(name):
+            self.diverge("strategy:kept", f"set_strategy({key}, {strategy}) = {info}, N {meta.n}")
+
+    @rule(
+        which=st.integers(0, 100),
+        count=st.integers(1, MAX_MODEL_SHARDS),
+        reason=st.sampled_from(("read", "write", "write-load")),
+    )
+    def grow_for_reason(self, which: int, count: int, reason: str) -> None:
+        """``grow(reason=)``: as :meth:`resize`'s grow, and a change records the reason."""
+        keys = self._resize_targets()
+        key = keys[which % len(keys)]
+        try:
+            result = self.facade.grow(key, count, reason=reason)  # type: ignore[arg-type]
+        except Exception as exc:
+            self.diverge("resize:raised", f"grow({key}, {count}, {reason}) raised {exc!r}")
+            return
+        changed, current, why = self._expect_change("grow", key, count, False)
+        if (result.changed, result.current) != (changed, current):
+            self.diverge("resize:reason", f"grow({key}, {count}, {reason}) = {result}: {why}")
+            return
+        if why == "changed" and reason not in self.facade.shard_info(key).grown_for:
+            self.diverge("resize:reason", f"grow({key}, {count}, {reason}) did not record it")
+        self.report.observe(f"option:grow-reason:{why}")
+
+    @precondition(lambda self: any(m.max_shards for m in self.model.meta.values()))
+    @rule(which=st.integers(0, 100), over=st.integers(1, 3), honour=st.booleans())
+    def set_count_forced(self, which: int, over: int, honour: bool) -> None:
+        """``set_shard_count(force=True)`` past a key's own cap: set as any other count.
+
+        Except ``L`` past 7 shards while ``L#7`` is adopted: refused (``InvalidInputError``),
+        its shard 7 would be ``L#7``'s bare partition key.
+        """
+        keys = sorted(k for k, m in self.model.meta.items() if m.stored and m.max_shards)
+        key = keys[which % len(keys)]
+        cap = self.model.meta[key].max_shards
+        assert cap is not None
+        target = min(cap + over, MAX_MODEL_SHARDS)
+        if target <= cap:
+            return
+        # L past 7 shards while L#7 is adopted: shard 7 would be L#7's bare key (alias)
+        alias = key == self.k("L") and self.k("L#7") in self.model.adopted and target > 7
+        try:
+            result = self.facade.set_shard_count(key, target, honour_cooldown=honour, force=True)
+        except InvalidInputError as exc:
+            if not alias:
+                self.diverge("resize:forced", f"set_shard_count({key}, {target}) {exc!r}")
+            self.report.observe("option:forced:alias")
+            return
+        except Exception as exc:
+            self.diverge("resize:forced", f"set_shard_count({key}, {target}, force) {exc!r}")
+            return
+        if alias:
+            self.diverge("resize:forced", f"set_shard_count({key}, {target}) aliases L#7")
+            return
+        changed, current, why = self._expect_change("set", key, target, honour)
+        if (result.changed, result.current) != (changed, current):
+            self.diverge("resize:forced", f"set_shard_count({key}, {target}) {result}: {why}")
+        self.report.observe(f"option:forced:{why}")
 
     # -- teardown audit ---------------------------------------------------------------------
 
