@@ -186,6 +186,7 @@ class FakeBuckets:
             cursor=str(offset + len(chunk)) if more else None,
             shards_queried=1,
             queries=1,
+            resume=str(offset + len(chunk)) if chunk else None,
         )
 
 
@@ -422,6 +423,41 @@ def test_one_bucket_grown_to_four_others_at_one(bucketed: Dynashard, descending:
     # Then every event comes back once, in exact order
     expected = [e.id for e in sorted(events, key=lambda e: e.sort_key, reverse=descending)]
     assert [i for p in pages for i in p] == expected
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_write_between_pages_just_past_a_bucket_end_cursor_is_read(
+    bucketed: Dynashard, descending: bool
+) -> None:
+    # Given 3 days of 7 events, read in pages of 7: each page fills exactly at the end
+    # of a day's bucket (the first day ascending, the last descending)
+    events = _events()
+    assert all(o.ok for o in bucketed.put_events(events))
+    window = {"start": T0, "end": T0 + timedelta(days=3)}
+    first = bucketed.query_events("OPS_LOG", limit=7, descending=descending, **window)
+    day = 2 if descending else 0
+    assert [i["id"] for i in first.items] == [
+        f"e{day}-{i}" for i in (range(6, -1, -1) if descending else range(7))
+    ]
+    assert first.cursor is not None
+    # When an event is written in that bucket just past the cursor (after the day's last
+    # event ascending, before its first descending), then the next page is read
+    edge = T0 + timedelta(days=day, hours=23) if not descending else T0 + timedelta(days=day)
+    late = Event(key="OPS_LOG", id="late", ts=edge, data={"n": -1})
+    (outcome,) = bucketed.put_events([late])
+    assert outcome.ok and outcome.key == f"OPS_LOG#2026-06-2{2 + day}"
+    rest: list[str] = []
+    cursor = first.cursor
+    while cursor is not None:
+        page = bucketed.query_events(
+            "OPS_LOG", limit=7, descending=descending, cursor=cursor, **window
+        )
+        rest.extend(i["id"] for i in page.items)
+        cursor = page.cursor
+    # Then the new event is the next page's first, and the read holds every event once
+    assert rest[0] == "late"
+    everything = sorted([*events, late], key=lambda e: e.sort_key, reverse=descending)
+    assert [i["id"] for i in first.items] + rest == [e.id for e in everything]
 
 
 def test_a_window_inside_one_bucket_reads_one_bucket(bucketed: Dynashard) -> None:
