@@ -523,3 +523,72 @@ def test_the_scaler_grows_the_hot_bucket_key_alone() -> None:
     # Then the bucket key is the logical key that grows; the cool bucket stays at 1
     assert [(g.key, g.current) for g in outcome.grown] == [("OPS_LOG#2026-06-23", 2)]
     assert [s.key for s in outcome.skipped] == ["OPS_LOG#2026-06-22"]
+
+
+# --- the families' logic over a fake store of units (dynamodb/bucketed_family.py) ------
+
+
+class FakeUnits:
+    """A FamilyUnitStore in memory; counts its calls."""
+
+    def __init__(self, stored: dict[str, str] | None = None) -> None:
+        self.units = dict(stored or {})
+        self.pins: list[str] = []
+
+    def stored(self, key: str) -> str | None:
+        return self.units.get(key)
+
+    def pin(self, key: str, unit: TimeBucket) -> str:
+        self.pins.append(key)
+        return self.units.setdefault(key, unit.value)
+
+
+def test_families_pin_the_unit_once_and_refuse_another() -> None:
+    from dynashard.dynamodb.bucketed_family import BucketedFamilies, FamilyUnitCache
+
+    units, cache = FakeUnits(), FamilyUnitCache()
+    families = BucketedFamilies(FAMILIES, units, cache)
+    event = Event(key="OPS_LOG", id="a", ts=T0)
+    assert families.write_key(event) == "OPS_LOG#2026-06-22"
+    assert families.write_key(event) == "OPS_LOG#2026-06-22"
+    assert units.pins == ["OPS_LOG"]  # learnt once, then from the cache
+    assert families.write_key(Event(key="PLAIN", id="a", ts=T0)) == "PLAIN"
+    # a configuration that says hour now: the day stored first holds, the write is refused
+    hourly = BucketedFamilies(parse_bucketed_keys("OPS_LOG=hour"), units, cache)
+    with pytest.raises(InvalidInputError) as info:
+        hourly.write_key(event)
+    assert info.value.field == "bucketed_keys" and "day" in str(info.value)
+    assert hourly.read_unit("OPS_LOG", hourly.families[0]) is TimeBucket.DAY
+    assert hourly.read_unit("NEW", hourly.families[0]) is TimeBucket.HOUR  # never written
+
+
+def test_families_refuse_events_one_by_one_and_name_an_unknown_unit() -> None:
+    from dynashard.dynamodb.bucketed_family import BucketedFamilies
+    from dynashard.errors import MetadataError
+
+    units = FakeUnits({"OPS_LOG": "hour", "THREAT#x": "fortnight"})
+    families = BucketedFamilies(FAMILIES, units)
+    sent: list[list[str]] = []
+
+    def write(events: Any) -> list[Any]:
+        from dynashard.dynamodb.writer import WriteOutcome
+
+        sent.append([e.key for e in events])
+        return [WriteOutcome(e.id, e.key, True) for e in events]
+
+    events = [
+        Event(key="OPS_LOG", id="a", ts=T0),  # stored hour, configured day: refused
+        Event(key="PLAIN", id="b", ts=T0),
+        Event(key="THREAT#x", id="c", ts=T0),  # an unknown stored unit: not permanent
+    ]
+    outcomes = families.put_events(events, write)
+    assert sent == [["PLAIN"]]
+    assert [(o.ok, o.permanent, o.field) for o in outcomes] == [
+        (False, True, "bucketed_keys"),
+        (True, False, None),
+        (False, False, None),
+    ]
+    assert "MetadataError" in str(outcomes[2].error) and "fortnight" in str(outcomes[2].error)
+    with pytest.raises(MetadataError):
+        families.read_unit("THREAT#x", FAMILIES[2])
+    assert families.put_events([], write) == [] and sent == [["PLAIN"]]
