@@ -2000,12 +2000,13 @@ class DynashardModel(RuleBasedStateMachine):
         adopted) is a shard's. First the key (the family: the first seeded event's
         bucket key) is set to ``shards`` shards (0: left as it is) and up to 4 events are
         written (the family's at :data:`EDGE_OFFSETS` from ``ANCHORS[0]``: on both sides of
-        hour, day and month edges), so that boundaries exist. The write is one step of
-        the codec past the page's last item (``next``) or, in the family, at the edge of
-        that item's bucket (its last step ascending, its first instant descending): an
-        event of the key (the calculated key's with the last item's carrier, so on its
-        shard while N holds) or the old program's item under a plain key's bare
-        partition key (``foreign``).
+        hour, day and month edges), so that boundaries exist; for ``bare`` a plain key not
+        adopted gets the old program's items at the same times and is adopted. The write
+        is one step of the codec past the page's last item (``next``) or, in the family,
+        at the edge of that item's bucket (its last step ascending, its first instant
+        descending): an event of the key (the calculated key's with the last item's
+        carrier, so on its shard while N holds) or the old program's item under a plain
+        key's bare partition key (``foreign``).
         """
         key = (*self.plain_keys, self.calc_key, self.family)[which]
         if key == self.family:
@@ -2020,6 +2021,10 @@ class DynashardModel(RuleBasedStateMachine):
                 self.resize(targets.index(target), "set", shards)
         if key != self.family:
             self._put([self._event(key, i, ts, {"carrier": "AA", "n": 1}) for i, ts, _ in seed])
+        if at == "bare" and key in self.plain_keys and key not in self.model.adopted:
+            # the old program's items under the bare key, then the key adopted
+            self.write_foreign(which, [(agent, ts, 3, "ok") for _, ts, _ in seed], None, False)
+            self.adopt(which)
         if key == self.family:
             if not self.layout.windows:
                 return  # a family needs a window; plain_string refuses any
