@@ -123,6 +123,42 @@ def test_a_bucket_written_at_n_then_grown_keeps_every_item(ds: Dynashard) -> Non
     assert [i["id"] for p in pages for i in p] == expected_ids(first + later, False)
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_write_between_pages_at_a_bucket_end_is_read(ds: Dynashard, descending: bool) -> None:
+    # Given 4 days of 10 events, the first day's bucket grown to 4 shards, read in pages of
+    # 10: the first page fills exactly at the end of its day (day 0 ascending, day 3
+    # descending)
+    day = DAYS - 1 if descending else 0
+    assert ds.grow(f"OPS_LOG#2026-06-2{2 + day}", 4).current == 4
+    written = ops_events(10)
+    assert all(o.ok for o in ds.put_events(written))
+    first = ds.query_events("OPS_LOG", limit=10, descending=descending, **WINDOW)
+    assert [i["id"] for i in first.items] == expected_ids(written, descending)[:10]
+    assert first.cursor is not None
+    # When events are written into that bucket just past the cursor, on several shards
+    # (after the day's last event ascending; descending, at the day's first instant, the
+    # time of its first event op3-0000, with ids that sort before it)
+    base = T0 + timedelta(days=day)
+    late = [
+        Event(
+            key="OPS_LOG",
+            id=f"late{i}",
+            ts=base if descending else base + timedelta(hours=23, minutes=i),
+        )
+        for i in range(6)
+    ]
+    assert all(o.ok for o in ds.put_events(late))
+    # Then the following pages hold them first, and the read holds every event once, in order
+    rest: list[str] = []
+    cursor = first.cursor
+    while cursor is not None:
+        page = ds.query_events("OPS_LOG", limit=10, descending=descending, cursor=cursor, **WINDOW)
+        rest.extend(i["id"] for i in page.items)
+        cursor = page.cursor
+    assert sorted(rest[:6]) == [e.id for e in late]
+    assert [i["id"] for i in first.items] + rest == expected_ids(written + late, descending)
+
+
 def load_event(name: str) -> dict[str, Any]:
     """A fresh copy of ``events/<name>.json``."""
     return dict(json.loads((EVENTS_DIR / f"{name}.json").read_text()))

@@ -92,6 +92,13 @@ P2 (cursor continuation)
     of ``E``, and a read may not return more than :data:`MAX_EMPTY_PAGES` empty pages in
     a row. No page repeats an item of an earlier page (implied: every item is strictly
     after ``s``).
+    Writes between pages land at every boundary a cursor of an event read can sit on
+    (:meth:`DynashardModel.write_at_boundary`): the first page's limit is drawn so that
+    it ends exactly on the last item of a bucket of the family (window over 2 days, or
+    2 months under the month unit), of a shard (where the model saw each event written;
+    keys set to 2 or 4 shards first), or of an adopted key's bare partition key; then an
+    event (or the old program's item) is written one step of the codec past the cursor,
+    or at the edge of the family bucket the page ended in, and the rest is read.
 P3 (ordered index)
     A read of the ordered index (full, prefix, ``[start, end)``) returns each live id once,
     with its latest value, in the order of ``{normalise(value)}\\x1f{id}`` (the documented
@@ -976,6 +983,13 @@ windows = st.one_of(
     st.tuples(st.none(), bound()),
 )
 limits = st.sampled_from((1, 2, 3, 5, 100))
+#: Offsets from ``ANCHORS[0]`` (2013-01-01T10:00Z) on both sides of an hour's, a day's
+#: and a month's end (:meth:`DynashardModel.write_at_boundary`).
+EDGE_OFFSETS = tuple(
+    timedelta(hours=h) + timedelta(microseconds=u)
+    for h in (0, 1, 14, 30 * 24 + 14)
+    for u in (-1, 0, 1)
+)
 units = st.sampled_from((TimeBucket.HOUR, TimeBucket.DAY, TimeBucket.MONTH))
 
 
@@ -1006,6 +1020,9 @@ class DynashardModel(RuleBasedStateMachine):
         self.family_unit: TimeBucket | None = None
         #: Units each key's GSI1 keys were written with.
         self.gsi_units: dict[str, set[TimeBucket]] = {}
+        #: (read key, order) -> the physical key its last acknowledged write went to
+        #: (:meth:`write_at_boundary` ends pages at a shard's last item with it).
+        self.placed: dict[tuple[str, Any], str] = {}
         self.report.sequences += 1
 
     # -- names ----------------------------------------------------------------------
@@ -1236,6 +1253,10 @@ class DynashardModel(RuleBasedStateMachine):
                 refused.append((event, outcome))
                 continue
             self._acknowledged(event, outcome.key)
+            if outcome.physical_key is not None:
+                self.placed[(event.key, self.layout.order(event.ts, event.id))] = (
+                    outcome.physical_key
+                )
         for event, outcome in refused:  # after the batch's acknowledged: any may hold a ms
             taken = self._millisecond_taken(event)
             if not (taken and outcome.permanent and outcome.field == "ts"):
@@ -2088,6 +2109,140 @@ class DynashardModel(RuleBasedStateMachine):
             if read.cursor is None:
                 self.reads.remove(read)
                 return
+
+    # -- writes between pages at a boundary a cursor can sit on (issue 38) ----------------
+
+    def _boundaries(self, key: str, rows: list[tuple[Any, dict[str, Any]]], at: str) -> list[int]:
+        """Page limits that end a read's first page on the last item of a bucket, a shard
+        or the bare key, in the read's order (``rows``: order and item, as read)."""
+        if at == "bucket":
+            unit = self.family_unit or self.units["family"]
+            labels = [bucket_label(parse_ts_text(item["ts"]), unit) for _, item in rows]
+            return [i + 1 for i in range(len(rows) - 1) if labels[i] != labels[i + 1]]
+        if at == "bare":
+            bare = {row.order for row in self.model.legacy.get(key, {}).values()}
+            streams = ["bare" if order in bare else "events" for order, _ in rows]
+        else:
+            streams = [self.placed.get((key, order), "?") for order, _ in rows]
+        last = {stream: i for i, stream in enumerate(streams)}  # each stream's last item
+        return sorted(i + 1 for stream, i in last.items() if stream != "?")
+
+    @staticmethod
+    def _bucket_edges(ts: datetime, unit: TimeBucket) -> tuple[datetime, datetime]:
+        """The first instant of ``ts``'s bucket and the first of the next (or ``ts``)."""
+        if unit is TimeBucket.HOUR:
+            first = ts.replace(minute=0, second=0, microsecond=0)
+            return first, _shift(first, timedelta(hours=1))
+        first = ts.replace(hour=0, minute=0, second=0, microsecond=0)
+        if unit is TimeBucket.DAY:
+            return first, _shift(first, timedelta(days=1))
+        first = first.replace(day=1)
+        if first.month < 12:
+            return first, first.replace(month=first.month + 1)
+        return first, first.replace(year=first.year + 1, month=1) if first.year < 9999 else ts
+
+    @rule(
+        which=st.integers(0, 5),
+        shards=st.sampled_from((2, 4, 0)),
+        seed=st.lists(
+            st.tuples(st.sampled_from(IDS), times, st.sampled_from(EDGE_OFFSETS)),
+            min_size=1,
+            max_size=4,
+        ),
+        at=st.sampled_from(("bucket", "shard", "bare")),
+        nth=st.integers(0, 3),
+        descending=st.booleans(),
+        where=st.sampled_from(("next", "edge")),
+        writer=st.sampled_from(("event", "foreign")),
+        event_id=st.sampled_from(IDS),
+        agent=st.sampled_from(FOREIGN_IDS),
+    )
+    def write_at_boundary(
+        self,
+        which: int,
+        shards: int,
+        seed: list[tuple[str, datetime, timedelta]],
+        at: str,
+        nth: int,
+        descending: bool,
+        where: str,
+        writer: str,
+        event_id: str,
+        agent: str,
+    ) -> None:
+        """P2 across a write at a boundary: a first page whose limit ends it exactly on the
+        last item of a bucket (the family), of a shard (any key: where the model saw each
+        event written) or of the bare key (an adopted key), a write just past its cursor,
+        then the rest of the read.
+
+        ``which`` picks a plain key (0..3), the calculated key (4) or the family (5); a
+        boundary the key has not (a bucket of another key, the bare key of a key not
+        adopted) is a shard's. First the key (the family: the first seeded event's
+        bucket key) is set to ``shards`` shards (0: left as it is) and up to 4 events are
+        written (the family's at :data:`EDGE_OFFSETS` from ``ANCHORS[0]``: on both sides of
+        hour, day and month edges), so that boundaries exist; for ``bare`` a plain key not
+        adopted gets the old program's items at the same times and is adopted. The write
+        is one step of the codec past the page's last item (``next``) or, in the family,
+        at the edge of that item's bucket (its last step ascending, its first instant
+        descending): an event of the key (the calculated key's with the last item's
+        carrier, so on its shard while N holds) or the old program's item under a plain
+        key's bare partition key (``foreign``).
+        """
+        key = (*self.plain_keys, self.calc_key, self.family)[which]
+        if key == self.family:
+            self._put([self._event(key, i, ANCHORS[0] + d, {"carrier": "UA"}) for i, _, d in seed])
+        if shards:
+            targets = self._resize_targets()
+            target = key
+            if key == self.family and seed:
+                unit = self.family_unit or self.units["family"]
+                target = f"{key}#{bucket_label(ANCHORS[0] + seed[0][2], unit)}"
+            if target in targets:
+                self.resize(targets.index(target), "set", shards)
+        if key != self.family:
+            self._put([self._event(key, i, ts, {"carrier": "AA", "n": 1}) for i, ts, _ in seed])
+        if at == "bare" and key in self.plain_keys and key not in self.model.adopted:
+            # the old program's items under the bare key, then the key adopted
+            self.write_foreign(which, [(agent, ts, 3, "ok") for _, ts, _ in seed], None, False)
+            self.adopt(which)
+        if key == self.family:
+            if not self.layout.windows:
+                return  # a family needs a window; plain_string refuses any
+            unit = self.family_unit or self.units["family"]
+            span = timedelta(days=59) if unit is TimeBucket.MONTH else timedelta(days=2)
+            window = (ANCHORS[1] if unit is TimeBucket.MONTH else ANCHORS[0], ANCHORS[0] + span)
+            at = "shard" if at == "shard" else "bucket"
+        else:
+            at = "bare" if at == "bare" and key in self.model.adopted else "shard"
+            window = (None, None)
+        params = self._params(key, window, 1, descending, "base", True, None)
+        items = self.model.expected(key, window[0], window[1], None, descending, None)
+        rows = [(self.layout.order(parse_ts_text(i["ts"]), i["id"]), i) for i in items]
+        limits = [n for n in self._boundaries(key, rows, at) if n < len(rows)]
+        if not limits:
+            return
+        params["limit"] = min(limits[nth % len(limits)], 1000)
+        self.report.observe(f"boundary:{at}")
+        read = OpenRead("events", params, None, None)
+        self._page(read)
+        if read.cursor is None or read.last_time is None:
+            return
+        last = rows[params["limit"] - 1][1]
+        step = timedelta(microseconds=self.layout.step)
+        ts = _shift(read.last_time, -step if descending else step)
+        if key == self.family and where == "edge":
+            first, after = self._bucket_edges(read.last_time, unit)
+            ts = first if descending else _shift(after, -step)
+        if writer == "foreign" and key in self.plain_keys:
+            self.write_foreign(which, [(agent, ts, 7, "ok")], None, False)
+        else:
+            data = {"carrier": last["data"].get("carrier", "DL"), "n": 7}
+            self._put([self._event(key, event_id, ts, data)])
+        for _ in range(100):
+            self._page(read)
+            if read.cursor is None:
+                return
+        self.diverge(self._label(params, "stuck"), f"read {params} did not end")
 
     # -- ordered reads (P3) ---------------------------------------------------------------
 

@@ -186,6 +186,7 @@ class FakeBuckets:
             cursor=str(offset + len(chunk)) if more else None,
             shards_queried=1,
             queries=1,
+            resume=str(offset + len(chunk)) if chunk else None,
         )
 
 
@@ -424,6 +425,41 @@ def test_one_bucket_grown_to_four_others_at_one(bucketed: Dynashard, descending:
     assert [i for p in pages for i in p] == expected
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_write_between_pages_just_past_a_bucket_end_cursor_is_read(
+    bucketed: Dynashard, descending: bool
+) -> None:
+    # Given 3 days of 7 events, read in pages of 7: each page fills exactly at the end
+    # of a day's bucket (the first day ascending, the last descending)
+    events = _events()
+    assert all(o.ok for o in bucketed.put_events(events))
+    window = {"start": T0, "end": T0 + timedelta(days=3)}
+    first = bucketed.query_events("OPS_LOG", limit=7, descending=descending, **window)
+    day = 2 if descending else 0
+    assert [i["id"] for i in first.items] == [
+        f"e{day}-{i}" for i in (range(6, -1, -1) if descending else range(7))
+    ]
+    assert first.cursor is not None
+    # When an event is written in that bucket just past the cursor (after the day's last
+    # event ascending, before its first descending), then the next page is read
+    edge = T0 + timedelta(days=day, hours=23) if not descending else T0 + timedelta(days=day)
+    late = Event(key="OPS_LOG", id="late", ts=edge, data={"n": -1})
+    (outcome,) = bucketed.put_events([late])
+    assert outcome.ok and outcome.key == f"OPS_LOG#2026-06-2{2 + day}"
+    rest: list[str] = []
+    cursor = first.cursor
+    while cursor is not None:
+        page = bucketed.query_events(
+            "OPS_LOG", limit=7, descending=descending, cursor=cursor, **window
+        )
+        rest.extend(i["id"] for i in page.items)
+        cursor = page.cursor
+    # Then the new event is the next page's first, and the read holds every event once
+    assert rest[0] == "late"
+    everything = sorted([*events, late], key=lambda e: e.sort_key, reverse=descending)
+    assert [i["id"] for i in first.items] + rest == [e.id for e in everything]
+
+
 def test_a_window_inside_one_bucket_reads_one_bucket(bucketed: Dynashard) -> None:
     assert all(o.ok for o in bucketed.put_events(_events()))
     page = bucketed.query_events(
@@ -487,3 +523,72 @@ def test_the_scaler_grows_the_hot_bucket_key_alone() -> None:
     # Then the bucket key is the logical key that grows; the cool bucket stays at 1
     assert [(g.key, g.current) for g in outcome.grown] == [("OPS_LOG#2026-06-23", 2)]
     assert [s.key for s in outcome.skipped] == ["OPS_LOG#2026-06-22"]
+
+
+# --- the families' logic over a fake store of units (dynamodb/bucketed_family.py) ------
+
+
+class FakeUnits:
+    """A FamilyUnitStore in memory; counts its calls."""
+
+    def __init__(self, stored: dict[str, str] | None = None) -> None:
+        self.units = dict(stored or {})
+        self.pins: list[str] = []
+
+    def stored(self, key: str) -> str | None:
+        return self.units.get(key)
+
+    def pin(self, key: str, unit: TimeBucket) -> str:
+        self.pins.append(key)
+        return self.units.setdefault(key, unit.value)
+
+
+def test_families_pin_the_unit_once_and_refuse_another() -> None:
+    from dynashard.dynamodb.bucketed_family import BucketedFamilies, FamilyUnitCache
+
+    units, cache = FakeUnits(), FamilyUnitCache()
+    families = BucketedFamilies(FAMILIES, units, cache)
+    event = Event(key="OPS_LOG", id="a", ts=T0)
+    assert families.write_key(event) == "OPS_LOG#2026-06-22"
+    assert families.write_key(event) == "OPS_LOG#2026-06-22"
+    assert units.pins == ["OPS_LOG"]  # learnt once, then from the cache
+    assert families.write_key(Event(key="PLAIN", id="a", ts=T0)) == "PLAIN"
+    # a configuration that says hour now: the day stored first holds, the write is refused
+    hourly = BucketedFamilies(parse_bucketed_keys("OPS_LOG=hour"), units, cache)
+    with pytest.raises(InvalidInputError) as info:
+        hourly.write_key(event)
+    assert info.value.field == "bucketed_keys" and "day" in str(info.value)
+    assert hourly.read_unit("OPS_LOG", hourly.families[0]) is TimeBucket.DAY
+    assert hourly.read_unit("NEW", hourly.families[0]) is TimeBucket.HOUR  # never written
+
+
+def test_families_refuse_events_one_by_one_and_name_an_unknown_unit() -> None:
+    from dynashard.dynamodb.bucketed_family import BucketedFamilies
+    from dynashard.errors import MetadataError
+
+    units = FakeUnits({"OPS_LOG": "hour", "THREAT#x": "fortnight"})
+    families = BucketedFamilies(FAMILIES, units)
+    sent: list[list[str]] = []
+
+    def write(events: Any) -> list[Any]:
+        from dynashard.dynamodb.writer import WriteOutcome
+
+        sent.append([e.key for e in events])
+        return [WriteOutcome(e.id, e.key, True) for e in events]
+
+    events = [
+        Event(key="OPS_LOG", id="a", ts=T0),  # stored hour, configured day: refused
+        Event(key="PLAIN", id="b", ts=T0),
+        Event(key="THREAT#x", id="c", ts=T0),  # an unknown stored unit: not permanent
+    ]
+    outcomes = families.put_events(events, write)
+    assert sent == [["PLAIN"]]
+    assert [(o.ok, o.permanent, o.field) for o in outcomes] == [
+        (False, True, "bucketed_keys"),
+        (True, False, None),
+        (False, False, None),
+    ]
+    assert "MetadataError" in str(outcomes[2].error) and "fortnight" in str(outcomes[2].error)
+    with pytest.raises(MetadataError):
+        families.read_unit("THREAT#x", FAMILIES[2])
+    assert families.put_events([], write) == [] and sent == [["PLAIN"]]

@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING
 
 from dynashard import names
 from dynashard.core.buckets import TimeBucket, bucket_for
-from dynashard.core.families import BucketFamily, bucket_key, family_of
+from dynashard.core.families import BucketFamily, family_of
 from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
 from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
 from dynashard.core.strategies import Strategy
-from dynashard.dynamodb.bucketed_reader import BucketedReader
+from dynashard.dynamodb.bucketed_family import BucketedFamilies, FamilyUnitCache
 from dynashard.dynamodb.counters import CounterValue, ShardedCounter, counter_key
+from dynashard.dynamodb.family_units import DynamoDBFamilyUnits
 from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
 from dynashard.dynamodb.gsi_reader import GsiBucketReader
 from dynashard.dynamodb.hedging import HedgePolicy, QueryHedger
@@ -33,7 +34,7 @@ from dynashard.dynamodb.metadata_store import DynamoDBMetadataStore
 from dynashard.dynamodb.planned_reader import PlannedReader
 from dynashard.dynamodb.reader import Page, ReadMemory, ShardedReader
 from dynashard.dynamodb.shard_metadata import ShardMetadata
-from dynashard.errors import DynashardError, InvalidInputError, MetadataError
+from dynashard.errors import InvalidInputError
 from dynashard.model import Event
 from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
@@ -173,14 +174,6 @@ class DynashardConfig:
         return family_of(key, self.bucketed_keys)
 
 
-def _stored_unit(key: str, stored: str) -> TimeBucket:
-    """Parse a family's stored ``bucket_unit``; MetadataError when it is not a unit."""
-    try:
-        return TimeBucket(stored)
-    except ValueError as exc:
-        raise MetadataError(f"family {key!r} has an unknown bucket_unit {stored!r}") from exc
-
-
 def make_client(
     config: DynashardConfig,
     *,
@@ -278,7 +271,7 @@ class Dynashard:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self.gsi1_recorder = Gsi1BucketRecorder(self.client, config.metadata_table)
-        self._family_units: dict[str, TimeBucket] = {}
+        self._family_units = FamilyUnitCache()
         self._checked = not config.check_schema
         #: What reads learned of each key (item size, last shard set): makes later reads cheaper.
         self.read_memory = ReadMemory()
@@ -389,29 +382,7 @@ class Dynashard:
             unit cannot be read or stored (``MetadataError``) fails its events
             (not permanent: send them again).
         """
-        if not events:
-            return []
-        if not self.config.bucketed_keys:
-            return self._writer().write(events)
-        from dynashard.dynamodb.writer import WriteOutcome
-
-        refused: dict[int, WriteOutcome] = {}
-        to_write: list[Event] = []
-        for index, event in enumerate(events):
-            try:
-                to_write.append(self._to_bucket(event))
-            except DynashardError as exc:
-                invalid = isinstance(exc, InvalidInputError)
-                refused[index] = WriteOutcome(
-                    event.id,
-                    event.key,
-                    False,
-                    f"{type(exc).__name__}: {exc}",
-                    permanent=invalid,
-                    field=exc.field if isinstance(exc, InvalidInputError) else None,
-                )
-        written = iter(self._writer().write(to_write))
-        return [refused[i] if i in refused else next(written) for i in range(len(events))]
+        return self._families().put_events(events, lambda batch: self._writer().write(batch))
 
     def write_key(self, event: Event) -> str:
         """Return the logical key an event is written under: its bucket key, or its own.
@@ -435,42 +406,12 @@ class Dynashard:
         MetadataError
             If the family's unit cannot be read or stored.
         """
-        family = self.config.bucketed_family(event.key)
-        if family is None:
-            return event.key
-        return bucket_key(event.key, event.ts, self._family_unit(event.key, family.unit))
+        return self._families().write_key(event)
 
-    def _to_bucket(self, event: Event) -> Event:
-        key = self.write_key(event)
-        return event if key == event.key else event.model_copy(update={"key": key})
-
-    def _family_unit(self, key: str, configured: TimeBucket) -> TimeBucket:
-        """Return the unit a family is written with: the stored one, which must be ``configured``.
-
-        Raises InvalidInputError (field ``bucketed_keys``) when the family was first
-        written under another unit, MetadataError when the unit cannot be stored.
-        """
-        with self._lock:
-            stored = self._family_units.get(key)
-        if stored is None:
-            info = self.metadata.for_writer(key)  # creates the family key's item
-            if info.bucket_unit is not None:
-                stored = _stored_unit(key, info.bucket_unit)
-            else:
-                from dynashard.dynamodb.family_units import pin_bucket_unit
-
-                stored = pin_bucket_unit(self.client, self.config.metadata_table, key, configured)
-            with self._lock:  # a stored unit never changes: cached for good
-                self._family_units[key] = stored
-        if stored is not configured:
-            raise InvalidInputError(
-                "bucketed_keys",
-                f"{key!r} has been time-bucketed by {stored} since its first write (bucket "
-                f"keys {key}#<{stored} label>), the configuration says {configured}; events "
-                f"are not split over two bucket layouts: restore {stored} for this family, "
-                "or write under a new family name",
-            )
-        return stored
+    def _families(self) -> BucketedFamilies:
+        """Return the families' writes and reads over this facade's client and metadata."""
+        units = DynamoDBFamilyUnits(self.metadata, self.client, self.config.metadata_table)
+        return BucketedFamilies(self.config.bucketed_keys, units, self._family_units)
 
     def read_unit(self, key: str, family: BucketFamily) -> TimeBucket:
         """Return the unit a family's reads use: the one stored at its first write.
@@ -493,8 +434,7 @@ class Dynashard:
         MetadataError
             If the metadata cannot be read or holds an unknown unit.
         """
-        stored = self.metadata.for_reader(key).bucket_unit
-        return family.unit if stored is None else _stored_unit(key, stored)
+        return self._families().read_unit(key, family)
 
     def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
         """Read one page of a logical key's events; see :meth:`PlannedReader.query`.
@@ -547,7 +487,7 @@ class Dynashard:
         )
         family = self.config.bucketed_family(key)
         if family is not None:
-            return BucketedReader(reader).query(key, self.read_unit(key, family), **options)
+            return self._families().query(key, family, reader, **options)
         gsi = GsiBucketReader(self.client, self.config.data_table, self.executor, schema=schema)
         planned = PlannedReader(reader, gsi, self.metadata, self.config.bucket_of, schema)
         return planned.query(key, **options)

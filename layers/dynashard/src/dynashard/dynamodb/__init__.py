@@ -7,7 +7,9 @@ they keep (:mod:`~dynashard.dynamodb.gsi_buckets`), scatter-gather reads of the 
 table (:mod:`~dynashard.dynamodb.reader`) and of GSI1
 (:mod:`~dynashard.dynamodb.gsi_reader`), the reader that plans between them
 (:mod:`~dynashard.dynamodb.planned_reader`), reads across time-bucketed keys
-(:mod:`~dynashard.dynamodb.bucketed_reader`), sharded counters
+(:mod:`~dynashard.dynamodb.bucketed_reader`) and the families' writes, stored unit and
+reads (:mod:`~dynashard.dynamodb.bucketed_family`, :mod:`~dynashard.dynamodb.family_units`),
+sharded counters
 (:mod:`~dynashard.dynamodb.counters`) and the range-sharded ordered index
 (:mod:`~dynashard.dynamodb.ordered_index`).
 """

@@ -8,7 +8,10 @@ buckets' order, and inside a bucket the scatter-gather over its shards
 (:meth:`dynashard.dynamodb.reader.ShardedReader.query`) puts the items in exact order. A
 page reads its first bucket alone and, while buckets come up short (sparse ones), the
 next few in parallel; it uses them in order and stops in the bucket that fills it. The
-cursor (:class:`BucketCursor`) carries that bucket and the bucket reader's own cursor.
+cursor (:class:`BucketCursor`) carries that bucket and the bucket reader's own cursor,
+also when the page filled exactly at the bucket's end: the next page queries the rest of
+that bucket after the cursor before it moves on (an event written there between pages,
+just past the cursor, is read; at worst one empty Query a shard).
 """
 
 from __future__ import annotations
@@ -167,7 +170,11 @@ def bucketed_fingerprint(
 
 
 class BucketPageReader(Protocol):
-    """Port: reads one page of one logical key (:meth:`ShardedReader.query` is one)."""
+    """Port: reads one page of one logical key (:meth:`ShardedReader.query` is one).
+
+    A page with items gives ``resume``, a cursor after its last item even when the key
+    ran out: a page that fills exactly at a bucket's end resumes that bucket there.
+    """
 
     def query(self, key: str, **options: Unpack[QueryOptions]) -> Page:
         """Read one page of a logical key's events; see :meth:`ShardedReader.query`."""
@@ -338,7 +345,15 @@ class BucketedReader:
                     if page.cursor is not None:  # the page filled (or a shard failed) here
                         next_cursor = BucketCursor(fingerprint, b, page.cursor).encode()
                     elif len(items) >= limit and pos + k + 1 < len(order):
-                        next_cursor = BucketCursor(fingerprint, order[pos + k + 1]).encode()
+                        # Filled exactly at this bucket's end: resume this bucket after its
+                        # last item, not the next bucket from its start (an event written
+                        # between pages just past the cursor, in this bucket, must be
+                        # read). A reader giving no resume position leaves the old way.
+                        next_cursor = (
+                            BucketCursor(fingerprint, b, page.resume).encode()
+                            if page.resume is not None
+                            else BucketCursor(fingerprint, order[pos + k + 1]).encode()
+                        )
                     if page.cursor is not None or len(items) >= limit:
                         spare = futures[k + 1 :]
                         stop = True

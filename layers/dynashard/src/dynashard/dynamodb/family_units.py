@@ -7,8 +7,10 @@ before it. The first write of a family stores the configured unit on the family 
 metadata item (attribute ``bucket_unit``, a conditional ``SET ... if_not_exists``, so
 racing first writers agree on one); reads build the window's bucket keys with the stored
 unit, and a write under another unit is refused
-(:meth:`dynashard.facade.Dynashard.put_events`): events of one family are never split
-over two bucket layouts that no single read could put back in order.
+(:meth:`dynashard.dynamodb.bucketed_family.BucketedFamilies.put_events`): events of one
+family are never split over two bucket layouts that no single read could put back in
+order. :class:`DynamoDBFamilyUnits` is the adapter of
+:class:`~dynashard.dynamodb.bucketed_family.FamilyUnitStore`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,54 @@ from dynashard.errors import MetadataError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from dynashard.dynamodb.shard_metadata import ShardMetadata
+
+
+class DynamoDBFamilyUnits:
+    """Adapter: a family's unit on its family key's metadata item.
+
+    Parameters
+    ----------
+    metadata : ShardMetadata
+        The metadata service (reads fresh for readers; get-or-create for writers).
+    client : DynamoDBClient
+        A boto3 DynamoDB client (the conditional update of :func:`pin_bucket_unit`).
+    table_name : str
+        The metadata table.
+    """
+
+    def __init__(self, metadata: ShardMetadata, client: DynamoDBClient, table_name: str) -> None:
+        self.metadata = metadata
+        self.client = client
+        self.table_name = table_name
+
+    def stored(self, key: str) -> str | None:
+        """Return the family's ``bucket_unit``, read fresh; None when none is stored.
+
+        Raises
+        ------
+        MetadataError
+            If the metadata cannot be read.
+        """
+        return self.metadata.for_reader(key).bucket_unit
+
+    def pin(self, key: str, unit: TimeBucket) -> str:
+        """Return the family's stored unit, storing ``unit`` at its first write.
+
+        The family key's item is read (or created) as a writer reads it; when it holds
+        no ``bucket_unit`` yet, :func:`pin_bucket_unit` stores ``unit`` unless a racing
+        writer stored one first.
+
+        Raises
+        ------
+        MetadataError
+            If the item cannot be read, created or updated.
+        """
+        info = self.metadata.for_writer(key)  # creates the family key's item
+        if info.bucket_unit is not None:
+            return info.bucket_unit
+        return pin_bucket_unit(self.client, self.table_name, key, unit).value
 
 
 def pin_bucket_unit(

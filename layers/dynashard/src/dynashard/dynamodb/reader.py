@@ -101,6 +101,12 @@ class Page:
     plan : ReadPlan or None
         The path the read took (base table or GSI1) and why, when it was planned
         (:mod:`dynashard.planning.reads`).
+    resume : str or None
+        A cursor strictly after this page's last item, given even when the read ran out
+        (``cursor`` None); None when the page is empty or the reader gives none. A
+        reader that goes on past this key (a bucketed family's next bucket,
+        :mod:`dynashard.dynamodb.bucketed_reader`) resumes the key there, so an event
+        written between pages just after that item is read, not skipped.
     """
 
     items: list[dict[str, Any]]
@@ -110,6 +116,7 @@ class Page:
     queries: int = 0
     plan: ReadPlan | None = None
     hedges: int = 0
+    resume: str | None = None
 
 
 class _PendingPage(Protocol):
@@ -519,9 +526,10 @@ class ShardedReader:
             self.memory.remember(key, size=float(wire_item_size(merged.items[0])))
         # A stream that stopped because its query failed is missing, not done.
         done = {live[i] for i in merged.exhausted if not streams[live[i]].failure}
-        next_cursor = None
-        if merged.last_sort_key is not None and len(done & every.keys()) < len(every):
-            next_cursor = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
+        resume = None
+        if merged.last_sort_key is not None:
+            resume = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
+        next_cursor = resume if len(done & every.keys()) < len(every) else None
         return Page(
             items=[item_to_event(item, self.schema) for item in merged.items],
             cursor=next_cursor,
@@ -529,6 +537,7 @@ class ShardedReader:
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
             queries=sum(stream.queries for stream in streams.values()),
             hedges=sum(stream.hedges for stream in streams.values()),
+            resume=resume,
         )
 
     @staticmethod
