@@ -173,6 +173,21 @@ class DynashardConfig:
         return family_of(key, self.bucketed_keys)
 
 
+#: Why a time-bucketed family and an adopted key exclude each other (issue 38).
+_ADOPTED_FAMILY = (
+    "{key!r} is a time-bucketed family (bucketed_keys) and an adopted key: a family's "
+    "reads read its bucket keys {key}#<label> only, never the bare partition key {key!r} "
+    "that adoption reads, so the bare key's items would be left out; read the items as a "
+    "plain adopted key, or bucket them under a family of another name"
+)
+
+
+def _refuse_adopted_family(info: ShardInfo) -> None:
+    """Refuse a time-bucketed family whose key is adopted (field ``bucketed_keys``)."""
+    if info.adopted:
+        raise InvalidInputError("bucketed_keys", _ADOPTED_FAMILY.format(key=info.key))
+
+
 def _stored_unit(key: str, stored: str) -> TimeBucket:
     """Parse a family's stored ``bucket_unit``; MetadataError when it is not a unit."""
     try:
@@ -454,6 +469,7 @@ class Dynashard:
             stored = self._family_units.get(key)
         if stored is None:
             info = self.metadata.for_writer(key)  # creates the family key's item
+            _refuse_adopted_family(info)
             if info.bucket_unit is not None:
                 stored = _stored_unit(key, info.bucket_unit)
             else:
@@ -490,10 +506,15 @@ class Dynashard:
 
         Raises
         ------
+        InvalidInputError
+            Field ``bucketed_keys``, if the family key is adopted (its bare-key items
+            are in no bucket key, so no family read would return them).
         MetadataError
             If the metadata cannot be read or holds an unknown unit.
         """
-        stored = self.metadata.for_reader(key).bucket_unit
+        info = self.metadata.for_reader(key)
+        _refuse_adopted_family(info)
+        stored = info.bucket_unit
         return family.unit if stored is None else _stored_unit(key, stored)
 
     def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
@@ -788,12 +809,16 @@ class Dynashard:
         ------
         InvalidInputError
             Field ``key``: the survey found items the codec cannot read (the message
-            names up to five), or the bare key is or may become another key's shard.
+            names up to five), the bare key is or may become another key's shard, or
+            the key is a time-bucketed family (``config.bucketed_keys``: its reads read
+            the bucket keys ``{key}#{label}`` only, never the bare key).
         ShardQueryError
             If the survey's Query fails.
         MetadataError
             If the metadata table fails, or every conditional write lost its race.
         """
+        if self.config.bucketed_family(key) is not None:
+            raise InvalidInputError("key", _ADOPTED_FAMILY.format(key=key))
         found = survey if not isinstance(survey, bool) else None
         if survey is True and not key.startswith(names.COUNTER_PREFIX):
             found = self.survey_bare_key(key)

@@ -373,7 +373,8 @@ def adopt(
         console().print(
             f"{key}: the bare partition key holds {survey.foreign_items} item(s) in another "
             f"program's shape{span}, {survey.dynashard_items} in dynashard's, "
-            f"{survey.other_keys_items} of other keys (left out); surveyed with "
+            f"{survey.key_attribute_items} of them with an attribute named like the key "
+            "attribute (read as data); surveyed with "
             f"{survey.read_units:g} read units"
         )
     console().print(
