@@ -1380,13 +1380,14 @@ class DynashardModel(RuleBasedStateMachine):
         ``out_of_range`` puts the sort key outside the codec's range instead (an
         ``ALERT#...`` prefix or one below ``0`` under the ISO codecs, epoch microseconds
         or a number past year 9999 under ``epoch_ms_number``; ``plain_string`` has no
-        range, and draws the in-range kind), as the old writer may after adoption.
+        range, and draws the in-range kind), as the old writer may after adoption: the
+        key is adopted first (when it may be).
         """
         logical = self.bare_keys[key]
         layout, schema = self.layout, self.layout.schema
         sk = self._out_of_range_sort_key(out_of_range)
         if sk is not None:
-            pass
+            self.adopt(key)  # the old writer puts it after the key's adoption
         elif layout.form == "epoch":
             sk = "1357034400000.5"  # not whole milliseconds
         elif layout.form == "plain":
@@ -1510,6 +1511,23 @@ class DynashardModel(RuleBasedStateMachine):
             self.diverge("adopt:family-error", f"adopt({self.family}) raised {exc!r}")
             return
         self.diverge("adopt:family", f"adopt({self.family}) accepted a bucketed family: {info}")
+
+    @rule(
+        carrier=st.sampled_from(CARRIERS),
+        agent=st.sampled_from(FOREIGN_IDS),
+        when=times,
+        limit=limits,
+        descending=st.booleans(),
+    )
+    def targeted_read_of_adopted(
+        self, carrier: str, agent: str, when: datetime, limit: int, descending: bool
+    ) -> None:
+        """Bug 1 in one step: ``C`` adopted, the old program's item with a top-level
+        ``carrier`` under its bare key, then a complete targeted read of that carrier,
+        which must hold it (the plain read's items filtered, P1 and P2)."""
+        self.adopt(4)
+        self.write_foreign(4, [(agent, when, 7, "ok")], None, False, None, carrier)
+        self.read(4, (None, None), limit, descending, "base", True, carrier, 10)
 
     @rule()
     def family_adopted_elsewhere(self) -> None:
