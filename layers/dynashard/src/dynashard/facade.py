@@ -755,9 +755,10 @@ class Dynashard:
         """Read what a key's bare partition key holds, as a read of it adopted would.
 
         See :func:`dynashard.dynamodb.adoption.survey_bare_key`: every item is classified
-        (dynashard's shape, another program's shape read through the table's codec,
-        another key's, or unreadable), with the foreign items' time span and the read
-        units the survey consumed.
+        (dynashard's full shape, another program's shape read through the table's codec,
+        those with an attribute named like the schema's ``key`` counted apart, or
+        unreadable), with the foreign items' time span and the read units the survey
+        consumed.
 
         Parameters
         ----------

@@ -8,7 +8,11 @@ shard whose first page may not carry it far enough has its next page fetched ahe
 in parallel with the other shards', so the merge waits on futures rather than on one
 Query after another (at most one page ahead per shard, and only when the items already
 fetched cannot fill the page: see :class:`_ReadAhead`). A key adopted with items under
-its bare partition key is read from that key too (:func:`physical_keys_to_query`). A
+its bare partition key is read from that key too (:func:`physical_keys_to_query`): every
+item there is the key's, dynashard's own (:func:`is_dynashard_item`) or another program's
+(:func:`foreign_event`), and the bare key is queried past the codec's range on a
+window's open side, so that an item the codec cannot read fails the read with
+``TableSchemaError`` instead of being skipped. A
 failed shard query fails the read with an error naming the shard, unless partial
 results were asked for, which then list the missing shards (invariant 5).
 
@@ -443,7 +447,9 @@ class ShardedReader:
             a Query reads *before* the filter (Developer Guide, "Filter expressions
             for Query"), so the cost is the item collection of those shards in the
             window, shared with the other values that hash there; what it saves is
-            the other ``max_count - 1`` shards.
+            the other ``max_count - 1`` shards. An adopted key's bare-key items, whose
+            shape varies (another program's hold the attribute at the top level), are
+            tested on their event's ``data`` instead: the plain read's items, filtered.
 
         Returns
         -------
