@@ -198,3 +198,103 @@ def _read_all(ds: Dynashard) -> list[dict[str, Any]]:
         cursor = page.cursor
         if cursor is None:
             return items
+
+
+# --- issue 38: another program's items under an adopted key, on DynamoDB Local ----------
+
+
+def _put_raw(client: Any, table: str, pk: str, sk: str, **attrs: Any) -> None:
+    client.put_item(TableName=table, Item={"PK": {"S": pk}, "SK": {"S": sk}, **attrs})
+
+
+def test_a_targeted_read_of_an_adopted_key_is_the_plain_read_filtered(
+    dynamodb_local: Any, sandbox_tables: tuple[str, str]
+) -> None:
+    # Given the old program's items under the bare key, the attribute at the top level
+    data_table, _ = sandbox_tables
+    ds = facade(dynamodb_local, sandbox_tables)
+    raw = dynamodb_local.client()
+    for i, carrier in enumerate(("UA", "AA", "UA")):
+        sk = f"2013-03-01T00:00:0{i}.000000Z#old{i}"
+        _put_raw(raw, data_table, "TARGET", sk, carrier={"S": carrier})
+    ds.set_strategy("TARGET", "calculated", attribute="carrier", initial_shards=3)
+    ds.adopt("TARGET")
+    new = [Event(key="TARGET", id=f"new{i}", ts=T0 + timedelta(hours=i), data={"carrier": c})
+           for i, c in enumerate(("UA", "DL"))]  # fmt: skip
+    assert all(o.ok for o in ds.put_events(new))
+    # Then the targeted read returns the old program's UA items with dynashard's
+    every = _read(ds, "TARGET")
+    got = _read(ds, "TARGET", attribute_value="UA")
+    assert got == [i for i in every if i["data"].get("carrier") == "UA"]
+    assert [i["id"] for i in got] == ["new0", "old0", "old2"]
+    ds.close()
+
+
+def test_adoption_of_a_bucketed_family_is_refused(
+    dynamodb_local: Any, sandbox_tables: tuple[str, str]
+) -> None:
+    from dynashard.core.families import BucketFamily
+    from dynashard.errors import InvalidInputError
+
+    data_table, _ = sandbox_tables
+    _put_raw(dynamodb_local.client(), data_table, "FAMILY", "2013-03-01T00:00:00.000000Z#o")
+    ds = facade(
+        dynamodb_local, sandbox_tables, bucketed_keys=(BucketFamily("FAMILY", TimeBucket.DAY),)
+    )
+    with pytest.raises(InvalidInputError) as refused:
+        ds.adopt("FAMILY")
+    assert refused.value.field == "key"
+    ds.close()
+
+
+def test_foreign_items_with_a_key_attribute_are_read_not_skipped(
+    dynamodb_local: Any, sandbox_tables: tuple[str, str]
+) -> None:
+    # Given the old program's items with an attribute "key": another value, a number,
+    # and the logical key itself (no id or ts of dynashard's)
+    data_table, _ = sandbox_tables
+    raw = dynamodb_local.client()
+    for i, value in enumerate(({"S": "ELSEWHERE"}, {"N": "5"}, {"S": "KEYED"})):
+        _put_raw(raw, data_table, "KEYED", f"2013-03-01T00:00:0{i}.000000Z#k{i}", key=value)
+    ds = facade(dynamodb_local, sandbox_tables)
+    ds.adopt("KEYED")
+    # Then each is read in its own shape, never left out, never a KeyError
+    got = _read(ds, "KEYED")
+    assert [(i["id"], i["data"]) for i in got] == [
+        ("k0", {"key": "ELSEWHERE"}),
+        ("k1", {"key": 5}),
+        ("k2", {"key": "KEYED"}),
+    ]
+    # And the survey counts them as another program's items, with the attribute
+    survey = ds.survey_bare_key("KEYED")
+    assert (survey.foreign_items, survey.key_attribute_items, survey.dynashard_items) == (3, 3, 0)
+    ds.close()
+
+
+def test_an_item_outside_the_codecs_range_written_after_adoption_fails_the_read(
+    dynamodb_local: Any, sandbox_tables: tuple[str, str]
+) -> None:
+    from dynashard.errors import TableSchemaError
+
+    # Given an adopted key with an event, and the old writer's ALERT# item after adoption
+    data_table, _ = sandbox_tables
+    ds = facade(dynamodb_local, sandbox_tables)
+    ds.adopt("ALERTS")
+    assert ds.put_events([Event(key="ALERTS", id="e1", ts=T0)])[0].ok
+    _put_raw(dynamodb_local.client(), data_table, "ALERTS", "ALERT#2013-03-01T00:00:00Z")
+    # Then a full read fails naming its sort key, in either order
+    for descending in (False, True):
+        with pytest.raises(TableSchemaError, match="ALERT#2013"):
+            _read(ds, "ALERTS", descending=descending)
+    ds.close()
+
+
+def _read(ds: Dynashard, key: str, **options: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = ds.query_events(key, limit=2, cursor=cursor, **options)
+        items.extend(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            return items

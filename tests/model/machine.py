@@ -68,10 +68,38 @@ its sort key (epoch: the id attribute, else the sort key's digits), data: every
 attribute but the table's and the GSI's key attributes}``.
 :meth:`DynashardModel.write_unreadable` puts an item the codec cannot read: the survey
 counts it, ``adopt`` refuses (field ``key``), a read of the adopted key fails with
-``TableSchemaError``; the item is then deleted again. The bare key ``L#7`` is also shard
-7 of ``L``: the model writes no item there whose sort key one of ``L``'s events has, nor
-an event of ``L`` whose sort key an item there has (another program overwriting
-dynashard's item, or the reverse, is not the library's to prevent).
+``TableSchemaError``; the item is then deleted again.
+
+Issue 38 (adoption meets another program's items), drawn in its own block
+(:meth:`DynashardModel._foreign_extras` and the methods after it):
+
+- the ``calculated`` key ``C`` is a bare key too (:attr:`DynashardModel.bare_keys`:
+  ``write_legacy``, ``write_foreign``, ``write_unreadable`` and ``adopt`` draw it), and
+  ``write_foreign`` may give an item a top-level ``carrier``: a targeted read
+  (``attribute_value``) of the adopted ``C`` must return the plain read filtered by
+  ``data.carrier``, the old program's items included (bug 1);
+- ``adopt`` of the time-bucketed family's key is refused (field ``key``), and
+  :meth:`DynashardModel.family_adopted_elsewhere` adopts it through another process's
+  metadata: a read of the family then fails (field ``bucketed_keys``), after which the
+  flag is removed again (bug 2);
+- ``write_foreign`` may give an item an attribute named like the schema's ``key``
+  (:data:`FOREIGN_KEY_ATTRS`: another string, a number, the logical key itself): it is
+  read in its own shape, that attribute part of its ``data`` (bug 4);
+- ``write_unreadable`` may put the sort key outside the codec's range
+  (:data:`OUT_OF_RANGE_KINDS`: ``ALERT#...`` above and ``#meta`` below the ISO codecs'
+  range, epoch microseconds and a number before year 1 under ``epoch_ms_number``), and
+  reads in either order: the survey counts it, ``adopt`` refuses, a full read fails
+  with ``TableSchemaError`` (bug 5).
+
+Not drawn here: an item in dynashard's full shape whose sort key is not the one the
+codec gives its ``id`` and ``ts`` (read as another program's;
+``tests/unit/library/test_adoption_foreign.py``), and windowed reads meeting an
+out-of-range item (a closed window holds no time the item could have).
+
+The bare key ``L#7`` is also shard 7 of ``L``: the model writes no item there whose sort
+key one of ``L``'s events has, nor an event of ``L`` whose sort key an item there has
+(another program overwriting dynashard's item, or the reverse, is not the library's to
+prevent).
 
 Properties checked
 ------------------
@@ -365,6 +393,13 @@ ORDERED_BOUNDS = (*ORDERED_VALUES, "", "\x01", "\u0301", "n", "N1", "c", "y")
 #: dynashard's never share a sort key): ``#``, a space, a capital and an accent sort
 #: between and around them in UTF-8 byte order.
 FOREIGN_IDS = ("threat_detector", "agent-7", "Zed", "ops#1", "a b", "\u00e9-scan")
+#: Issue 38: an attribute named like the schema's ``key`` on another program's item
+#: (:meth:`DynashardModel._foreign_extras`): none, another string, a number, the
+#: logical key itself. None is drawn twice as often.
+FOREIGN_KEY_ATTRS = (None, None, "other", "number", "equal")
+#: Issue 38: an unreadable bare-key sort key inside the codec's range, or outside it
+#: above or below (:meth:`DynashardModel._out_of_range_sort_key`).
+OUT_OF_RANGE_KINDS = ("in_range", "above", "below")
 
 
 # --- semantics: what each pending fix decides, in one place -------------------------
@@ -1039,6 +1074,11 @@ class DynashardModel(RuleBasedStateMachine):
         return self.k("C")
 
     @property
+    def bare_keys(self) -> tuple[str, ...]:
+        """Keys whose bare partition key the old program writes: the plain keys and C."""
+        return (*self.plain_keys, self.calc_key)
+
+    @property
     def family(self) -> str:
         return self.k("OPS")
 
@@ -1414,12 +1454,15 @@ class DynashardModel(RuleBasedStateMachine):
 
     @precondition(lambda self: True)
     @rule(
-        key=st.integers(0, 3),
+        key=st.integers(0, 4),
         batch=st.lists(st.tuples(st.sampled_from(IDS), times), min_size=1, max_size=3),
     )
     def write_legacy(self, key: int, batch: list[tuple[str, datetime]]) -> None:
-        """Items in dynashard's shape under the bare partition key, before the key is adopted."""
-        logical = self.plain_keys[key]
+        """Items in dynashard's shape under the bare partition key, before the key is adopted.
+
+        ``key`` 4 is the ``calculated`` key (``data.carrier`` UA, nested or flat).
+        """
+        logical = self.bare_keys[key]
         if logical in self.model.adopted:
             return  # the application stops its bare writes before adopting
         for event_id, ts in batch:
@@ -1435,7 +1478,7 @@ class DynashardModel(RuleBasedStateMachine):
             self.model.legacy.setdefault(logical, {})[sk] = Row(order, event.ts, item)
 
     @rule(
-        key=st.integers(0, 4),
+        key=st.integers(0, 5),
         batch=st.lists(
             st.tuples(
                 st.sampled_from(FOREIGN_IDS),
@@ -1448,6 +1491,8 @@ class DynashardModel(RuleBasedStateMachine):
         ),
         id_attr=st.sampled_from((None, "S", "N")),
         gsi_keys=st.booleans(),
+        key_attr=st.sampled_from(FOREIGN_KEY_ATTRS),
+        carrier=st.one_of(st.none(), st.sampled_from(CARRIERS)),
     )
     def write_foreign(
         self,
@@ -1455,6 +1500,8 @@ class DynashardModel(RuleBasedStateMachine):
         batch: list[tuple[str, datetime, int, str]],
         id_attr: str | None,
         gsi_keys: bool,
+        key_attr: str | None = None,
+        carrier: str | None = None,
     ) -> None:
         """Another program's items under a key's bare partition key, in its own shape.
 
@@ -1464,15 +1511,21 @@ class DynashardModel(RuleBasedStateMachine):
         the table has a GSI). Under ``plain_string`` the item carries a ``ts`` (the sort
         key holds no time); under ``epoch_ms_number`` sometimes an id attribute, text or
         number (the sort key holds no id). A put of a sort key already there replaces it.
-        ``key`` 4 is the key of the latest open read of a plain key, if any, and the first
+        ``key`` 0..4 are the plain keys and the ``calculated`` key (:attr:`bare_keys`);
+        ``key`` 5 is the key of the latest open read of a plain key, if any, and the first
         item's time one step of the codec past the read's last event, in its order: the
         old program's writes between pages of a read, just ahead of its cursor.
+        Issue 38: ``key_attr`` gives the item an attribute named like the schema's
+        ``key`` (:data:`FOREIGN_KEY_ATTRS`: another string, a number, the logical key
+        itself), read as part of its ``data``; ``carrier`` a top-level ``carrier``, which
+        a targeted read of the adopted ``calculated`` key matches (the plain read's
+        items filtered).
         """
         open_reads = [
             r for r in self.reads if r.kind == "events" and r.params["key"] in self.plain_keys
         ]
-        logical = self.plain_keys[key % 4]
-        if key == 4 and open_reads:
+        logical = self.bare_keys[key % 5]
+        if key == 5 and open_reads:
             read = open_reads[-1]
             logical = read.params["key"]
             if read.last_time is not None:
@@ -1485,6 +1538,7 @@ class DynashardModel(RuleBasedStateMachine):
             if self._bare_blocked(logical, sk):
                 continue
             data: dict[str, Any] = {"agent": agent, "latencyMs": latency, "status": status}
+            data.update(self._foreign_extras(logical, key_attr, carrier))
             if layout.form == "epoch":
                 time = UNIX_EPOCH + timedelta(milliseconds=layout.epoch_ms(ts))
                 if id_attr == "S":
@@ -1511,17 +1565,29 @@ class DynashardModel(RuleBasedStateMachine):
             event = {"key": logical, "id": event_id, "ts": ts_text(time), "data": data}
             self.model.legacy.setdefault(logical, {})[sk] = Row(order, time, event)
 
-    @rule(key=st.integers(0, 3))
-    def write_unreadable(self, key: int) -> None:
+    @rule(
+        key=st.integers(0, 4),
+        out_of_range=st.sampled_from(OUT_OF_RANGE_KINDS),
+        descending=st.booleans(),
+    )
+    def write_unreadable(self, key: int, out_of_range: str, descending: bool = False) -> None:
         """An item the codec cannot read under a bare key, checked, then deleted again.
 
         The survey counts it (and the readable items the model knows there); ``adopt``
-        of a key not adopted yet refuses (field ``key``); a read of an adopted key fails
-        with ``TableSchemaError``, never skipping it.
+        of a key not adopted yet refuses (field ``key``); a full read of an adopted key,
+        in either order, fails with ``TableSchemaError``, never skipping it. Issue 38:
+        ``out_of_range`` puts the sort key outside the codec's range instead (an
+        ``ALERT#...`` prefix or one below ``0`` under the ISO codecs, epoch microseconds
+        or a number past year 9999 under ``epoch_ms_number``; ``plain_string`` has no
+        range, and draws the in-range kind), as the old writer may after adoption: the
+        key is adopted first (when it may be).
         """
-        logical = self.plain_keys[key]
+        logical = self.bare_keys[key]
         layout, schema = self.layout, self.layout.schema
-        if layout.form == "epoch":
+        sk = self._out_of_range_sort_key(out_of_range)
+        if sk is not None:
+            self.adopt(key)  # the old writer puts it after the key's adoption
+        elif layout.form == "epoch":
             sk = "1357034400000.5"  # not whole milliseconds
         elif layout.form == "plain":
             sk = "no-time"  # and no ts attribute: the item holds no time at all
@@ -1536,14 +1602,14 @@ class DynashardModel(RuleBasedStateMachine):
         }
         self._put_bare(item)
         try:
-            self._check_unreadable(logical)
+            self._check_unreadable(logical, descending)
         finally:
             self.backend.client.delete_item(
                 TableName=self.backend.table_of(layout),
                 Key={schema.partition_key: {"S": logical}, schema.sort_key: layout.typed(sk)},
             )
 
-    def _check_unreadable(self, logical: str) -> None:
+    def _check_unreadable(self, logical: str, descending: bool = False) -> None:
         try:
             survey = self.facade.survey_bare_key(logical)
         except Exception as exc:
@@ -1564,7 +1630,7 @@ class DynashardModel(RuleBasedStateMachine):
             self._adopted(logical)  # follow the library, to keep checking the rest
             return
         try:
-            page = self.facade.query_events(logical, limit=1000)
+            page = self.facade.query_events(logical, limit=1000, descending=descending)
         except TableSchemaError:
             return
         except Exception as exc:
@@ -1572,22 +1638,128 @@ class DynashardModel(RuleBasedStateMachine):
             return
         self.diverge("unreadable:read", f"read of {logical} returned {_ids(page.items)}")
 
-    @rule(key=st.integers(0, 3))
+    @rule(key=st.integers(0, 5))
     def adopt(self, key: int) -> None:
-        """Adopt a plain key: its bare items join every read."""
-        logical = self.plain_keys[key]
+        """Adopt a plain key or the ``calculated`` key: its bare items join every read.
+
+        ``key`` 5 is the time-bucketed family's key: refused (field ``key``), as its
+        reads read bucket keys only, never the bare key (issue 38).
+        """
+        if key == 5:
+            self._adopt_family_refused()
+            return
+        logical = self.bare_keys[key]
         refuse = self._adopt_refused(logical)
         try:
             info = self.facade.adopt(logical)
         except InvalidInputError as exc:
             if not refuse:
                 self.diverge("adopt:raised", f"adopt({logical}) raised {exc!r}")
+            elif exc.field != "key":
+                self.diverge("adopt:refusal-field", f"adopt({logical}) raised {exc!r}")
             return
         if refuse:
             self.diverge("adopt:alias", f"adopt({logical}) aliases a shard: {info}")
         if not info.adopted:
             self.diverge("adopt", f"adopt({logical}) returned {info}")
         self._adopted(logical)
+
+    # -- issue 38: adoption meets another program's items (bugs 1, 2, 4, 5) ---------------
+
+    def _foreign_extras(
+        self, logical: str, key_attr: str | None, carrier: str | None
+    ) -> dict[str, Any]:
+        """Attributes a foreign item may carry that collide with dynashard's reading.
+
+        ``key_attr``: an attribute named like the schema's ``key`` (another string, a
+        number, or the logical key itself, without dynashard's ``id``/``ts``): read in
+        the item's own shape, part of its ``data`` (never taken for another key's item,
+        never a ``KeyError``). ``carrier``: the ``calculated`` key's attribute at the
+        item's top level, which a targeted read must match.
+        """
+        extras: dict[str, Any] = {}
+        name = self.layout.schema.key_attr
+        if key_attr == "other":
+            extras[name] = "SOMEWHERE"
+        elif key_attr == "number":
+            extras[name] = 5
+        elif key_attr == "equal":
+            extras[name] = logical
+        if carrier is not None:
+            extras["carrier"] = carrier
+        return extras
+
+    def _out_of_range_sort_key(self, kind: str) -> str | None:
+        """A sort key outside the codec's range (None: draw the in-range kind)."""
+        form = self.layout.form
+        if kind == "in_range" or form == "plain":  # plain_string has no range
+            return None
+        if form == "epoch":  # microseconds; a number before year 1
+            return "1357034400000000" if kind == "above" else "-99999999999999999"
+        return "ALERT#2013-01-01T10:00:00Z" if kind == "above" else "#meta"
+
+    def _adopt_family_refused(self) -> None:
+        """adopt() of the time-bucketed family's key is refused, field ``key``."""
+        try:
+            info = self.facade.adopt(self.family)
+        except InvalidInputError as exc:
+            if exc.field != "key":
+                self.diverge("adopt:family-field", f"adopt({self.family}) raised {exc!r}")
+            return
+        except Exception as exc:
+            self.diverge("adopt:family-error", f"adopt({self.family}) raised {exc!r}")
+            return
+        self.diverge("adopt:family", f"adopt({self.family}) accepted a bucketed family: {info}")
+
+    @rule(
+        carrier=st.sampled_from(CARRIERS),
+        agent=st.sampled_from(FOREIGN_IDS),
+        when=times,
+        limit=limits,
+        descending=st.booleans(),
+    )
+    def targeted_read_of_adopted(
+        self, carrier: str, agent: str, when: datetime, limit: int, descending: bool
+    ) -> None:
+        """Bug 1 in one step: ``C`` adopted, the old program's item with a top-level
+        ``carrier`` under its bare key, then a complete targeted read of that carrier,
+        which must hold it (the plain read's items filtered, P1 and P2)."""
+        self.adopt(4)
+        self.write_foreign(4, [(agent, when, 7, "ok")], None, False, None, carrier)
+        self.read(4, (None, None), limit, descending, "base", True, carrier, 10)
+
+    @rule()
+    def family_adopted_elsewhere(self) -> None:
+        """A process without the family adopts its key: this facade's family reads refuse.
+
+        The read fails with ``InvalidInputError`` field ``bucketed_keys`` (its reads
+        read the bucket keys only, never the bare key); the adoption is then removed
+        from the metadata item again, so that the family's other rules go on.
+        """
+        from dynashard import names
+        from dynashard.dynamodb.shard_metadata import ShardMetadata
+
+        ShardMetadata(self.facade.metadata.store, clock=self._clock).adopt(self.family)
+        try:
+            page = self.facade.query_events(
+                self.family, start=ANCHORS[0], end=ANCHORS[0] + timedelta(days=1)
+            )
+        except InvalidInputError as exc:
+            if exc.field not in ("bucketed_keys", "from", "to"):  # plain_string: no window
+                self.diverge("read:family:adopted-field", f"family read raised {exc!r}")
+            page = None
+        except Exception as exc:
+            self.diverge("read:family:adopted-error", f"family read raised {exc!r}")
+            page = None
+        finally:
+            self.backend.client.update_item(
+                TableName=self.backend.metadata_table,
+                Key={names.ATTR_META_KEY: {"S": self.family}},
+                UpdateExpression="REMOVE #a",
+                ExpressionAttributeNames={"#a": names.ATTR_ADOPTED},
+            )
+        if page is not None:
+            self.diverge("read:family:adopted", f"family read of an adopted key served {page}")
 
     def _adopted(self, logical: str) -> None:
         self.model.adopted.add(logical)
@@ -2667,8 +2839,8 @@ class DynashardModel(RuleBasedStateMachine):
                     response = client.query(**kwargs)
                     for item in response["Items"]:
                         owner = item.get(schema.key_attr)
-                        # under the bare key, another program's items (no key) are the key's
-                        stored += owner == {"S": key} or (owner is None and pk == key)
+                        # under the bare key every item is the key's, whatever its "key"
+                        stored += owner == {"S": key} or pk == key
                     if "LastEvaluatedKey" not in response:
                         break
                     kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -56,7 +56,9 @@ class MemoryQueryClient:
     def query(self, **request: Any) -> dict[str, Any]:
         started = time.perf_counter()
         values = request["ExpressionAttributeValues"]
-        pk, lo, hi = values[":pk"]["S"], values[":lo"]["S"], values[":hi"]["S"]
+        # an adopted key's bare key may be read with one side or both unbounded
+        pk, lo, hi = values[":pk"]["S"], values.get(":lo", {"S": ""}), values.get(":hi")
+        lo, hi = lo["S"], "\U0010ffff" if hi is None else hi["S"]
         if self.delay_s:
             time.sleep(self.delay_s)
         with self.lock:

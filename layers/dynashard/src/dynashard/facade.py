@@ -26,7 +26,7 @@ from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
 from dynashard.core.strategies import Strategy
 from dynashard.dynamodb.bucketed_family import BucketedFamilies, FamilyUnitCache
 from dynashard.dynamodb.counters import CounterValue, ShardedCounter, counter_key
-from dynashard.dynamodb.family_units import DynamoDBFamilyUnits
+from dynashard.dynamodb.family_units import ADOPTED_FAMILY, DynamoDBFamilyUnits
 from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
 from dynashard.dynamodb.gsi_reader import GsiBucketReader
 from dynashard.dynamodb.hedging import HedgePolicy, QueryHedger
@@ -431,6 +431,9 @@ class Dynashard:
 
         Raises
         ------
+        InvalidInputError
+            Field ``bucketed_keys``, if the family key is adopted (its bare-key items
+            are in no bucket key, so no family read would return them).
         MetadataError
             If the metadata cannot be read or holds an unknown unit.
         """
@@ -674,9 +677,10 @@ class Dynashard:
         """Read what a key's bare partition key holds, as a read of it adopted would.
 
         See :func:`dynashard.dynamodb.adoption.survey_bare_key`: every item is classified
-        (dynashard's shape, another program's shape read through the table's codec,
-        another key's, or unreadable), with the foreign items' time span and the read
-        units the survey consumed.
+        (dynashard's full shape, another program's shape read through the table's codec,
+        those with an attribute named like the schema's ``key`` counted apart, or
+        unreadable), with the foreign items' time span and the read units the survey
+        consumed.
 
         Parameters
         ----------
@@ -728,12 +732,16 @@ class Dynashard:
         ------
         InvalidInputError
             Field ``key``: the survey found items the codec cannot read (the message
-            names up to five), or the bare key is or may become another key's shard.
+            names up to five), the bare key is or may become another key's shard, or
+            the key is a time-bucketed family (``config.bucketed_keys``: its reads read
+            the bucket keys ``{key}#{label}`` only, never the bare key).
         ShardQueryError
             If the survey's Query fails.
         MetadataError
             If the metadata table fails, or every conditional write lost its race.
         """
+        if self.config.bucketed_family(key) is not None:
+            raise InvalidInputError("key", ADOPTED_FAMILY.format(key=key))
         found = survey if not isinstance(survey, bool) else None
         if survey is True and not key.startswith(names.COUNTER_PREFIX):
             found = self.survey_bare_key(key)

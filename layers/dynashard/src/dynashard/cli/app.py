@@ -365,6 +365,7 @@ def adopt(
         if not key.startswith(names.COUNTER_PREFIX):
             survey = ds.survey_bare_key(key)  # printed below; adopt checks it
         info = ds.adopt(key, survey=survey if survey is not None else False)
+        key_attr = ds.config.schema.key_attr
     if json_out:
         emit_json({**info.to_json(), "survey": None if survey is None else survey.to_json()})
         return
@@ -373,8 +374,8 @@ def adopt(
         console().print(
             f"{key}: the bare partition key holds {survey.foreign_items} item(s) in another "
             f"program's shape{span}, {survey.dynashard_items} in dynashard's, "
-            f"{survey.other_keys_items} of other keys (left out); surveyed with "
-            f"{survey.read_units:g} read units"
+            f"{survey.key_attribute_items} with an attribute named {key_attr!r} (read as "
+            f"data); surveyed with {survey.read_units:g} read units"
         )
     console().print(
         f"{key}: adopted; reads include the bare partition key {key!r} and shards "

@@ -2,13 +2,15 @@
 
 Adoption (:meth:`dynashard.dynamodb.shard_metadata.ShardMetadata.adopt`) copies nothing:
 every read of an adopted key also queries its bare partition key and reads each item
-there as an event, either one dynashard wrote (it has the schema's ``key`` attribute) or
-one another program wrote in its own shape (:func:`dynashard.dynamodb.reader.foreign_event`,
-which takes the event's time and id from the sort key through the table's codec). A sort
-key the codec cannot read would make every such read fail, and one outside the codec's
-range (a prefix such as ``ALERT#...``) would never be read at all, so
-:func:`survey_bare_key` reads every sort key of the bare partition key first and says
-which it cannot read; the facade refuses the adoption while any is found.
+there as an event, either one dynashard wrote (its full shape:
+:func:`dynashard.dynamodb.reader.is_dynashard_item`) or one another program wrote in its
+own shape (:func:`dynashard.dynamodb.reader.foreign_event`, which takes the event's time
+and id from the sort key through the table's codec), whatever its attributes are named,
+one named like the schema's ``key`` included. A sort key the codec cannot read, in its
+range or outside it (a prefix such as ``ALERT#...``), makes every read of the key fail
+naming it (``TableSchemaError``), so :func:`survey_bare_key` reads every sort key of the
+bare partition key first and says which it cannot read; the facade refuses the adoption
+while any is found.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard.core.keys import format_ts
 from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
-from dynashard.dynamodb.reader import foreign_identity
+from dynashard.dynamodb.reader import foreign_identity, is_dynashard_item
 from dynashard.errors import InvalidInputError, ShardQueryError
 
 if TYPE_CHECKING:
@@ -39,15 +41,17 @@ class BareKeySurvey:
     key : str
         The logical key (its bare partition key).
     dynashard_items : int
-        Items with the schema's ``key`` attribute equal to ``key`` (dynashard's shape).
+        Items in dynashard's full shape (:func:`dynashard.dynamodb.reader.is_dynashard_item`:
+        ``key`` equal to ``key``, string ``id`` and ``ts``, the sort key the codec gives them).
     foreign_items : int
-        Items without a ``key`` attribute whose sort key the codec reads: another
-        program's items, read as events in their own shape.
-    other_keys_items : int
-        Items whose ``key`` attribute names another logical key; reads leave them out
-        (:func:`dynashard.dynamodb.reader.owns_item`).
+        Other items whose sort key the codec reads: another program's items, read as
+        events in their own shape.
+    key_attribute_items : int
+        Of the foreign and unreadable items, those with an attribute named like the
+        schema's ``key`` (another value or type, or not dynashard's full shape): read
+        in their own shape, that attribute part of their ``data``, never left out.
     unreadable_items : int
-        Items without a ``key`` attribute whose sort key the codec cannot read.
+        Other items whose sort key the codec cannot read (outside its range included).
     unreadable : tuple of str
         Up to :data:`MAX_EXAMPLES` of those, each ``"{sort key}: {why}"``.
     first_ts, last_ts : str or None
@@ -60,7 +64,7 @@ class BareKeySurvey:
     key: str
     dynashard_items: int
     foreign_items: int
-    other_keys_items: int
+    key_attribute_items: int
     unreadable_items: int
     unreadable: tuple[str, ...]
     first_ts: str | None
@@ -98,7 +102,7 @@ class BareKeySurvey:
             "key": self.key,
             "dynashard_items": self.dynashard_items,
             "foreign_items": self.foreign_items,
-            "other_keys_items": self.other_keys_items,
+            "key_attribute_items": self.key_attribute_items,
             "unreadable_items": self.unreadable_items,
             "unreadable": list(self.unreadable),
             "first_ts": self.first_ts,
@@ -151,7 +155,7 @@ def survey_bare_key(
         "ProjectionExpression": "#sk, #key, #id, #ts",
         "ReturnConsumedCapacity": "TOTAL",
     }
-    counts = {"dynashard": 0, "foreign": 0, "other": 0, "unreadable": 0}
+    counts = {"dynashard": 0, "foreign": 0, "key_attribute": 0, "unreadable": 0}
     examples: list[str] = []
     first: str | None = None
     last: str | None = None
@@ -167,10 +171,10 @@ def survey_bare_key(
         units += float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
         for raw in response.get("Items", []):
             item: dict[str, Any] = dict(raw)
-            owner = item.get(schema.key_attr)
-            if owner is not None:
-                counts["dynashard" if owner.get("S") == key else "other"] += 1
+            if is_dynashard_item(item, key, schema):
+                counts["dynashard"] += 1
                 continue
+            counts["key_attribute"] += schema.key_attr in item
             try:
                 ts = format_ts(foreign_identity(item, schema)[0])
             except InvalidInputError as exc:
@@ -190,7 +194,7 @@ def survey_bare_key(
         key=key,
         dynashard_items=counts["dynashard"],
         foreign_items=counts["foreign"],
-        other_keys_items=counts["other"],
+        key_attribute_items=counts["key_attribute"],
         unreadable_items=counts["unreadable"],
         unreadable=tuple(examples),
         first_ts=first,

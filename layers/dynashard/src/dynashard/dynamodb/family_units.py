@@ -21,12 +21,40 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynashard import names
 from dynashard.core.buckets import TimeBucket
-from dynashard.errors import MetadataError
+from dynashard.errors import InvalidInputError, MetadataError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from dynashard.core.shard_info import ShardInfo
     from dynashard.dynamodb.shard_metadata import ShardMetadata
+
+
+#: Why a time-bucketed family and an adopted key exclude each other (issue 38).
+ADOPTED_FAMILY = (
+    "{key!r} is a time-bucketed family (bucketed_keys) and an adopted key: a family's "
+    "reads read its bucket keys {key}#<label> only, never the bare partition key {key!r} "
+    "that adoption reads, so the bare key's items would be left out; read the items as a "
+    "plain adopted key, or bucket them under a family of another name"
+)
+
+
+def refuse_adopted_family(info: ShardInfo) -> None:
+    """Refuse a time-bucketed family whose key is adopted.
+
+    Parameters
+    ----------
+    info : ShardInfo
+        The family key's metadata.
+
+    Raises
+    ------
+    InvalidInputError
+        Field ``bucketed_keys``, when ``info.adopted``: a family's reads never read the
+        bare partition key that adoption reads.
+    """
+    if info.adopted:
+        raise InvalidInputError("bucketed_keys", ADOPTED_FAMILY.format(key=info.key))
 
 
 class DynamoDBFamilyUnits:
@@ -55,7 +83,9 @@ class DynamoDBFamilyUnits:
         MetadataError
             If the metadata cannot be read.
         """
-        return self.metadata.for_reader(key).bucket_unit
+        info = self.metadata.for_reader(key)
+        refuse_adopted_family(info)
+        return info.bucket_unit
 
     def pin(self, key: str, unit: TimeBucket) -> str:
         """Return the family's stored unit, storing ``unit`` at its first write.
@@ -70,6 +100,7 @@ class DynamoDBFamilyUnits:
             If the item cannot be read, created or updated.
         """
         info = self.metadata.for_writer(key)  # creates the family key's item
+        refuse_adopted_family(info)
         if info.bucket_unit is not None:
             return info.bucket_unit
         return pin_bucket_unit(self.client, self.table_name, key, unit).value

@@ -8,7 +8,11 @@ shard whose first page may not carry it far enough has its next page fetched ahe
 in parallel with the other shards', so the merge waits on futures rather than on one
 Query after another (at most one page ahead per shard, and only when the items already
 fetched cannot fill the page: see :class:`_ReadAhead`). A key adopted with items under
-its bare partition key is read from that key too (:func:`physical_keys_to_query`). A
+its bare partition key is read from that key too (:func:`physical_keys_to_query`): every
+item there is the key's, dynashard's own (:func:`is_dynashard_item`) or another program's
+(:func:`foreign_event`), and the bare key is queried past the codec's range on a
+window's open side, so that an item the codec cannot read fails the read with
+``TableSchemaError`` instead of being skipped. A
 failed shard query fails the read with an error naming the shard, unless partial
 results were asked for, which then list the missing shards (invariant 5).
 
@@ -35,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -162,6 +167,12 @@ class _ShardStream:
         self.hedges = 0
         #: Called after each page arrives during the merge (read-ahead policy).
         self.on_page: Callable[[_ShardStream], None] | None = None
+        #: Items of the bare key read in another program's shape, by ``id()`` (the
+        #: item is kept, so that its ``id`` is not reused while the page is built).
+        self.foreign: dict[int, dict[str, Any]] = {}
+        #: A targeted read's test of an event's ``data`` (bare key only: its items are
+        #: filtered here, not by a FilterExpression, since their shape varies).
+        self.match: Callable[[dict[str, Any]], bool] | None = None
 
     def submit(self, limit: int | None = None) -> None:
         """Start the next page's Query on the executor, unless one is in flight.
@@ -202,21 +213,38 @@ class _ShardStream:
         finally:
             self.hedges += _hedged(pending)
         items = response.get("Items", [])
+        bare = self.owner is not None and self.pk == self.owner
+        if bare:
+            # The bare key of an adopted key: every item is the key's, dynashard's own
+            # or another program's; one it cannot read (its sort key outside the codec's
+            # range too) raises TableSchemaError here, before its sort key is ordered.
+            schema = self.reader.schema
+            for item in items:
+                if not is_dynashard_item(item, self.pk, schema):
+                    check_foreign(item, schema)
+                    self.foreign[id(item)] = item
         order_of = self.order_of
         if self.after is not None:
             after, descending = self.after, not self.request["ScanIndexForward"]
             items = [
                 i for i in items if (order_of(i) < after if descending else order_of(i) > after)
             ]
+        fetched = items
         if self.owner is None:
             self.buffer.extend(items)
+        elif bare:
+            if self.match is not None:
+                match, foreign, schema = self.match, self.foreign, self.reader.schema
+                items = [
+                    i
+                    for i in items
+                    if match(item_to_event(i, schema, foreign=id(i) in foreign)["data"])
+                ]
+            self.buffer.extend(items)
         else:
-            bare = self.pk == self.owner
             key_attr = self.reader.schema.key_attr
-            self.buffer.extend(
-                i for i in items if owns_item(i, self.owner, bare=bare, key_attr=key_attr)
-            )
-        self.fetched.extend(order_of(item) for item in items)
+            self.buffer.extend(i for i in items if owns_item(i, self.owner, key_attr=key_attr))
+        self.fetched.extend(order_of(item) for item in fetched)
         self.start_key = response.get("LastEvaluatedKey")
         self.finished = self.start_key is None
 
@@ -426,7 +454,9 @@ class ShardedReader:
             a Query reads *before* the filter (Developer Guide, "Filter expressions
             for Query"), so the cost is the item collection of those shards in the
             window, shared with the other values that hash there; what it saves is
-            the other ``max_count - 1`` shards.
+            the other ``max_count - 1`` shards. An adopted key's bare-key items, whose
+            shape varies (another program's hold the attribute at the top level), are
+            tested on their event's ``data`` instead: the plain read's items, filtered.
 
         Returns
         -------
@@ -476,11 +506,24 @@ class ShardedReader:
         def open_streams(keys: dict[int, str], filter_by: str | None = None) -> None:
             per_shard = shard_page_limit(limit, len(keys), item_bytes)
             for s, pk in keys.items():
-                if s not in streams:
-                    streams[s] = self._stream(pk, window, per_shard, descending, position, key)
+                if s in streams:
+                    continue
+                if s == BARE_KEY_STREAM:
+                    # The bare key is read past the codec's range on a window's open
+                    # side, so that an item there fails the read instead of being
+                    # skipped; its items' shapes vary, so a targeted read tests each
+                    # item's event (the plain read's, filtered), not a FilterExpression.
+                    open_sides = (start is None, end is None)
+                    stream = self._stream(pk, window, per_shard, descending, position, key,
+                                          open_sides=open_sides)  # fmt: skip
                     if value is not None:
-                        _filter_by(streams[s].request, filter_by or "", value, self.schema)
-                    streams[s].submit()
+                        stream.match = _attribute_matcher(filter_by or "", value)
+                else:
+                    stream = self._stream(pk, window, per_shard, descending, position, key)
+                    if value is not None:
+                        _filter_by(stream.request, filter_by or "", value, self.schema)
+                streams[s] = stream
+                stream.submit()
 
         # Start the shards the key had at its last read while its metadata is read
         # fresh: the fresh view still decides the shard set (invariant 3), and a Query
@@ -530,8 +573,12 @@ class ShardedReader:
         if merged.last_sort_key is not None:
             resume = Cursor(fingerprint, merged.last_sort_key, frozenset(done)).encode()
         next_cursor = resume if len(done & every.keys()) < len(every) else None
+        foreign = {i for stream in streams.values() for i in stream.foreign}
         return Page(
-            items=[item_to_event(item, self.schema) for item in merged.items],
+            items=[
+                item_to_event(item, self.schema, foreign=id(item) in foreign)
+                for item in merged.items
+            ],
             cursor=next_cursor,
             missing_shards=sorted(failures),
             shards_queried=sum(1 for stream in streams.values() if stream.queries),
@@ -560,9 +607,19 @@ class ShardedReader:
         descending: bool,
         position: Cursor | None,
         owner: str | None = None,
+        open_sides: tuple[bool, bool] = (False, False),
     ) -> _ShardStream:
+        """Build one physical key's Query stream.
+
+        ``open_sides`` (lower, upper): a side of the window to leave unbounded (an
+        adopted key's bare key on the side the read leaves open, so that what another
+        program wrote outside the codec's range is seen, and fails the read).
+        """
         schema = self.schema
         codec, kind = schema.sort_key_codec, schema.sort_key_type
+        lo, hi = (None, None) if window is None else window
+        lo = None if open_sides[0] else lo
+        hi = None if open_sides[1] else hi
         after = None
         if position is not None and not codec.exact:
             # The order key holds more than the sort key (epoch_ms_number: the id breaks
@@ -571,24 +628,28 @@ class ShardedReader:
             # would skip a same-millisecond item of this shard the page has not had.
             after = position.position
             at = codec.sort_key_of(after)
-            if window is not None:
-                lo, hi = window
-                window = (lo, at) if descending else (at, hi)
+            if descending:
+                hi = at
             else:
-                window = (at, at)  # pragma: no cover - inexact codecs are time-ordered
-        if window is None:
-            condition = "#pk = :pk"
-            values: dict[str, Any] = {":pk": {"S": pk}}
-        else:
-            condition = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
-            values = {":pk": {"S": pk}, ":lo": {kind: window[0]}, ":hi": {kind: window[1]}}
+                lo = at
+        values: dict[str, Any] = {":pk": {"S": pk}}
+        if lo is not None:
+            values[":lo"] = {kind: lo}
+        if hi is not None:
+            values[":hi"] = {kind: hi}
+        condition = {
+            (True, True): "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            (True, False): "#pk = :pk AND #sk >= :lo",
+            (False, True): "#pk = :pk AND #sk <= :hi",
+            (False, False): "#pk = :pk",
+        }[lo is not None, hi is not None]
         request: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": condition,
             # DynamoDB refuses a name no expression uses: "#sk" only with a range.
             "ExpressionAttributeNames": (
                 schema.key_condition_names()
-                if window is not None
+                if lo is not None or hi is not None
                 else {"#pk": schema.partition_key}
             ),
             "ExpressionAttributeValues": values,
@@ -633,9 +694,11 @@ def owns_item(
     bare-key items of a key ``L#7`` that another program wrote (adoption of such a key
     is refused while it could alias, :meth:`ShardMetadata.adopt`, but nothing stops
     another program writing it). Every item dynashard writes carries its logical key in
-    the ``key`` attribute, so the reader keeps only the items whose ``key`` is the one
-    read; under an adopted key's bare partition key, items without a ``key`` attribute
-    (written before dynashard) are the key's too.
+    the ``key`` attribute, so of a shard's items the reader keeps only those whose
+    ``key`` is the one read. Under an adopted key's bare partition key every item is the
+    key's: dynashard writes none there for another key (the alias refusal above), so an
+    item there is dynashard's own (:func:`is_dynashard_item`) or another program's, read
+    in its own shape whatever attributes it has, one named ``key`` included.
 
     Parameters
     ----------
@@ -659,11 +722,127 @@ def owns_item(
     (True, False)
     >>> owns_item({}, "L", bare=True), owns_item({}, "L")
     (True, False)
+    >>> owns_item({"key": {"S": "ELSEWHERE"}}, "L", bare=True)
+    True
     """
+    if bare:
+        return True
     stored = item.get(key_attr)
-    if stored is None:
-        return bare
-    return bool(stored.get("S") == key)
+    return stored is not None and bool(stored.get("S") == key)
+
+
+def is_dynashard_item(item: dict[str, Any], key: str, schema: TableSchema = DEFAULT_SCHEMA) -> bool:
+    """Tell whether an item under ``key``'s bare partition key has dynashard's full shape.
+
+    dynashard's own shape: the schema's ``key`` attribute is the string ``key``, ``id``
+    a non-empty string, ``ts`` a string holding a time, and the item's sort key exactly
+    the one the table's codec gives that time and id
+    (:meth:`~dynashard.core.schema.SortKeyCodec.encode`). Anything else under the bare
+    key was written by another program and is read in its own shape
+    (:func:`foreign_event`), an attribute named like the schema's ``key`` included (it
+    is then part of the event's ``data``): it is never taken for another key's item,
+    nor half-read as dynashard's.
+
+    Parameters
+    ----------
+    item : dict of str to Any
+        The item in DynamoDB's typed JSON.
+    key : str
+        The logical key, the item's partition key.
+    schema : TableSchema
+        The table's key schema.
+
+    Returns
+    -------
+    bool
+        True for dynashard's shape.
+
+    Examples
+    --------
+    >>> shaped = {"SK": {"S": "2013-01-01T00:00:00.000000Z#e1"}, "key": {"S": "K"},
+    ...           "id": {"S": "e1"}, "ts": {"S": "2013-01-01T00:00:00.000000Z"}}
+    >>> is_dynashard_item(shaped, "K"), is_dynashard_item({**shaped, "id": {"S": "e2"}}, "K")
+    (True, False)
+    >>> is_dynashard_item({"SK": shaped["SK"], "key": {"S": "K"}}, "K")
+    False
+    """
+    if item.get(schema.key_attr) != {"S": key}:
+        return False
+    stored_id, stored_ts = item.get(schema.id_attr), item.get(schema.ts_attr)
+    if not (isinstance(stored_id, dict) and isinstance(stored_id.get("S"), str)):
+        return False
+    if not (isinstance(stored_ts, dict) and isinstance(stored_ts.get("S"), str)):
+        return False
+    try:
+        ts = parse_ts(stored_ts["S"], schema.ts_attr)
+        expected = schema.sort_key_codec.encode(ts, stored_id["S"])
+    except (InvalidInputError, OverflowError):
+        return False
+    stored_sk = item.get(schema.sort_key, {}).get(schema.sort_key_type)
+    if schema.sort_key_type == "N":
+        try:
+            return stored_sk is not None and Decimal(stored_sk) == Decimal(expected)
+        except InvalidOperation:
+            return False
+    return bool(stored_sk == expected)
+
+
+def check_foreign(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) -> None:
+    """Refuse an item of another program's that cannot be read as an event.
+
+    Parameters
+    ----------
+    item : dict of str to Any
+        An item under an adopted key's bare partition key, not in dynashard's shape.
+    schema : TableSchema
+        The table's key schema.
+
+    Raises
+    ------
+    TableSchemaError
+        Naming the item's partition and sort key, when its sort key is not in the
+        codec's form (outside the codec's range, e.g. ``ALERT#...`` under the ISO codecs
+        or epoch microseconds under ``epoch_ms_number``, included) or no time can be
+        found for it: a read fails rather than skip an item of its key.
+    """
+    try:
+        foreign_identity(item, schema)
+    except InvalidInputError as exc:
+        raise _unreadable(item, schema, exc) from exc
+
+
+def _unreadable(
+    item: dict[str, Any], schema: TableSchema, exc: InvalidInputError
+) -> TableSchemaError:
+    """Return the TableSchemaError of a bare-key item that cannot be read as an event."""
+    pk = item.get(schema.partition_key, {}).get("S")
+    sk = next(iter(item.get(schema.sort_key, {"?": "?"}).values()))
+    return TableSchemaError(
+        [
+            f"the item {schema.partition_key}={pk!r} {schema.sort_key}={sk!r} under an "
+            f"adopted key's bare partition key cannot be read as an event: {exc.message}"
+        ]
+    )
+
+
+def _attribute_matcher(attribute: str, value: str) -> Callable[[dict[str, Any]], bool]:
+    """Return the test a targeted read applies to a bare-key event's ``data``.
+
+    The same values as the shards' FilterExpression (:func:`_filter_by`) keeps: the
+    string ``value``, or, when ``value`` is an integer's canonical text, that number
+    (a boolean is not a number here, as DynamoDB's ``BOOL`` is not an ``N``).
+    """
+    number = int(value) if value.lstrip("-").isdigit() and str(int(value)) == value else None
+
+    def match(data: dict[str, Any]) -> bool:
+        stored = data.get(attribute)
+        if isinstance(stored, str):
+            return stored == value
+        if number is None or isinstance(stored, bool):
+            return False
+        return isinstance(stored, int | float | Decimal) and stored == number
+
+    return match
 
 
 def physical_keys_to_query(info: ShardInfo, shards: Iterable[int] | None = None) -> dict[int, str]:
@@ -966,13 +1145,7 @@ def foreign_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
     try:
         ts, event_id = foreign_identity(item, schema)
     except InvalidInputError as exc:
-        sk = item[schema.sort_key][schema.sort_key_type]
-        raise TableSchemaError(
-            [
-                f"the item {schema.partition_key}={pk!r} {schema.sort_key}={sk!r} under an "
-                f"adopted key's bare partition key cannot be read as an event: {exc.message}"
-            ]
-        ) from exc
+        raise _unreadable(item, schema, exc) from exc
     keys = {schema.partition_key, schema.sort_key}
     if schema.gsi_name is not None:
         keys |= {schema.gsi_partition_key, schema.gsi_sort_key}
@@ -984,7 +1157,9 @@ def foreign_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
     }
 
 
-def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) -> dict[str, Any]:
+def item_to_event(
+    item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA, *, foreign: bool = False
+) -> dict[str, Any]:
     """Return the event a stored data item (or its GSI1 projection) stands for.
 
     Both read paths, the base-table fan-out (:class:`ShardedReader`) and the GSI1
@@ -998,6 +1173,10 @@ def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
     schema : TableSchema
         Its table's schema: the attribute names, and whether the payload is the
         ``data`` map (``nested``) or every attribute not of the schema's own (``flat``).
+    foreign : bool
+        The item was written by another program under an adopted key's bare partition
+        key (:func:`is_dynashard_item` said no): read in its own shape
+        (:func:`foreign_event`) even when it has an attribute named like ``key``.
 
     Returns
     -------
@@ -1008,7 +1187,7 @@ def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
 
     An item without the key attribute was written by another program under an adopted
     key's bare partition key (only such items pass :func:`owns_item` without it): it is
-    read by :func:`foreign_event`.
+    read by :func:`foreign_event`, as is every item passed with ``foreign``.
 
     Raises
     ------
@@ -1023,7 +1202,7 @@ def item_to_event(item: dict[str, Any], schema: TableSchema = DEFAULT_SCHEMA) ->
     ...                "data": {"M": {"n": {"N": "2"}}}})
     {'key': 'K', 'id': 'e1', 'ts': 't', 'data': {'n': 2}}
     """
-    if schema.key_attr not in item:
+    if foreign or schema.key_attr not in item:
         return foreign_event(item, schema)
     if schema is not DEFAULT_SCHEMA and not schema.is_default:
         if schema.payload is Payload.FLAT:
