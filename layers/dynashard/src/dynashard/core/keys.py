@@ -237,16 +237,15 @@ def _from_epoch_ms(value: int | float | Decimal | str) -> datetime:
     the years 1..9999 (both caught by :func:`parse_ts`).
     """
     if isinstance(value, int):
-        millis: int | Decimal = value
-    else:
-        # A float as its repr (the digits its caller wrote), not its binary expansion.
-        millis = Decimal(str(value).strip())
-        if not millis.is_finite():
-            raise ValueError("not finite")
-    if abs(millis) > _MAX_EPOCH_MS_MAGNITUDE:
+        if abs(value) > _MAX_EPOCH_MS_MAGNITUDE:
+            raise OverflowError("outside the years 1..9999")
+        return _EPOCH + timedelta(milliseconds=value)
+    # A float as its repr (the digits its caller wrote), not its binary expansion.
+    millis = Decimal(str(value).strip())
+    if not millis.is_finite():
+        raise ValueError("not finite")
+    if millis.copy_abs() > _MAX_EPOCH_MS_MAGNITUDE:
         raise OverflowError("outside the years 1..9999")
-    if isinstance(millis, int):
-        return _EPOCH + timedelta(milliseconds=millis)
     with localcontext() as exact:
         # Enough digits for the product to be exact: it is rounded once, below.
         exact.prec = len(millis.as_tuple().digits) + 4
