@@ -2191,9 +2191,14 @@ class DynashardModel(RuleBasedStateMachine):
         self._put([event])
         if event is None or not self._stored_already(event):
             return
-        stored = self.model.events[key][self.layout.order(event.ts, event.id)].item["data"]
+        order = self.layout.order(event.ts, event.id)
+        stored = self.model.events[key][order].item["data"]
         try:
-            items = [i for i in self._read_all(key) if i["id"] == event.id]
+            items = [
+                i
+                for i in self._read_all(key)
+                if self.layout.order(parse_ts_text(i["ts"]), i["id"]) == order
+            ]
         except Exception as exc:
             self.diverge("numbers:read-raised", f"read of {key} raised {exc!r}")
             return
