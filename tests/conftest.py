@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from sandbox.engines.dynamodb_local import (
     DynamoDBLocal,
@@ -26,6 +27,12 @@ from sandbox.engines.dynamodb_local import (
     find_jar_dir,
     find_java,
 )
+
+# No property test has a time limit per example: a deadline measures this machine's load
+# (2 cores shared by xdist workers and DynamoDB Local), not the code (a 200 ms deadline
+# failed a pure bucket computation at 695 ms under load). Speed is measured in bench/.
+settings.register_profile("dynashard", deadline=None)
+settings.load_profile("dynashard")
 
 #: Session fixtures too costly to build on every worker, and the xdist group of their users:
 #: the CDK synth of tests/infrastructure/conftest.py (JSII starts node and synthesizes the

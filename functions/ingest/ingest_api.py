@@ -22,7 +22,7 @@ from dynashard import lambda_kit
 from dynashard.lambda_kit import bodies as api
 from dynashard.lambda_kit.ingest import IngestPort, write_events
 from dynashard.lambda_kit.rest import ERROR_CONTENT
-from dynashard.model import dumps
+from dynashard.model import dumps, loads
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -70,7 +70,9 @@ def build(
         The resolver with its routes, and ``api_handler(event, context, facade=None)``.
     """
     logger, settings = kit.logger, kit.get_settings
-    app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
+    app = APIGatewayRestResolver(
+        enable_validation=True, serializer=dumps, json_body_deserializer=loads
+    )
 
     def ordered_index(key: str) -> OrderedIndex:
         """Return the ordered index of the key named in the path (URL-encoded)."""

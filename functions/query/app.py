@@ -26,7 +26,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -37,7 +37,7 @@ from dynashard.lambda_kit.bodies import CounterBody, EventsPage, OrderedPageBody
 from dynashard.lambda_kit.kit import Dependency
 from dynashard.lambda_kit.rest import ERROR_CONTENT
 from dynashard.lambda_kit.settings import FunctionSettings
-from dynashard.model import dumps
+from dynashard.model import dumps, loads
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -52,7 +52,7 @@ Settings = FunctionSettings
 kit = lambda_kit.function_kit(__name__, Settings)
 logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics
 get_settings, get_facade = kit.get_settings, kit.get_facade
-app = APIGatewayRestResolver(enable_validation=True, serializer=dumps)
+app = APIGatewayRestResolver(enable_validation=True, serializer=dumps, json_body_deserializer=loads)
 
 #: Largest page ``GET /events`` serves (the library's limit).
 MAX_LIMIT = 1000
@@ -125,7 +125,7 @@ def get_events(
     attr: Annotated[str | None, Query(min_length=1, description=api.ATTR_DOC)] = None,
     consistent: Annotated[bool, Query(description=api.CONSISTENT_DOC)] = True,
     path: Annotated[Literal["auto", "base", "gsi1"], Query(description=api.PATH_DOC)] = "auto",
-) -> dict[str, Any]:
+) -> Response[Any]:
     """Read one page of a logical key's events (scatter-gather over its shards).
 
     Parameters
@@ -146,9 +146,10 @@ def get_events(
 
     Returns
     -------
-    dict
+    Response
         ``{"items", "cursor", "shards_queried", "plan"}`` (see :class:`EventsPage`),
-        plus ``missing_shards`` when ``partial`` is true.
+        plus ``missing_shards`` when ``partial`` is true; numbers exact
+        (:func:`~dynashard.lambda_kit.rest.exact_json_response`).
     """
     started = time.perf_counter()
     page = facade_of().query_events(
@@ -173,7 +174,7 @@ def get_events(
     metrics.add_metric(name="ShardsQueried", unit=MetricUnit.Count, value=page.shards_queried)
     if partial and page.missing_shards:
         logger.warning("partial page", extra={"missing_shards": page.missing_shards})
-    return api.events_body(page, partial=partial)
+    return lambda_kit.exact_json_response(api.events_body(page, partial=partial))
 
 
 @app.get("/counters/<name>", summary="Read a sharded counter")
@@ -214,7 +215,13 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
 @app.get(
     "/index/<key>",
     summary="Read a key's ordered index in value order: all, a prefix, or [from, to)",
-    responses=lambda_kit.openapi_responses("One page, in order", 400, 404, 503),
+    responses={
+        **lambda_kit.openapi_responses("One page, in order", 400, 404, 503),
+        200: {
+            "description": "One page, in order",
+            "content": {"application/json": {"model": OrderedPageBody}},
+        },
+    },
 )
 def get_index(
     key: Annotated[str, Path(min_length=1)],
@@ -229,7 +236,7 @@ def get_index(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
     cursor: Annotated[str | None, Query(min_length=1)] = None,
-) -> OrderedPageBody:
+) -> Response[Any]:
     """Read one page of ``key``'s ordered index (values compared normalised).
 
     ``prefix`` excludes ``from``/``to`` (400, field ``prefix``); a bound that normalises
@@ -238,13 +245,14 @@ def get_index(
 
     Returns
     -------
-    OrderedPageBody
-        ``{"key", "items", "cursor", "shards_in_range", "shards_queried", "queries"}``.
+    Response
+        :class:`OrderedPageBody`: ``{"key", "items", "cursor", "shards_in_range",
+        "shards_queried", "queries"}``; numbers exact.
     """
     index = facade_of().ordered_index(lambda_kit.path_value(key))
     page = index.query(prefix=prefix, start=start, end=end, limit=limit, cursor=cursor)
     metrics.add_metric(name="ShardsQueried", unit=MetricUnit.Count, value=len(page.shards_queried))
-    return OrderedPageBody.of(index.key, page)
+    return lambda_kit.exact_json_response(OrderedPageBody.of(index.key, page))
 
 
 # --- errors, in one place; the entry point ------------------------------------------------

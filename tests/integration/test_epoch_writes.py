@@ -171,3 +171,23 @@ def test_two_writers_racing_for_one_millisecond_keep_the_acknowledged_event(
     assert set(stored(dynamodb_local, tables[0])) == set(acknowledged)
     for ds in writers:
         ds.close()
+
+
+def test_a_redelivery_after_a_shrink_is_acknowledged_where_it_is_stored(
+    dynamodb_local: Any, tables: tuple[str, str]
+) -> None:
+    # Given four shards each holding an event of one millisecond (issue 38, bug 8)
+    ds = facade(dynamodb_local, tables, shards=4)
+    first = ds.put_events([reading(f"e{i}", i) for i in range(4)])
+    assert all(o.ok for o in first), first
+    far = next(o for o in first if o.physical_key in (f"{KEY}#2", f"{KEY}#3"))
+    # When the key shrinks to two shards and that event is delivered again
+    assert ds.set_shard_count(KEY, 2).changed
+    (again,) = ds.put_events([reading(far.event_id, int(far.event_id[1:]))])
+    # Then it is acknowledged where it is stored (not refused: every read returns it)
+    assert again.ok and again.physical_key == far.physical_key, again
+    assert set(stored(dynamodb_local, tables[0])) == {"e0", "e1", "e2", "e3"}
+    # And a new event of that millisecond is still refused, for good
+    (new,) = ds.put_events([reading("e4", 4)])
+    assert not new.ok and new.permanent and new.field == "ts"
+    ds.close()

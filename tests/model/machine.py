@@ -101,6 +101,22 @@ key one of ``L``'s events has, nor an event of ``L`` whose sort key an item ther
 (another program overwriting dynashard's item, or the reverse, is not the library's to
 prevent).
 
+Numbers, epoch times, redeliveries after resizes (issue 38)
+----------------------------------------------------------
+:meth:`DynashardModel.put_numbers` writes payload numbers of 1 to 38 significant
+digits over DynamoDB's whole range (``exact_numbers``, many where a float rounds) and
+numbers it cannot keep exactly (39+ digits, exponent outside 1E-130 .. ~1E+126, NaN,
+infinity: ``unkeepable_numbers``, :func:`keepable` is the model's rule): the latter
+are refused when the event is built, naming ``data.v{i}``; the former read back equal,
+integral as int, the others as ``Decimal`` (never a float).
+:meth:`DynashardModel.put_edge_times` gives event times as epoch milliseconds at the
+edges of the years 1..9999 and far from 1970, pairs 1 ms apart (:data:`EDGE_MILLIS`):
+each is that millisecond exactly, and P1 reads each at its own.
+:meth:`DynashardModel.redeliver_after_resize` sets a key's N (a shrink most often,
+under every layout, hence every codec) and redelivers acknowledged events of it; a
+refused redelivery of an event the model holds acknowledged is a divergence
+(``write:redelivery-refused``, in ``_put``), whatever holds its millisecond.
+
 Properties checked
 ------------------
 P1 (completeness and order)
@@ -340,6 +356,7 @@ import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import strategies as st
@@ -1000,6 +1017,63 @@ def _shift(anchor: datetime, delta: timedelta) -> datetime:
 times = st.builds(_shift, st.sampled_from(ANCHORS), st.sampled_from(DELTAS))
 
 
+# --- issue 38, bugs 6 and 7: numbers up to 38 digits and beyond; epoch-ms edges -------------
+def keepable(number: Decimal) -> bool:
+    """DynamoDB keeps ``number`` exactly (Developer Guide, "Data types", Number).
+
+    At most 38 significant digits (trailing zeros of the coefficient not counted), and
+    0 or a magnitude within 1E-130 .. 9.9999999999999999999999999999999999999E+125.
+    """
+    if not number.is_finite():
+        return False
+    _, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    while len(digits) > 1 and digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
+    if not any(digits):
+        return True
+    adjusted = exponent + len(digits) - 1
+    return len(digits) <= 38 and -130 <= adjusted <= 125
+
+
+@st.composite
+def _decimal(
+    draw: st.DrawFn, digits: st.SearchStrategy[int], adjusted: st.SearchStrategy[int]
+) -> Decimal:
+    count = draw(digits)
+    coefficient = draw(st.integers(10 ** (count - 1), 10**count - 1))
+    exponent = draw(adjusted) - count + 1
+    return Decimal((draw(st.integers(0, 1)), tuple(map(int, str(coefficient))), exponent))
+
+
+#: Numbers DynamoDB keeps: 1..38 significant digits, magnitude 1E-130 .. ~1E+126, and 0.
+exact_numbers = st.one_of(
+    _decimal(st.integers(1, 38), st.integers(-130, 125)),
+    _decimal(st.integers(15, 38), st.integers(-3, 20)),  # where a float rounds
+    st.sampled_from((Decimal(0), Decimal("-9.9999999999999999999999999999999999999E+125"))),
+    st.integers(-(10**38) + 1, 10**38 - 1).map(Decimal),
+)
+#: Numbers it cannot keep exactly: 39+ significant digits, or outside the range, or NaN.
+unkeepable_numbers = st.one_of(
+    _decimal(st.integers(39, 45), st.integers(-130, 125)).filter(lambda d: not keepable(d)),
+    _decimal(st.integers(1, 38), st.sampled_from((126, 127, -131, -140))),
+    st.sampled_from((Decimal("NaN"), Decimal("Infinity"), Decimal("-Infinity"))),
+)
+#: Epoch milliseconds at the edges of the years 1..9999 and far from 1970, pairs 1 ms
+#: apart (a float of seconds holds no exact millisecond there).
+EDGE_MILLIS = (
+    -62_135_596_800_000,
+    -62_135_596_799_999,
+    -8_000_000_000_001,
+    -8_000_000_000_000,
+    7_258_118_400_001,
+    253_402_300_799_993,
+    253_402_300_799_994,
+    253_402_300_799_998,
+    253_402_300_799_999,
+)
+
+
 @st.composite
 def bound(draw: st.DrawFn) -> datetime:
     """A window bound: an event-like time or a bucket edge, sometimes naive."""
@@ -1298,6 +1372,9 @@ class DynashardModel(RuleBasedStateMachine):
                     outcome.physical_key
                 )
         for event, outcome in refused:  # after the batch's acknowledged: any may hold a ms
+            if self._stored_already(event):  # issue 38, bug 8: a redelivery is acknowledged
+                self.diverge("write:redelivery-refused", f"{event!r} stored, refused: {outcome}")
+                continue
             taken = self._millisecond_taken(event)
             if not (taken and outcome.permanent and outcome.field == "ts"):
                 self.diverge("write:refused", f"{event!r} refused: {outcome}")
@@ -2881,6 +2958,124 @@ class DynashardModel(RuleBasedStateMachine):
             if read.cursor is None:
                 return
         self.diverge("audit:read-after-compact", f"{key}: the read did not end")
+
+    # --- issue 38, bugs 6, 7, 8: exact numbers, epoch times at the edges, redeliveries -------
+    def _stored_already(self, event: Event) -> bool:
+        """The model holds this event acknowledged (the same key, id and time)."""
+        order = self.layout.order(event.ts, event.id)
+        return order in self.model.events.get(event.key, {}) and event.key != self.family
+
+    @rule(
+        which=st.integers(0, 1),
+        event_id=st.sampled_from(IDS),
+        when=times,
+        carrier=st.sampled_from(CARRIERS),
+        numbers=st.lists(st.one_of(exact_numbers, unkeepable_numbers), min_size=1, max_size=3),
+    )
+    def put_numbers(
+        self, which: int, event_id: str, when: datetime, carrier: str, numbers: list[Decimal]
+    ) -> None:
+        """An event whose payload holds numbers of up to 38 significant digits, or beyond.
+
+        A number DynamoDB cannot keep exactly (:func:`keepable`) is refused when the
+        event is built (``ValueError`` naming ``data.v{i}``); the others are written and
+        read back equal, integral ones as int and the others as ``Decimal``, never a
+        float (bug 6).
+        """
+        key = (self.k("A"), self.calc_key)[which]
+        data: dict[str, Any] = {"carrier": carrier}
+        data.update({f"v{i}": number for i, number in enumerate(numbers)})
+        bad = [f"data.v{i}" for i, number in enumerate(numbers) if not keepable(number)]
+        try:
+            Event(key=key, id=event_id, ts=ts_text(when), data=data)
+        except ValueError as exc:
+            if not bad or bad[0] not in str(exc):
+                self.diverge("numbers:refused", f"{data} refused: {exc}")
+            return
+        if bad:
+            self.diverge("numbers:accepted", f"{data}: {bad} cannot be kept exactly")
+            return
+        event = self._event(key, event_id, when, data)
+        self._put([event])
+        if event is None or not self._stored_already(event):
+            return
+        order = self.layout.order(event.ts, event.id)
+        stored = self.model.events[key][order].item["data"]
+        try:
+            items = [
+                i
+                for i in self._read_all(key)
+                if self.layout.order(parse_ts_text(i["ts"]), i["id"]) == order
+            ]
+        except Exception as exc:
+            self.diverge("numbers:read-raised", f"read of {key} raised {exc!r}")
+            return
+        for item in items[:1]:
+            for name, want in stored.items():
+                got = item["data"].get(name)
+                kind = str if isinstance(want, str) else int if want == int(want) else Decimal
+                if got != want or type(got) is not kind:
+                    self.diverge(
+                        "numbers:read", f"{key} {event.id} {name}: {got!r}, wrote {want!r}"
+                    )
+
+    def _read_all(self, key: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor = None
+        for _ in range(100):
+            page = self.facade.query_events(key, cursor=cursor, limit=100)
+            items.extend(page.items)
+            cursor = page.cursor
+            if cursor is None:
+                break
+        return items
+
+    @rule(
+        which=st.integers(0, 1),
+        batch=st.lists(
+            st.tuples(st.sampled_from(IDS), st.sampled_from(EDGE_MILLIS)), min_size=1, max_size=3
+        ),
+        carrier=st.sampled_from(CARRIERS),
+    )
+    def put_edge_times(self, which: int, batch: list[tuple[str, int]], carrier: str) -> None:
+        """Events given epoch milliseconds at the edges of the years 1..9999, 1 ms apart.
+
+        The event's time is that millisecond exactly (bug 7: a float of seconds put it
+        microseconds off, in another millisecond under the millisecond codecs); P1 then
+        reads each at its own millisecond.
+        """
+        key = (self.k("A"), self.calc_key)[which]
+        events: list[Event | None] = []
+        for event_id, millis in batch:
+            parsed = Event(key=key, id=event_id, ts=millis, data={"carrier": carrier}).ts
+            exact = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)
+            if parsed != exact:
+                self.diverge("time:epoch-ms", f"ts={millis} parsed as {ts_text(parsed)}")
+            events.append(self._event(key, event_id, exact, {"carrier": carrier}))
+        self._put(events)
+
+    @precondition(lambda self: any(self.model.events.get(k) for k in self._resize_targets()[:5]))
+    @rule(data=st.data(), count=st.integers(1, MAX_MODEL_SHARDS))
+    def redeliver_after_resize(self, data: st.DataObject, count: int) -> None:
+        """Set a key's N (a shrink, most often), then redeliver its acknowledged events.
+
+        Each is acknowledged, wherever it is stored (bug 8: under ``epoch_ms_number``
+        one whose shards of the new count all held other events of its millisecond was
+        refused for good); :meth:`_put` fails a refused redelivery of a stored event.
+        """
+        targets = self._resize_targets()
+        which = data.draw(
+            st.sampled_from([i for i in range(5) if self.model.events.get(targets[i])])
+        )
+        self.resize(which, "set", count)
+        rows = sorted(self.model.events[targets[which]].values(), key=lambda r: r.order)
+        again = data.draw(st.lists(st.sampled_from(rows), min_size=1, max_size=4, unique_by=id))
+        self._put(
+            [
+                Event(key=r.item["key"], id=r.item["id"], ts=r.item["ts"], data=r.item["data"])
+                for r in again
+            ]
+        )
 
     @invariant()
     def count_step(self) -> None:

@@ -52,15 +52,23 @@ attribute_values = st.recursive(
 def test_plain_value_equals_typedeserializer_then_from_dynamodb_numbers(value: Any) -> None:
     got, want = plain_value(value), boto3_way(value)
     assert got == want
-    # int stays int and float stays float: JSON output tells 2 from 2.0
+    # int stays int and Decimal stays Decimal, every digit kept (issue 38)
     assert repr(got) == repr(want)
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("7", 7), ("-12", -12), ("2.50", 2.5), ("1E+2", 100), ("-0", 0), ("1E-130", 1e-130)],
+    [
+        ("7", 7),
+        ("-12", -12),
+        ("2.50", Decimal("2.50")),
+        ("1E+2", 100),
+        ("-0", 0),
+        ("1E-130", Decimal("1E-130")),
+        ("12345678901234567.89", Decimal("12345678901234567.89")),
+    ],
 )
-def test_numbers_become_int_when_integral_else_float(text: str, expected: Any) -> None:
+def test_numbers_become_int_when_integral_else_an_exact_decimal(text: str, expected: Any) -> None:
     got = plain_value({"N": text})
     assert got == expected and type(got) is type(expected)
 

@@ -95,7 +95,10 @@ class Event(BaseModel):
     ts : datetime
         Event time, UTC. Accepts ISO-8601 (naive is UTC) or epoch milliseconds.
     data : dict
-        Payload, a JSON object. Floats are stored as DynamoDB numbers (``Decimal``).
+        Payload, a JSON object. Numbers are stored exactly as DynamoDB numbers (up to
+        38 significant digits): a ``Decimal`` as it is, a float as ``Decimal(repr(f))``;
+        what DynamoDB cannot keep exactly is refused naming its path
+        (:func:`dynamodb_number`).
 
     Examples
     --------
@@ -107,7 +110,7 @@ class Event(BaseModel):
     >>> event.data
     {'delay': Decimal('2.5')}
     >>> event.to_json()["ts"], event.to_json()["data"]
-    ('2013-01-01T10:15:00.000000Z', {'delay': 2.5})
+    ('2013-01-01T10:15:00.000000Z', {'delay': Decimal('2.5')})
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
@@ -143,7 +146,8 @@ class Event(BaseModel):
         Returns
         -------
         dict
-            ``{"key", "id", "ts", "data"}``; numbers as int or float.
+            ``{"key", "id", "ts", "data"}``; numbers as int (integral) or ``Decimal``
+            (exact): :func:`dumps` writes them as exact JSON numbers.
         """
         return {
             "key": self.key,
@@ -187,33 +191,41 @@ def nesting_depth(value: Any) -> int:
 
 
 def dynamodb_number(value: int | float | Decimal, path: str = "value") -> int | Decimal:
-    """Check that DynamoDB (and boto3's serializer) can store a number, and convert floats.
+    """Check that DynamoDB (and boto3's serializer) can store a number exactly.
 
     Parameters
     ----------
     value : int, float or Decimal
-        A number from JSON.
+        A number from JSON (parsed with ``parse_float=Decimal``) or from a Python caller.
     path : str
         Its JSON path, for the error, e.g. ``data.x.y[1]``.
 
     Returns
     -------
     int or Decimal
-        An int as it is; a float as ``Decimal(str(f))``.
+        An int or a ``Decimal`` as it is; a float as ``Decimal(repr(f))``, the shortest
+        decimal that reads back as that float (what its caller wrote, ``0.1`` for
+        ``0.1``, not the binary expansion ``0.1000000000000000055511...``). A value with
+        more than 38 digits of which the extra ones are trailing zeros
+        (``1.5000...0``, ``10**40``) comes back without them, as a ``Decimal``: it is
+        the same number, and DynamoDB keeps it exactly.
 
     Raises
     ------
     ValueError
         Naming ``path``, for NaN, infinity, a magnitude outside 1E-130 ..
         9.9999999999999999999999999999999999999E+125 or more than 38 significant digits
-        (Developer Guide, "Data types", Number). The value itself is not in the message:
+        (Developer Guide, "Data types", Number): such a number cannot be kept exactly,
+        and it is refused rather than rounded. The value itself is not in the message:
         it is payload data, and messages are logged.
 
     Examples
     --------
-    >>> dynamodb_number(2.5), dynamodb_number(10**37)
-    (Decimal('2.5'), 10000000000000000000000000000000000000)
-    >>> dynamodb_number(1e-151, "data.x")  # doctest: +ELLIPSIS
+    >>> dynamodb_number(2.5), dynamodb_number(10**37), dynamodb_number(Decimal("0.10"))
+    (Decimal('2.5'), 10000000000000000000000000000000000000, Decimal('0.10'))
+    >>> dynamodb_number(10**40)
+    Decimal('1E+40')
+    >>> dynamodb_number(Decimal("1.000000000000000000000000000000000000001"), "data.x")
     Traceback (most recent call last):
     ...
     ValueError: data.x: a number outside DynamoDB's number range: magnitude 1E-130 to ...
@@ -221,16 +233,38 @@ def dynamodb_number(value: int | float | Decimal, path: str = "value") -> int | 
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError(f"{path}: NaN and infinity cannot be stored as DynamoDB numbers")
-        number: int | Decimal = Decimal(str(value))
+        number: int | Decimal = Decimal(repr(value))
+    elif isinstance(value, Decimal) and not value.is_finite():
+        raise ValueError(f"{path}: NaN and infinity cannot be stored as DynamoDB numbers")
     else:
         number = value
     try:
         exact = _DYNAMODB_CONTEXT.create_decimal(number)
     except DecimalException:
-        raise ValueError(f"{path}: a number {NUMBER_RANGE}") from None
-    if exact and not MIN_NUMBER_MAGNITUDE <= abs(exact) <= MAX_NUMBER_MAGNITUDE:
+        # Trailing zeros count as digits for boto3's serializer: drop them (exactly).
+        number = _without_trailing_zeros(Decimal(number))
+        try:
+            exact = _DYNAMODB_CONTEXT.create_decimal(number)
+        except DecimalException:
+            raise ValueError(f"{path}: a number {NUMBER_RANGE}") from None
+    # copy_abs, not abs(): abs() rounds to the default context's 28 digits.
+    if exact and not MIN_NUMBER_MAGNITUDE <= exact.copy_abs() <= MAX_NUMBER_MAGNITUDE:
         raise ValueError(f"{path}: a number {NUMBER_RANGE}")
     return number
+
+
+def _without_trailing_zeros(number: Decimal) -> Decimal:
+    """Return the same finite number without the trailing zeros of its coefficient (exact).
+
+    >>> _without_trailing_zeros(Decimal("1.500")), _without_trailing_zeros(Decimal(1000))
+    (Decimal('1.5'), Decimal('1E+3'))
+    """
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)  # finite: checked by the caller
+    kept = len(digits)
+    while kept > 1 and digits[kept - 1] == 0:
+        kept -= 1
+    return Decimal((sign, digits[:kept], exponent + len(digits) - kept))
 
 
 def to_dynamodb_document(value: Any, path: str = "data") -> Any:
@@ -291,7 +325,7 @@ def to_dynamodb_numbers(value: Any, path: str = "value") -> Any:
     Returns
     -------
     Any
-        The same shape with every float as ``Decimal(str(f))``.
+        The same shape with every float as ``Decimal(repr(f))`` (:func:`dynamodb_number`).
 
     Raises
     ------
@@ -357,7 +391,7 @@ def _numbers_at(value: Any, path: str) -> Any:
 
 
 def from_dynamodb_numbers(value: Any) -> Any:
-    """Replace ``Decimal`` by int (integral) or float throughout, for JSON output.
+    """Replace integral ``Decimal`` by int throughout; keep the others exact.
 
     Parameters
     ----------
@@ -367,17 +401,19 @@ def from_dynamodb_numbers(value: Any) -> Any:
     Returns
     -------
     Any
-        The same shape, JSON-serializable (sets become sorted lists).
+        The same shape, ready for :func:`dumps` (sets become sorted lists): integral
+        numbers as int, the others as the ``Decimal`` DynamoDB holds, never a float
+        (a float would round 12345678901234567.89 to 12345678901234568).
 
     Examples
     --------
     >>> from_dynamodb_numbers({"delay": Decimal("2.5"), "seats": Decimal("180")})
-    {'delay': 2.5, 'seats': 180}
+    {'delay': Decimal('2.5'), 'seats': 180}
     >>> from_dynamodb_numbers({"b", "a"})
     ['a', 'b']
     """
     if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+        return int(value) if value == value.to_integral_value() else value
     if isinstance(value, dict):
         return {k: from_dynamodb_numbers(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -391,14 +427,15 @@ _INTEGER = re.compile(r"-?[0-9]+").fullmatch
 _DECIMAL_FRACTION = re.compile(r"-?[0-9]*\.[0-9]*[1-9][0-9]*").fullmatch
 
 
-def _json_number(text: str) -> int | float:
+def _number(text: str) -> int | Decimal:
+    """Return a DynamoDB ``N`` as an int when integral, else as the exact ``Decimal``."""
     if _INTEGER(text):
         return int(text)
-    # No exponent and a nonzero fraction: float(text) rounds as float(Decimal(text)).
-    if _DECIMAL_FRACTION(text):
-        return float(text)
     number = Decimal(text)
-    return int(number) if number == number.to_integral_value() else float(number)
+    # No exponent and a nonzero fraction: not integral, no need to compare.
+    if _DECIMAL_FRACTION(text) or number != number.to_integral_value():
+        return number
+    return int(number)
 
 
 def _binary(inner: str | bytes | bytearray) -> Any:
@@ -426,7 +463,7 @@ def plain_value(value: dict[str, Any]) -> Any:
     Returns
     -------
     Any
-        ``S`` -> str; ``N`` -> int (integral) or float; ``BOOL`` -> bool; ``NULL`` ->
+        ``S`` -> str; ``N`` -> int (integral) or ``Decimal`` (exact); ``BOOL`` -> bool; ``NULL`` ->
         None; ``M`` -> dict; ``L`` -> list; ``SS`` / ``NS`` -> sorted list; ``B`` ->
         ``Binary`` as ``TypeDeserializer`` returns it, whether the value is ``bytes``
         (botocore's parser) or base64 text (the wire JSON, as the library's own client
@@ -444,7 +481,7 @@ def plain_value(value: dict[str, Any]) -> Any:
     Examples
     --------
     >>> plain_value({"M": {"n": {"N": "2"}, "d": {"N": "2.50"}, "s": {"NS": ["3", "1E+1"]}}})
-    {'n': 2, 'd': 2.5, 's': [3, 10]}
+    {'n': 2, 'd': Decimal('2.50'), 's': [3, 10]}
     >>> plain_value({"B": "AAE="}) == plain_value({"B": bytes([0, 1])})
     True
     """
@@ -452,7 +489,7 @@ def plain_value(value: dict[str, Any]) -> Any:
     if tag == "S" or tag == "BOOL":
         return inner
     if tag == "N":
-        return _json_number(inner)
+        return _number(inner)
     if tag == "M":
         return {k: plain_value(v) for k, v in inner.items()}
     if tag == "L":
@@ -462,7 +499,7 @@ def plain_value(value: dict[str, Any]) -> Any:
     if tag == "SS":
         return sorted(inner)
     if tag == "NS":
-        return sorted(_json_number(n) for n in inner)
+        return sorted(_number(n) for n in inner)
     if tag == "B":
         return _binary(inner)
     if tag == "BS":
@@ -474,22 +511,153 @@ def plain_value(value: dict[str, Any]) -> Any:
     return from_dynamodb_numbers(TypeDeserializer().deserialize(value))
 
 
-def dumps(value: Any) -> str:
-    """Serialize to compact JSON, turning ``Decimal`` into int or float.
+def loads(text: str | bytes | bytearray) -> Any:
+    """Parse JSON keeping every digit: numbers with a fraction or exponent as ``Decimal``.
+
+    What the ingest paths parse request bodies and queue and stream records with
+    (``json.loads(text, parse_float=Decimal)``): a float would round
+    ``12345678901234567.89`` to ``12345678901234568`` before anything could check it.
+    Integers stay int; ``NaN`` and ``Infinity`` are parsed as floats and refused by
+    the payload's check (:func:`dynamodb_number`), naming their path.
+
+    Parameters
+    ----------
+    text : str, bytes or bytearray
+        JSON text (UTF-8, -16 or -32 when bytes, as ``json.loads`` takes it).
+
+    Returns
+    -------
+    Any
+        The parsed value.
+
+    Raises
+    ------
+    json.JSONDecodeError
+        A ``ValueError``: if the text is not JSON.
+    RecursionError
+        If it nests deeper than the parser can follow (as ``json.loads``): far past
+        DynamoDB's 32 levels, which callers report (:data:`MAX_NESTING_LEVELS`).
+
+    Examples
+    --------
+    >>> loads('{"price": 12345678901234567.89, "n": 3}')
+    {'price': Decimal('12345678901234567.89'), 'n': 3}
+    """
+    return json.loads(text, parse_float=Decimal)
+
+
+def dumps(value: Any, *, indent: int | None = None, default: Any = None) -> str:
+    """Serialize to JSON, every ``Decimal`` as an exact JSON number.
 
     Parameters
     ----------
     value : Any
-        JSON-like data, possibly with ``Decimal``.
+        JSON-like data, possibly with ``Decimal`` (as reads return numbers).
+    indent : int, optional
+        Indent of pretty-printed JSON; compact (no spaces) when None.
+    default : callable, optional
+        As ``json.dumps``'s: what to make of any other type.
 
     Returns
     -------
     str
-        JSON text.
+        JSON text. An integral number is written as an integer, any other ``Decimal``
+        with its own digits (``12345678901234567.89``, ``1E-130``): a JSON parser that
+        keeps decimals (``json.loads(text, parse_float=Decimal)``) gets the number back
+        exactly. Neither a string nor a float's 17 digits.
 
     Examples
     --------
     >>> dumps({"seats": Decimal("180"), "origin": "JFK"})
     '{"seats":180,"origin":"JFK"}'
+    >>> dumps([Decimal("12345678901234567.89"), Decimal("-2.5E-7")])
+    '[12345678901234567.89,-2.5E-7]'
     """
-    return json.dumps(from_dynamodb_numbers(value), separators=(",", ":"), ensure_ascii=False)
+    plain, exact = _json_ready(value)
+    separators = (",", ":") if indent is None else (",", ": ")
+    if not exact:
+        return json.dumps(
+            plain, separators=separators, ensure_ascii=False, indent=indent, default=default
+        )
+    encoder = _ExactEncoder(
+        separators=separators, ensure_ascii=False, indent=indent, default=default
+    )
+    return "".join(encoder.iterencode(plain))
+
+
+class _JsonNumber(float):
+    """A non-integral ``Decimal`` on its way to JSON: written as its own digits."""
+
+    text: str
+
+    def __new__(cls, number: Decimal) -> _JsonNumber:
+        made = super().__new__(cls, number)
+        made.text = str(number)
+        return made
+
+
+def _json_ready(value: Any) -> tuple[Any, bool]:
+    """:func:`from_dynamodb_numbers` with each non-integral ``Decimal`` as a ``_JsonNumber``.
+
+    Returns the data and whether any ``_JsonNumber`` is in it (only then does
+    :func:`dumps` need its exact encoder; the other data goes through the C one).
+    """
+    found = False
+
+    def walk(item: Any) -> Any:
+        nonlocal found
+        if isinstance(item, Decimal):
+            if item.is_finite() and item != item.to_integral_value():
+                found = True
+                return _JsonNumber(item)
+            return int(item) if item.is_finite() else float(item)
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        if isinstance(item, set | frozenset):
+            return [walk(v) for v in sorted(item)]
+        return item
+
+    return walk(value), found
+
+
+class _ExactEncoder(json.JSONEncoder):
+    """``json.JSONEncoder`` writing a ``_JsonNumber`` as its own digits.
+
+    The C encoder formats every float subclass with ``float.__repr__``: this one runs
+    the standard library's pure-Python encoder (``json.encoder._make_iterencode``) with
+    a float formatter that knows ``_JsonNumber``.
+    """
+
+    def iterencode(self, o: Any, _one_shot: bool = False) -> Any:
+        from json import encoder as std
+
+        def floatstr(number: float) -> str:
+            if type(number) is _JsonNumber:
+                return number.text
+            if number != number:
+                text = "NaN"
+            elif number in (float("inf"), float("-inf")):
+                text = "Infinity" if number > 0 else "-Infinity"
+            else:
+                return float.__repr__(number)
+            if not self.allow_nan:
+                raise ValueError(f"Out of range float values are not JSON compliant: {text}")
+            return text
+
+        markers: dict[int, Any] | None = {} if self.check_circular else None
+        string = std.encode_basestring_ascii if self.ensure_ascii else std.encode_basestring
+        iterencode = std._make_iterencode(  # type: ignore[attr-defined]
+            markers,
+            self.default,
+            string,
+            self.indent,
+            floatstr,
+            self.key_separator,
+            self.item_separator,
+            self.sort_keys,
+            self.skipkeys,
+            _one_shot,
+        )
+        return iterencode(o, 0)

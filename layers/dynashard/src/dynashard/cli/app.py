@@ -560,15 +560,17 @@ def _sample_sizes(path: Path) -> list[int]:
     from dynashard.core.capacity import any_item_size
     from dynashard.dynamodb.writer import build_item
     from dynashard.errors import InvalidInputError
-    from dynashard.model import Event
+    from dynashard.model import Event, loads
 
     text = path.read_text(encoding="utf-8") if str(path) != "-" else sys.stdin.read()
     stripped = text.lstrip()
     try:
+        # Decimals as Decimal (dynashard.model.loads): a sample's numbers are sized
+        # and checked as the ingest paths store them, every digit kept.
         rows = (
-            json.loads(stripped)
+            loads(stripped)
             if stripped.startswith("[")
-            else [json.loads(line) for line in text.splitlines() if line.strip()]
+            else [loads(line) for line in text.splitlines() if line.strip()]
         )
     except json.JSONDecodeError as exc:
         raise InvalidInputError(

@@ -6,7 +6,6 @@ Nothing here runs at import time; clients are created when a command asks for th
 from __future__ import annotations
 
 import enum
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -219,8 +218,10 @@ def console(*, stderr: bool = False) -> Console:
 
 
 def emit_json(value: Any) -> None:
-    """Print ``value`` as indented JSON on stdout."""
-    typer.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
+    """Print ``value`` as indented JSON on stdout; a ``Decimal`` as an exact JSON number."""
+    from dynashard.model import dumps
+
+    typer.echo(dumps(value, indent=2, default=str))
 
 
 def fail(code: ExitCode, message: str) -> NoReturn:

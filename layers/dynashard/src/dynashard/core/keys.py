@@ -12,8 +12,8 @@ and formats" (how an item's size is counted).
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
-from decimal import Decimal
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import Any, Final
 
 from dynashard import names
@@ -164,9 +164,12 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
 
     Parameters
     ----------
-    value : str or int or float or datetime
+    value : str or int or float or Decimal or datetime
         ISO-8601 with an offset or ``Z`` (a naive one is taken as UTC), or epoch
-        milliseconds (int, float, or a string of digits).
+        milliseconds (int, ``Decimal``, float, or a string of digits). Milliseconds are
+        converted in integers, never through a float of seconds: every millisecond of
+        the years 1..9999 is exact, and a fraction is kept to the microsecond (rounded
+        half to even; a float as its ``repr``).
     field : str
         Name to report in the error.
 
@@ -197,10 +200,7 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
         elif isinstance(value, int | float | Decimal) or (
             isinstance(value, str) and value.strip().lstrip("-").isdigit()
         ):
-            millis = Decimal(str(value).strip())
-            if not millis.is_finite():
-                raise ValueError("not finite")
-            parsed = datetime.fromtimestamp(float(millis) / 1000.0, tz=UTC)
+            parsed = _from_epoch_ms(value)
         elif isinstance(value, str):
             text = value.strip()
             if text.endswith(("Z", "z")):
@@ -221,6 +221,36 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
         raise InvalidInputError(
             field, f"is outside the years 1..9999 in UTC, got {value!r}"
         ) from exc
+
+
+#: 1970-01-01T00:00:00Z, the origin of epoch milliseconds.
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+#: Magnitude past which epoch milliseconds are outside the years 1..9999 whatever they
+#: are (the range is about -6.2E13..2.5E14): refused before any arithmetic on them.
+_MAX_EPOCH_MS_MAGNITUDE: Final = 10**15
+
+
+def _from_epoch_ms(value: int | float | Decimal | str) -> datetime:
+    """Return the instant of epoch milliseconds, in integer microseconds (no float).
+
+    Raises ``ValueError`` for a value that is not finite, ``OverflowError`` outside
+    the years 1..9999 (both caught by :func:`parse_ts`).
+    """
+    if isinstance(value, int):
+        if abs(value) > _MAX_EPOCH_MS_MAGNITUDE:
+            raise OverflowError("outside the years 1..9999")
+        return _EPOCH + timedelta(milliseconds=value)
+    # A float as its repr (the digits its caller wrote), not its binary expansion.
+    millis = Decimal(str(value).strip())
+    if not millis.is_finite():
+        raise ValueError("not finite")
+    if millis.copy_abs() > _MAX_EPOCH_MS_MAGNITUDE:
+        raise OverflowError("outside the years 1..9999")
+    with localcontext() as exact:
+        # Enough digits for the product to be exact: it is rounded once, below.
+        exact.prec = len(millis.as_tuple().digits) + 4
+        micros = (millis * 1000).to_integral_value(rounding=ROUND_HALF_EVEN)
+    return _EPOCH + timedelta(microseconds=int(micros))
 
 
 def format_ts(ts: datetime) -> str:

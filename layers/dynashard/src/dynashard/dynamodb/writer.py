@@ -73,6 +73,8 @@ VALIDATION_ERROR = "ValidationException"
 #: DynamoDB's error code for a conditional write whose condition is false (PutItem API
 #: reference, "Errors").
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailedException"
+#: Most keys of one BatchGetItem call (DynamoDB quota).
+BATCH_GET_MAX_KEYS: Final = 100
 #: The condition of a put whose sort key lacks the event id: the primary key is free, or
 #: its item is this very event (a retry or a redelivery stays idempotent, invariant 2).
 PUT_UNLESS_ANOTHER_EVENT: Final = "attribute_not_exists(#pk) OR #id = :id"
@@ -357,16 +359,24 @@ class ShardedWriter:
     query every shard of it; a ``calculated`` key's event must stay on its attribute's
     shard, where targeted reads look). The shards are tried in the same order every time,
     so a redelivered event finds its own item again. When every shard tried holds another
-    event at that sort key, the event fails, permanently (field ``ts``), naming them.
+    event at that sort key, the writer looks for the event on every other shard the key
+    may have used (its metadata read fresh: every count in ``shard_history``), since a
+    redelivery after a shrink, or at a writer whose cached count is older, tries other
+    shards than the first delivery did: found, the event is acknowledged where it is
+    stored; not found, it fails, permanently (field ``ts``), naming the events that
+    hold the sort key.
 
     Capacity: each attempt is a write, and a conditional write whose condition fails
     still consumes write capacity, by the larger of the existing and the new item's
     size (Developer Guide, "Condition expressions" and "DynamoDB read and write
     operations", conditional writes). An event whose millisecond is taken on ``k``
     shards costs ``k`` extra writes, whether or not it finds a free shard; DynamoDB counts
-    them in ``ConditionalCheckFailedRequests``. PutItem also costs a round trip per item
-    where BatchWriteItem sends 25. The default schema keeps BatchWriteItem: its sort key
-    holds the id, so no two events share an item.
+    them in ``ConditionalCheckFailedRequests``. An event that finds no free shard also
+    costs one strongly consistent ``GetItem`` per other shard of its key's history
+    (``BatchGetItem``, 100 keys a call; a strongly consistent read of 1 RCU per 4 KB of
+    each item found, a projection does not lower it), plus a metadata read. PutItem
+    also costs a round trip per item where BatchWriteItem sends 25. The default schema
+    keeps BatchWriteItem: its sort key holds the id, so no two events share an item.
 
     Parameters
     ----------
@@ -649,10 +659,13 @@ class ShardedWriter:
         Returns
         -------
         WriteOutcome
-            Written (on the shard it went to); or failed: as a BatchWriteItem item fails
-            (throttled after every retry, ``ValidationException``: permanent), or
-            permanent with field ``ts`` when every shard tried holds another event at
-            the item's sort key.
+            Written (on the shard it went to, or, when every shard tried holds another
+            event, on the shard of the key's history that already holds this event:
+            :meth:`_find_stored`); or failed: as a BatchWriteItem item fails (throttled
+            after every retry, ``ValidationException``: permanent), not permanent when
+            the search for a stored copy failed, or permanent with field ``ts`` when
+            every shard tried holds another event at the item's sort key and no shard
+            holds this one.
         """
         event = probe.event
         holders: list[str] = []
@@ -676,6 +689,14 @@ class ShardedWriter:
                     event.id, event.key, error is None, error, pk, units, permanent=permanent
                 )
             holders.append(f"{pk}: {holder}")
+        # Every shard tried holds another event: the event may be stored already on a
+        # shard this count does not try (a redelivery after a shrink, or at a writer
+        # whose cached count is older): acknowledged there, as any redelivery is.
+        found, error = self._find_stored(event, sk, frozenset(probe.shards))
+        if found is not None:
+            return WriteOutcome(event.id, event.key, True, None, found, units)
+        if error is not None:  # not known whether it is stored: not permanent
+            return WriteOutcome(event.id, event.key, False, error, None, units)
         message = (
             f"InvalidInputError: ts: every shard tried holds another event at sort key {sk} "
             f"({'; '.join(holders)}): the table's sort key ({self._sk}, codec "
@@ -685,6 +706,69 @@ class ShardedWriter:
         return WriteOutcome(
             event.id, event.key, False, message, None, units, permanent=True, field="ts"
         )
+
+    def _find_stored(
+        self, event: Event, sk: str, tried: frozenset[int]
+    ) -> tuple[str | None, str | None]:
+        """Look for ``event`` stored at sort key ``sk`` on a shard not ``tried``.
+
+        Every shard the key may have used is looked at: ``0 .. max_count - 1`` of its
+        metadata read fresh (every count in ``shard_history``; a writer's cache may be
+        older), strongly consistent ``BatchGetItem`` calls of up to 100 keys projecting
+        the event id. Only the refusal path pays for it: an event whose millisecond
+        every shard tried holds for another event.
+
+        Returns
+        -------
+        tuple of (str or None, str or None)
+            ``(physical key, None)`` when a shard holds this event id at ``sk``;
+            ``(None, None)`` when none does; ``(None, error)`` when the lookup failed
+            (metadata or ``BatchGetItem``, after retries): whether the event is stored
+            is then unknown, and the caller fails it for now, not for good.
+        """
+        try:
+            count = self.metadata.for_reader(event.key).max_count
+        except DynashardError as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        shards = [s for s in range(max(count, max(tried) + 1)) if s not in tried]
+        id_attr = self.schema.id_attr
+        sk_value = {self._sk_type: sk}
+        for start in range(0, len(shards), BATCH_GET_MAX_KEYS):
+            pending: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": [
+                        {self._pk: {"S": physical_key(event.key, s)}, self._sk: sk_value}
+                        for s in shards[start : start + BATCH_GET_MAX_KEYS]
+                    ],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#pk, #id",
+                    "ExpressionAttributeNames": {"#pk": self._pk, "#id": id_attr},
+                }
+            }
+            error = "UnprocessedKeys: still throttled after all retries"
+            for attempt in range(self.backoff.max_attempts):
+                if attempt:
+                    self.sleep(self.backoff.delay(attempt - 1))
+                try:
+                    response = self.client.batch_get_item(RequestItems=pending)
+                except ClientError as exc:
+                    code = exc.response["Error"]["Code"]
+                    error = f"{code}: {exc.response['Error'].get('Message', '')}"
+                    if code in RETRYABLE_ERROR_CODES:
+                        continue
+                    return None, error
+                except BotoCoreError as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    continue
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    if item.get(id_attr) == {"S": event.id}:
+                        return item[self._pk]["S"], None
+                pending = dict(response.get("UnprocessedKeys") or {})
+                if not pending:
+                    break
+            else:
+                return None, f"{error} (looking for the event on the key's other shards)"
+        return None, None
 
     def _put_if_free(self, item: dict[str, Any]) -> tuple[str | None, str | None]:
         """Put one item unless its primary key holds another event; retry throttling.

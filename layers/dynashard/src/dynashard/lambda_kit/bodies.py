@@ -16,6 +16,7 @@ describe them all the same.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
@@ -33,7 +34,7 @@ from pydantic import (
 from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.dynamodb.counters import MAX_COUNTER_VALUE
 from dynashard.errors import InvalidInputError
-from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, to_dynamodb_document
+from dynashard.model import MAX_EVENTS_PER_REQUEST, Event, loads, to_dynamodb_document
 
 if TYPE_CHECKING:
     from dynashard.core.ordered import OrderedLayout
@@ -83,6 +84,27 @@ EventsBody = Annotated[
 ]
 
 
+def integral_number(value: Any) -> Any:
+    """Return an integral JSON number (``250.0``, ``2.5E+2``) as an int; anything else as is.
+
+    JSON Schema's ``integer`` takes a number with a zero fraction. Bodies are parsed
+    with ``parse_float=Decimal`` (:func:`dynashard.model.loads`), so such a number
+    arrives as an exact ``Decimal`` (any size); a float (a Python caller's) holds
+    integers exactly up to 2**53 only.
+
+    Examples
+    --------
+    >>> from decimal import Decimal
+    >>> integral_number(Decimal("2.5E+2")), integral_number(Decimal("2.5")), integral_number(4.0)
+    (250, Decimal('2.5'), 4)
+    """
+    if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    return value
+
+
 class CounterIncrement(BaseModel):
     """Body of ``POST /counters/{name}``.
 
@@ -98,10 +120,8 @@ class CounterIncrement(BaseModel):
     @field_validator("by", mode="before")
     @classmethod
     def _integral(cls, value: Any) -> Any:
-        # JSON Schema's integer takes 250.0 too; a float holds integers exactly up to 2**53.
-        if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
-            return int(value)
-        return value
+        # JSON Schema's integer takes 250.0 too.
+        return integral_number(value)
 
     # Bounds as exclusive 10**38 (the same integers): JSON tools compare numbers as
     # floats, and 10**38 - 1 as a float is 1e38.
@@ -461,9 +481,7 @@ class MaxShardsBody(BaseModel):
     @classmethod
     def _integral(cls, value: Any) -> Any:
         # JSON Schema's integer takes 4.0 too (as IncrementBody's ``by``).
-        if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
-            return int(value)
-        return value
+        return integral_number(value)
 
     max_shards: StrictInt | None = Field(
         ge=1, le=MAX_SHARD_COUNT, description="1..1000, not below the key's N; null removes it"
@@ -490,7 +508,9 @@ def parse_body(model: type[M], raw: str | bytes | None) -> M:
     ------
     InvalidInputError
         Field ``body`` when the body is missing or not JSON; else the first offending
-        field as the client spelt it, e.g. ``items[3].value`` (an HTTP 400).
+        field as the client spelt it, e.g. ``items[3].value`` (an HTTP 400). Numbers
+        with a fraction or exponent are parsed as ``Decimal`` (:func:`dynashard.model.loads`):
+        one DynamoDB cannot keep exactly is refused naming its path.
 
     Examples
     --------
@@ -502,11 +522,13 @@ def parse_body(model: type[M], raw: str | bytes | None) -> M:
     if raw is None or not raw.strip():
         raise InvalidInputError("body", "a JSON object is required")
     try:
-        return model.model_validate_json(raw)
+        parsed = loads(raw)
+    except ValueError as exc:
+        raise InvalidInputError("body", f"not JSON: {exc}") from exc
+    try:
+        return model.model_validate(parsed)
     except ValidationError as exc:
         first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            raise InvalidInputError("body", f"not JSON: {first['msg']}") from exc
         message = str(first["msg"]).removeprefix("Value error, ")
         raise InvalidInputError(field_name(first["loc"]), message) from exc
 

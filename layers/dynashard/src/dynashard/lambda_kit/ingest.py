@@ -39,7 +39,7 @@ from dynashard.core.load import (
 from dynashard.core.schema import DEFAULT_SCHEMA
 from dynashard.errors import DynashardError
 from dynashard.lambda_kit.key_settings import KeySettingsPort
-from dynashard.model import Event
+from dynashard.model import MAX_NESTING_LEVELS, Event, loads
 
 if TYPE_CHECKING:
     from dynashard.core.buckets import TimeBucket
@@ -143,14 +143,23 @@ def parse_event(text: str | bytes) -> Event:
     Returns
     -------
     Event
-        The validated event.
+        The validated event. JSON numbers with a fraction or an exponent are parsed as
+        ``Decimal`` (:func:`~dynashard.model.loads`), not float: every digit is kept.
 
     Raises
     ------
     ValueError
-        If the text is not JSON or not a valid event (pydantic's error names the field).
+        If the text is not JSON or not a valid event (pydantic's error names the field,
+        e.g. ``data.price`` for a number DynamoDB cannot keep exactly).
     """
-    return Event.model_validate_json(text)
+    try:
+        parsed = loads(text)
+    except RecursionError:
+        raise ValueError(
+            f"data: nests maps and lists too deep to parse, over DynamoDB's limit of "
+            f"{MAX_NESTING_LEVELS} levels"
+        ) from None
+    return Event.model_validate(parsed)
 
 
 def describe_error(exc: Exception) -> str:

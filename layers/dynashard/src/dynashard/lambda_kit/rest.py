@@ -34,7 +34,7 @@ from dynashard.errors import (
     StrategyConflictError,
 )
 from dynashard.lambda_kit.bodies import field_name
-from dynashard.model import MAX_NESTING_LEVELS
+from dynashard.model import MAX_NESTING_LEVELS, dumps
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -101,6 +101,38 @@ def json_response(status: int, body: M, headers: Mapping[str, str] | None = None
         content_type=content_types.APPLICATION_JSON,
         body=body,
         headers=dict(headers or {}),
+    )
+
+
+def exact_json_response(body: Any, status: int = 200) -> Response[Any]:
+    """Return a JSON response whose numbers are exact: the body serialized here.
+
+    Powertools' response validation turns the body into JSON-ready data before its
+    serializer runs (pydantic's ``mode="json"`` writes a ``Decimal`` as a string, its
+    ``jsonable_encoder`` as a float), so a read route whose body holds numbers as
+    DynamoDB keeps them (``Decimal``, up to 38 digits) serializes it itself, with
+    :func:`dynashard.model.dumps`: every ``Decimal`` is an exact JSON number
+    (``12345678901234567.89``, not ``"12345678901234567.89"`` nor
+    ``1.2345678901234568e+16``). The route is annotated ``Response[Any]`` and documents
+    its body model in ``responses``.
+
+    Parameters
+    ----------
+    body : Any
+        JSON-like data or a pydantic model (dumped in Python mode: ``Decimal`` kept).
+    status : int
+        HTTP status code.
+
+    Returns
+    -------
+    Response
+        ``Content-Type: application/json``, the body already JSON text.
+    """
+    from aws_lambda_powertools.event_handler import Response, content_types
+
+    data = body.model_dump() if isinstance(body, BaseModel) else body
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=dumps(data)
     )
 
 

@@ -1,0 +1,129 @@
+"""Epoch-millisecond event times are kept exactly, in integers (issue 38, bug 7).
+
+``parse_ts`` turned epoch milliseconds into a datetime through a float (seconds): outside
+about 1698..2242 the float cannot hold the millisecond, so the stored time was
+microseconds off, and under the millisecond codecs (``epoch_ms_number``,
+``iso_ms_then_id``) that is another millisecond: two events sent 1 ms apart then
+shared one, and the second was refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from dynashard import Dynashard, DynashardConfig
+from dynashard.core.keys import format_ts, parse_ts
+from dynashard.core.schema import EPOCH, EPOCH_MS_NUMBER, MAX_EPOCH_MS, MIN_EPOCH_MS, TableSchema
+from dynashard.core.schema import epoch_ms as epoch_ms_of
+from dynashard.errors import InvalidInputError
+from dynashard.model import Event
+from infra.table_specs import METADATA_TABLE, create_table_request
+
+#: Epoch milliseconds at the edges of the range and far outside 1698..2242, where a
+#: float of seconds holds no exact millisecond.
+EDGES = [
+    MIN_EPOCH_MS,
+    MIN_EPOCH_MS + 1,
+    -8_000_000_000_001,
+    -1,
+    0,
+    1_357_035_300_001,
+    7_258_118_400_001,
+    253_402_300_799_993,
+    253_402_300_799_994,
+    MAX_EPOCH_MS,
+]
+
+
+@pytest.mark.parametrize("millis", EDGES)
+def test_epoch_milliseconds_parse_to_that_millisecond_exactly(millis: int) -> None:
+    expected = EPOCH + timedelta(milliseconds=millis)
+    # Given the millisecond as an int, as digits, as a Decimal and as an integral float
+    for value in (millis, str(millis), Decimal(millis), float(millis)):
+        # When parsed
+        parsed = parse_ts(value)
+        # Then it is that millisecond, to the microsecond
+        assert parsed == expected, (value, format_ts(parsed))
+        assert epoch_ms_of(parsed) == millis
+
+
+def test_fractional_milliseconds_are_kept_to_the_microsecond() -> None:
+    assert format_ts(parse_ts(Decimal("253402300799998.5"))) == "9999-12-31T23:59:59.998500Z"
+    assert format_ts(parse_ts(Decimal("-1.25"))) == "1969-12-31T23:59:59.998750Z"
+    # half a microsecond rounds half to even, as datetime.fromtimestamp did
+    assert format_ts(parse_ts(Decimal("0.0005"))) == "1970-01-01T00:00:00.000000Z"
+    assert format_ts(parse_ts(Decimal("0.0015"))) == "1970-01-01T00:00:00.000002Z"
+
+
+@pytest.mark.parametrize(
+    "value", [MAX_EPOCH_MS + 1, MIN_EPOCH_MS - 1, Decimal("1E+400"), "NaN", float("inf")]
+)
+def test_epoch_milliseconds_outside_the_years_1_to_9999_are_refused(value: object) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        parse_ts(value)
+    assert raised.value.field == "ts"
+
+
+SCHEMA = TableSchema(
+    partition_key="device",
+    sort_key="at",
+    sort_key_codec=EPOCH_MS_NUMBER,
+    gsi_name=None,
+    id_attr="reading_id",
+)
+
+
+@pytest.fixture
+def devices(atomic_calls: Callable[[Any], Any]) -> Iterator[Dynashard]:
+    with mock_aws():
+        client = atomic_calls(boto3.client("dynamodb", region_name="us-east-1"))
+        client.create_table(**create_table_request(METADATA_TABLE))
+        client.create_table(
+            TableName="devices",
+            KeySchema=[
+                {"AttributeName": "device", "KeyType": "HASH"},
+                {"AttributeName": "at", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "device", "AttributeType": "S"},
+                {"AttributeName": "at", "AttributeType": "N"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        config = DynashardConfig(
+            "devices", METADATA_TABLE.default_name, default_shards=1, schema=SCHEMA
+        )
+        ds = Dynashard(config, client=client)
+        yield ds
+        ds.close()
+
+
+def test_two_events_1_ms_apart_in_year_9999_are_both_stored_at_their_millisecond(
+    devices: Dynashard,
+) -> None:
+    # Given one shard of an epoch_ms_number table, and two events 1 ms apart in 9999
+    # (the float of seconds put both in ...993)
+    first = Event(key="DEVICE#7", id="a", ts=253_402_300_799_993, data={"n": 1})
+    second = Event(key="DEVICE#7", id="b", ts=253_402_300_799_994, data={"n": 2})
+    # When both are written
+    outcomes = devices.put_events([first, second])
+    # Then both are acknowledged, and read back at their own millisecond
+    assert [o.ok for o in outcomes] == [True, True], outcomes
+    items = devices.query_events("DEVICE#7").items
+    assert [(i["id"], i["ts"]) for i in items] == [
+        ("a", "9999-12-31T23:59:59.993000Z"),
+        ("b", "9999-12-31T23:59:59.994000Z"),
+    ]
+
+
+def test_a_window_bound_given_in_epoch_ms_is_that_millisecond() -> None:
+    # the read API's from/to take epoch ms through the same parser
+    start = parse_ts(253_402_300_799_994, "from")
+    assert start == datetime(9999, 12, 31, 23, 59, 59, 994_000, tzinfo=UTC)
