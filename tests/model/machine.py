@@ -93,7 +93,7 @@ Issue 38 (adoption meets another program's items), drawn in its own block
 
 Not drawn here: an item in dynashard's full shape whose sort key is not the one the
 codec gives its ``id`` and ``ts`` (read as another program's;
-``tests/unit/library/test_adoption_foreign.py``), and windowed reads meeting an
+``tests/unit/library/dynamodb/test_adoption_foreign.py``), and windowed reads meeting an
 out-of-range item (a closed window holds no time the item could have).
 
 The bare key ``L#7`` is also shard 7 of ``L``: the model writes no item there whose sort
@@ -189,7 +189,7 @@ The facade, :class:`~dynashard.Dynashard`:
   on the backend's client, the library's own kind (Query pages parsed once).
 - ``Dynashard(write_client)``: not drawn: omitted, so the given client is also the
   writer's; another writer client is a connection choice, not a semantic one
-  (``tests/unit/library/test_write_path.py::test_the_writers_unvalidated_client_writes_every_event``).
+  (``tests/unit/library/dynamodb/test_write_path.py::test_the_writers_unvalidated_client_writes_every_event``).
 - ``Dynashard.write_client()``, ``Dynashard.executor()``: properties, no option.
 - ``Dynashard.check()``: drawn: the first write or read of every non-default layout
   calls it (``check_schema``).
@@ -205,7 +205,7 @@ The facade, :class:`~dynashard.Dynashard`:
 - ``Dynashard.query_events(allow_partial)``: drawn by ``read_options``: on a healthy
   table the page is the same and names no missing shard; moto and DynamoDB Local never
   fail a shard
-  (``tests/unit/library/test_writer_reader.py::test_partial_results_name_the_missing_shards``).
+  (``tests/unit/library/dynamodb/test_writer_reader.py::test_partial_results_name_the_missing_shards``).
 - ``Dynashard.count_events(key, start, end)``: drawn by ``count_window`` and the audit.
 - ``Dynashard.compact(key, dry_run)``: drawn by the audit and ``compact_dry_run``.
 - ``Dynashard.increment_counter(name, by, idempotency_key)``: drawn by ``increment``
@@ -230,10 +230,10 @@ The facade, :class:`~dynashard.Dynashard`:
 - ``Dynashard.adopt(key, survey)``: drawn by ``adopt`` (``survey=True``) and
   ``adopt_with_survey`` (a survey just made). ``survey=False`` is not drawn: it skips
   the check whose refusal the model expects
-  (``tests/unit/library/test_table_schema.py::test_an_adopted_item_the_codec_cannot_order_fails_the_read_naming_it``).
+  (``tests/unit/library/dynamodb/test_table_schema.py::test_an_adopted_item_the_codec_cannot_order_fails_the_read_naming_it``).
 - ``Dynashard.sharded_keys()``: not drawn: a Scan of the whole metadata table, which
   every sequence of a soak shares (thousands of keys)
-  (``tests/unit/library/test_shrinking.py::test_shrink_round_trip_through_the_conditional_update``).
+  (``tests/unit/library/planning/test_shrinking.py::test_shrink_round_trip_through_the_conditional_update``).
 - ``Dynashard.ordered_index(key)``: drawn by ``setup``, ``index_put``,
   ``index_delete``, ``index_read``.
 - ``Dynashard.close()``: drawn: every rebuild (``change_unit``) and teardown.
@@ -250,7 +250,7 @@ The ordered index, :class:`~dynashard.dynamodb.ordered_index.OrderedIndex`:
   (``tests/unit/functions/test_ordered_routes.py::test_layout_from_boundaries``).
 - ``OrderedIndex.layout(fresh)``, ``OrderedIndex.build_item(item)``,
   ``OrderedIndex.client()``: not drawn: what ``put`` and ``query`` use
-  (``tests/unit/library/test_ordered_index.py::test_layout_write_is_conditional``).
+  (``tests/unit/library/dynamodb/test_ordered_index.py::test_layout_write_is_conditional``).
 
 The configuration, :class:`~dynashard.DynashardConfig`:
 
@@ -262,22 +262,22 @@ The configuration, :class:`~dynashard.DynashardConfig`:
 - ``DynashardConfig(cooldown_s)``: not drawn: 30 s, and ``tick`` draws the clock around
   it (0, 1, 29, 30, 31 s).
 - ``DynashardConfig(max_shards)``: not drawn: 16, above every count drawn; each key's
-  own cap is drawn instead (``tests/unit/library/test_metadata.py::test_grow_is_capped``).
+  own cap is drawn instead (``tests/unit/library/dynamodb/test_metadata.py::test_grow_is_capped``).
 - ``DynashardConfig(default_shards)``: not drawn: 1, the N of P5's new keys
-  (``tests/unit/library/test_metadata.py::test_writer_gets_or_creates_with_default``).
+  (``tests/unit/library/dynamodb/test_metadata.py::test_writer_gets_or_creates_with_default``).
 - ``DynashardConfig(metadata_cache_ttl_s)``: not drawn: a writer's cached N lives 30 s
   of real time, and a read never depends on it (invariant 3)
-  (``tests/unit/library/test_metadata.py::test_writer_cache_lives_at_most_its_ttl``).
+  (``tests/unit/library/dynamodb/test_metadata.py::test_writer_cache_lives_at_most_its_ttl``).
 - ``DynashardConfig(max_workers)``: not drawn per sequence: the backend's
   (``--workers`` of the soak).
 - ``DynashardConfig(endpoint_url)``: not drawn: the client is given.
 - ``DynashardConfig(partition_wcu, partition_rcu, target_utilization)``: not drawn: they
   size plans and price read paths, never what a read returns; ``path`` is drawn
-  (``tests/unit/library/test_capacity_plan.py``).
+  (``tests/unit/library/planning/test_capacity_plan.py``).
 - ``DynashardConfig(in_band_growth, write_backoff)``: not drawn: moto and DynamoDB Local
   never throttle
-  (``tests/unit/library/test_throttling.py::test_key_range_throttling_grows_the_key_and_the_write_lands``,
-  ``tests/unit/library/test_throttling.py::test_the_facade_writer_owns_its_retries``).
+  (``tests/unit/library/core/test_throttling.py::test_key_range_throttling_grows_the_key_and_the_write_lands``,
+  ``tests/unit/library/core/test_throttling.py::test_the_facade_writer_owns_its_retries``).
 
 The routes (``python -m functions.openapi``) are not drawn: each maps its parameters onto
 one facade call above, and that mapping is tested in ``tests/unit/functions/``:

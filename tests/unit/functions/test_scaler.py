@@ -1,7 +1,7 @@
 """Scaler function (wiring): event shapes, settings, default adapters, metrics, the sweep.
 
 The policy itself (load per logical key, planned counts, cooldown, what is ignored) is
-tested in tests/unit/library/test_scaling.py, the adapters in test_scaling_adapters.py.
+tested in tests/unit/library/planning/test_scaling.py, the adapters in test_scaling_adapters.py.
 """
 
 from __future__ import annotations

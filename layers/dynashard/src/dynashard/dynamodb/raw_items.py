@@ -27,7 +27,7 @@ output shape, and its modeled fields (``ThrottlingReasons`` of
 the error shape, which is not in :data:`RAW_MEMBERS`.
 
 The overridden method, ``JSONParser._handle_json_body(raw_body, shape)``, is not
-public; ``tests/unit/library/test_raw_items.py`` pins the contract this module relies
+public; ``tests/unit/library/dynamodb/test_raw_items.py`` pins the contract this module relies
 on, so that a botocore release that moves it fails a test instead of silently turning
 the fast path off.
 """

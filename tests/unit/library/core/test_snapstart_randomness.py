@@ -26,7 +26,7 @@ from dynashard.core.retry import Backoff
 from dynashard.core.strategies import random_shard
 from dynashard.lambda_kit import kit
 
-SRC = Path(__file__).resolve().parents[3] / "layers" / "dynashard" / "src" / "dynashard"
+SRC = Path(__file__).resolve().parents[4] / "layers" / "dynashard" / "src" / "dynashard"
 Snapshot = list[tuple[random.Random, object]]
 
 

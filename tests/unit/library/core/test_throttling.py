@@ -11,8 +11,8 @@ from dynashard.core.throttling import ThrottleKind, classify, throttling_reasons
 from dynashard.dynamodb.writer import ShardedWriter
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
-from .fakes import FlakyClient
-from .test_writer_reader import make_events
+from ..dynamodb.test_writer_reader import make_events
+from ..fakes import FlakyClient
 
 TABLE_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/dynashard-data"
 

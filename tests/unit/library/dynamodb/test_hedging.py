@@ -19,7 +19,7 @@ from dynashard.dynamodb.reader import ShardedReader
 from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import InvalidInputError, ShardQueryError
 
-from .fakes import client_error
+from ..fakes import client_error
 from .test_reader_fanout import TABLE, FixedStore, MemoryQueryClient, sk_of
 
 #: Longest a gated copy waits for its twin before the test fails (never a hang).

@@ -22,7 +22,7 @@ from dynashard import Dynashard, DynashardConfig
 from dynashard.core.strategies import Strategy, shard_for
 from dynashard.model import Event
 from infra.table_specs import METADATA_TABLE, create_table_request
-from tests.unit.library.test_exact_times import SCHEMA
+from tests.unit.library.core.test_exact_times import SCHEMA
 
 T0 = datetime(2013, 1, 1, 10, 0, 0, 250_000, tzinfo=UTC)
 KEY = "DEVICE#7"

@@ -20,7 +20,7 @@ from dynashard.dynamodb.writer import build_item
 from dynashard.errors import InvalidInputError, ShardQueryError, StateConflictError
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
-from .fakes import FlakyClient, client_error
+from ..fakes import FlakyClient, client_error
 
 T0 = datetime(2013, 1, 1, tzinfo=UTC)
 TABLE = DATA_TABLE.default_name

@@ -17,7 +17,7 @@ from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
 from dynashard.planning.reads import shard_page_limit
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
-from .fakes import FlakyClient, client_error
+from ..fakes import FlakyClient, client_error
 
 T0 = datetime(2013, 1, 1, tzinfo=UTC)
 

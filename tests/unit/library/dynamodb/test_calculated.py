@@ -22,7 +22,7 @@ from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import CursorError, InvalidInputError, MetadataError, StrategyConflictError
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
-from .fakes import FlakyClient
+from ..fakes import FlakyClient
 
 T0 = datetime(2013, 1, 1, tzinfo=UTC)
 KEY = "DEPARTURES#JFK"

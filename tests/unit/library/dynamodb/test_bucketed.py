@@ -512,7 +512,12 @@ def test_failed_shard_in_a_bucket_fails_or_is_named(bucketed: Dynashard, ddb_cli
 def test_the_scaler_grows_the_hot_bucket_key_alone() -> None:
     # Given today's OPS_LOG bucket throttled on its one shard, yesterday's cool
     from dynashard.planning.scaling import HotKey, handle_alarm
-    from tests.unit.library.test_scaling import FakeHotKeys, FakeShards, Limits, write_alarm
+    from tests.unit.library.planning.test_scaling import (
+        FakeHotKeys,
+        FakeShards,
+        Limits,
+        write_alarm,
+    )
 
     hot = FakeHotKeys(
         [HotKey("OPS_LOG#2026-06-23#0", 1000.0, 9_600), HotKey("OPS_LOG#2026-06-22#0", 50.0, 0)]

@@ -19,7 +19,7 @@ from dynashard.dynamodb.reader import BARE_KEY_STREAM, ShardedReader, physical_k
 from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import ShardQueryError
 
-from .fakes import client_error
+from ..fakes import client_error
 
 TABLE = "data"
 

@@ -8,7 +8,7 @@ from dynashard import Dynashard, DynashardConfig, counter_key
 from dynashard.errors import InvalidInputError
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
-from .fakes import FlakyClient
+from ..fakes import FlakyClient
 
 
 def test_increments_spread_over_shards_and_sum(facade: Dynashard) -> None:

@@ -1,7 +1,7 @@
 """A key's own cap on its shard count (metadata attribute ``max_shards``, issue 26 defect 10).
 
 Every growth path must honour it: the facade's grow, the operator's set (unless forced),
-a writer's in-band growth, and the scaler's plan (tests/unit/library/test_scaling.py).
+a writer's in-band growth, and the scaler's plan (tests/unit/library/planning/test_scaling.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dynashard import Dynashard, DynashardConfig
 from dynashard.errors import InvalidInputError
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
-from .test_throttling import build, throttle
-from .test_writer_reader import make_events
+from ..core.test_throttling import build, throttle
+from ..dynamodb.test_writer_reader import make_events
 
 
 def test_grow_stops_at_the_keys_own_cap(facade: Dynashard) -> None:

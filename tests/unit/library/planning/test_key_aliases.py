@@ -15,7 +15,7 @@ from dynashard import Dynashard
 from dynashard.errors import InvalidInputError
 from dynashard.planning.scaling import HotKey, handle_alarm
 
-from .test_adoption import legacy_events, read_ids, write_bare
+from ..dynamodb.test_adoption import legacy_events, read_ids, write_bare
 from .test_scaling import FakeHotKeys, FakeShards, Limits, write_alarm
 
 

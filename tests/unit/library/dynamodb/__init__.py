@@ -1,0 +1,1 @@
+"""Unit tests of ``dynashard.dynamodb`` (one file per concern, as the package's modules)."""

@@ -1,0 +1,1 @@
+"""Unit tests of ``dynashard.planning`` (one file per concern, as the package's modules)."""
