@@ -260,7 +260,8 @@ def _without_trailing_zeros(number: Decimal) -> Decimal:
     (Decimal('1.5'), Decimal('1E+3'))
     """
     sign, digits, exponent = number.as_tuple()
-    assert isinstance(exponent, int)  # finite: checked by the caller
+    if not isinstance(exponent, int):  # "n", "N" or "F": the caller passes finite ones only
+        raise ValueError(f"not a finite number: {number}")
     kept = len(digits)
     while kept > 1 and digits[kept - 1] == 0:
         kept -= 1
