@@ -29,7 +29,7 @@ How it runs:
    traced, recording which tests call which function (cached in ``mutants/`` until the
    code changes), then forks one warm process per mutant (``--max-children`` at a time)
    that runs only the tests calling the mutated function, fastest first, to the first
-   failure. A mutant whose tests run past 15 times their clean time is *timed out*; one
+   failure. A mutant whose tests run past 5 times their traced time is *timed out*; one
    no selected test reaches has *no tests*.
 5. **The report.** ``mutation-report.json``: per module the mutants generated, tested,
    killed, timed out, survived, with no tests, equivalent, and the score
