@@ -345,6 +345,21 @@ def write_survivors(results: list[ModuleResult], target: Path) -> None:
         "it cannot be told apart.",
         "",
     ]
+    lines += [
+        "| module | generated | tested | killed | timed out | survived | no tests | score |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for result in results:
+        m = result.as_json()
+        score = "-" if m["score"] is None else f"{m['score']:.0%}"
+        if m["score_95_interval"] and m["sampled"] < m["generated"]:
+            low, high = m["score_95_interval"]
+            score += f" (95 %: {low:.0%}-{high:.0%})"
+        lines.append(
+            f"| {result.module} | {m['generated']} | {m['tested']} | {m['killed']} | "
+            f"{m['timed_out']} | {m['survived']} | {m['no_tests']} | {score} |"
+        )
+    lines.append("")
     every = diffs([name for r in results for name in r.survivors])
     for result in results:
         if not result.survivors:
