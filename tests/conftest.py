@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from sandbox.engines.dynamodb_local import (
     DynamoDBLocal,
@@ -38,6 +38,19 @@ settings.load_profile("dynashard")
 #: the CDK synth of tests/infrastructure/conftest.py (JSII starts node and synthesizes the
 #: whole stack, about 20 s on 2 cores).
 SHARED_SESSION_FIXTURES = {"dev": "cdk-synth", "prod": "cdk-synth"}
+
+#: The hypothesis profile of mutation testing (``make mutate`` passes
+#: ``--hypothesis-profile=mutation``): the same examples on every run (a mutant is killed
+#: or not by the tests, not by the draw), no example database (one mutant's failing
+#: example would otherwise be replayed against the next), and no deadline or health check
+#: (mutmut traces every call of the mutated modules, on a busy machine: slow is not wrong).
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 def _xdist_group(item: pytest.Item) -> str | None:
