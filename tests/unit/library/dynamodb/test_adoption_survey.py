@@ -94,7 +94,7 @@ def test_a_page_without_consumed_capacity_or_items_counts_nothing() -> None:
 def test_a_failed_query_names_the_bare_key_the_error_code_and_message() -> None:
     # Given a Query the service refuses
     error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
-    client = ScriptedClient(ClientError(error, "Query"))  # type: ignore[arg-type]
+    client = ScriptedClient(ClientError(error, "Query"))
     # When the key is surveyed, then the error names the key, the code and the message
     with pytest.raises(ShardQueryError) as caught:
         survey_bare_key(client, TABLE, "K")  # type: ignore[arg-type]
