@@ -173,6 +173,8 @@ def test_iso_codecs_decode_what_they_encode(
         (ISO_S_THEN_ID, "ALERT#2026-06-22T01:00:00Z#geo"),  # a prefix
         (ISO_TIME_THEN_ID, "2026-06-22T01:00:00.123Z#agent"),
         (ISO_S_THEN_ID, "2026-13-22T01:00:00Z#agent"),  # month 13
+        (ISO_TIME_THEN_ID, "2026-06-22T01:00:00.123456Z#"),  # the separator, no id
+        (ISO_MS_THEN_ID, "2026-06-22T01:00:00.123Z_agent"),  # an id after another separator
     ],
 )
 def test_iso_codecs_refuse_sort_keys_of_another_form(codec: SortKeyCodec, sk: str) -> None:
@@ -336,3 +338,72 @@ def test_an_epoch_window_ending_at_the_first_millisecond_is_empty_and_valid() ->
     # and one that ends a millisecond later holds exactly that millisecond
     lo, hi = EPOCH_MS_NUMBER.window(None, first + timedelta(microseconds=1))
     assert lo == hi == EPOCH_MS_NUMBER.encode(first, "e")
+
+
+def test_the_coarser_iso_codecs_refuse_an_id_over_the_sort_key_limit_saying_why() -> None:
+    # Given an id that makes a millisecond sort key of 1,025 bytes (24 of time, "#")
+    ts = datetime(2026, 6, 22, 1, tzinfo=UTC)
+    # Then it is refused before any request, naming the id, the size and the limit
+    with pytest.raises(KeyLimitExceededError) as caught:
+        ISO_MS_THEN_ID.encode(ts, "x" * 1000)
+    assert caught.value.field == "id"
+    assert caught.value.message == (
+        "id: makes a sort key of 1025 bytes, over DynamoDB's limit of 1024 bytes "
+        "(25 bytes go to the timestamp and separator)"
+    )
+    # and one byte less is a sort key
+    assert len(ISO_MS_THEN_ID.encode(ts, "x" * 999)) == 1024
+
+
+@pytest.mark.parametrize("codec", [ISO_MS_THEN_ID, ISO_S_THEN_ID, EPOCH_MS_NUMBER], ids=str)
+def test_codecs_refuse_an_empty_id_naming_it(codec: SortKeyCodec) -> None:
+    # An empty id is refused as DynamoDB refuses an empty key value, even by the epoch
+    # codec, whose sort key does not hold the id (field id, not a bare TypeError)
+    with pytest.raises(KeyLimitExceededError) as caught:
+        codec.encode(datetime(2013, 1, 1, tzinfo=UTC), "")
+    assert caught.value.field == "id"
+    assert caught.value.message == "id: must not be empty"
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (
+            {"gsi_partition_key": "PK"},
+            "schema: partition_key and gsi_partition_key are both 'PK': each role needs its "
+            "own attribute",
+        ),
+        ({"gsi_partition_key": ""}, "schema: gsi_partition_key must name an attribute, got ''"),
+        ({"gsi_sort_key": ""}, "schema: gsi_sort_key must name an attribute, got ''"),
+    ],
+)
+def test_a_schema_names_the_gsi_key_role_it_refuses(names: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        TableSchema(**names)  # type: ignore[arg-type]
+    assert caught.value.message == message
+    # Without a GSI its key names are no roles
+    TableSchema(gsi_name=None, **names)  # type: ignore[arg-type]
+
+
+def test_schema_mismatches_names_a_gsi_projection_other_than_all() -> None:
+    # Given the GSI projecting its keys only (reads return whole events from it)
+    table = describe()
+    (index,) = table["GlobalSecondaryIndexes"]  # type: ignore[misc]
+    index["Projection"] = {"ProjectionType": "KEYS_ONLY"}
+    # Then the mismatch names the projection
+    assert schema_mismatches(table, DEFAULT_SCHEMA) == [
+        "table 't' GSI 'GSI1': projects KEYS_ONLY, reads need ALL (they return whole events)"
+    ]
+    # and a description without a projection passes
+    del index["Projection"]
+    assert schema_mismatches(table, DEFAULT_SCHEMA) == []
+
+
+def test_schema_mismatches_marks_a_key_without_an_attribute_definition() -> None:
+    # Given a description whose key attribute has no AttributeDefinitions entry
+    table = describe(gsi=None)
+    table["AttributeDefinitions"] = [{"AttributeName": "SK", "AttributeType": "S"}]
+    # Then its type reads "?", not None
+    assert schema_mismatches(table, TableSchema(gsi_name=None)) == [
+        "table 't': partition key is 'PK' (?), the schema says 'PK' (S)"
+    ]

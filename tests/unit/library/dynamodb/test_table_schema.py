@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from dynashard import Dynashard, DynashardConfig
+from dynashard.core.buckets import TimeBucket
 from dynashard.core.schema import (
     DEFAULT_SCHEMA,
     EPOCH_MS_NUMBER,
@@ -20,8 +21,9 @@ from dynashard.core.schema import (
     Payload,
     TableSchema,
 )
+from dynashard.core.strategies import shard_for
 from dynashard.dynamodb.table_check import check_table_schema
-from dynashard.dynamodb.writer import ShardedWriter
+from dynashard.dynamodb.writer import ShardedWriter, build_item
 from dynashard.errors import InvalidInputError, TableSchemaError
 from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.model import Event
@@ -288,6 +290,53 @@ def test_a_calculated_keys_event_never_leaves_its_shard(client: Any) -> None:
     assert f"{stored.physical_key}: 'e1'" in (outcome.error or "")
     assert [i["id"] for i in read_all(ds, "K", 10, attribute_value="A")] == ["e1"]
     assert len(client.scan(TableName=DEVICES)["Items"]) == 1
+    ds.close()
+
+
+class HeldOnShard9:
+    """Delegates to a real client, but answers a put on ``DEVICE#7#9`` as DynamoDB would.
+
+    Shard 9 holds another event, so DynamoDB refuses the put on its condition whatever
+    the item's size. moto sizes a number by its text (13 bytes for epoch milliseconds,
+    where DynamoDB counts 8) and refuses a 409,600-byte item for its size first.
+    """
+
+    def __init__(self, inner: Any, holder: str) -> None:
+        self.inner = inner
+        self.holder = holder
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def put_item(self, **kw: Any) -> Any:
+        if kw["Item"].get("device") == {"S": "DEVICE#7#9"}:
+            error = {"Code": "ConditionalCheckFailedException", "Message": "failed"}
+            raise ClientError(
+                {"Error": error, "Item": {"reading_id": {"S": self.holder}}},  # type: ignore[typeddict-unknown-key]
+                "PutItem",
+            )
+        return self.inner.put_item(**kw)
+
+
+def test_an_event_pushed_past_400_kb_by_the_next_shards_digits_fails_naming_the_limit(
+    client: Any,
+) -> None:
+    # Given a random key on eleven shards, whose shard 9 holds an event at T0
+    first, second = [i for i in (f"r{n}" for n in range(200)) if shard_for(i, 11) == 9][:2]
+    ds = facade_for(HeldOnShard9(client, first), EPOCH_FLAT, shards=11)
+    # and another event of T0 whose item on shard 9 is exactly 400 KB (409,600 bytes)
+    bare = Event(key="DEVICE#7", id=second, ts=T0, data={"blob": ""})
+    room = 409_600 - build_item(bare, 9, TimeBucket.DAY, schema=EPOCH_FLAT)[1]
+    big = Event(key="DEVICE#7", id=second, ts=T0, data={"blob": "x" * room})
+    # When it is written: shard 9 is taken, and on shard 10 the second digit of the
+    # key and of the shard number takes the item one byte past the limit
+    (outcome,) = ds.put_events([big])
+    # Then it fails permanently, naming the field and the limit, and nothing is stored
+    assert not outcome.ok and outcome.permanent, outcome
+    assert outcome.field == "data"
+    assert (outcome.error or "").startswith("KeyLimitExceededError: data: "), outcome.error
+    assert "409601 bytes" in (outcome.error or "") and "409600" in (outcome.error or "")
+    assert client.scan(TableName=DEVICES)["Items"] == []
     ds.close()
 
 

@@ -24,9 +24,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynashard import Dynashard, DynashardConfig, names
-from dynashard.core.buckets import TimeBucket
-from dynashard.core.capacity import item_size, write_units
+from dynashard.core.buckets import TimeBucket, time_bucket
+from dynashard.core.capacity import item_size, wire_item_size, write_units
 from dynashard.core.keys import format_ts, gsi1_partition_key, physical_key
+from dynashard.core.schema import (
+    DEFAULT_SCHEMA,
+    EPOCH_MS_NUMBER,
+    ISO_MS_THEN_ID,
+    PLAIN_STRING,
+    Payload,
+    TableSchema,
+)
+from dynashard.dynamodb import writer as writer_module
 from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder
 from dynashard.dynamodb.writer import (
     ShardedWriter,
@@ -190,6 +199,97 @@ def test_build_item_takes_the_callers_bucket_label() -> None:
     item, _ = build_item(event, 3, TimeBucket.DAY, label="2013-01-01")
     assert item[names.ATTR_GSI1PK] == {"S": "DEPARTURES#JFK#2013-01-01#3"}
     assert item == build_item(event, 3, TimeBucket.DAY)[0]
+
+
+#: Tables of other schemas than dynashard's own: ``S`` and ``N`` sort keys, with and
+#: without a GSI, the payload nested or flat.
+_OTHER_SCHEMAS = {
+    "iso_ms-gsi-nested": TableSchema(sort_key_codec=ISO_MS_THEN_ID),
+    "iso_ms-flat": TableSchema(
+        partition_key="device", sort_key="at", sort_key_codec=ISO_MS_THEN_ID, gsi_name=None,
+        payload=Payload.FLAT,
+    ),
+    "epoch-nested": TableSchema(
+        partition_key="device", sort_key="at", sort_key_codec=EPOCH_MS_NUMBER, gsi_name=None
+    ),
+    "epoch-flat": TableSchema(
+        partition_key="device", sort_key="at", sort_key_codec=EPOCH_MS_NUMBER, gsi_name=None,
+        payload=Payload.FLAT,
+    ),
+    "plain-gsi-flat": TableSchema(sort_key_codec=PLAIN_STRING, payload=Payload.FLAT),
+}  # fmt: skip
+_READING = Event(
+    key="DEVICE#7",
+    id="r-001",
+    ts=datetime(2013, 1, 1, 10, 15, 0, 123456, tzinfo=UTC),
+    data={"temp": Decimal("21.5"), "unit": "C", "tags": ["a", "b"], "ok": True},
+)
+
+
+@pytest.mark.parametrize("schema", _OTHER_SCHEMAS.values(), ids=_OTHER_SCHEMAS)
+def test_build_item_of_another_schema_measures_the_item_it_builds(schema: TableSchema) -> None:
+    # Given a table of another schema than dynashard's own
+    # When an event's item is built for it
+    item, size = build_item(_READING, 3, TimeBucket.DAY, schema=schema)
+    # Then its size is the built item's, as DynamoDB counts it (every attribute, the
+    # sort key as a string or a number by its type), and its units follow
+    assert size == wire_item_size(item)
+    assert event_write_units(_READING, TimeBucket.DAY, schema) == write_units(
+        wire_item_size(build_item(_READING, 0, TimeBucket.DAY, schema=schema)[0])
+    )
+
+
+@pytest.mark.parametrize("bucket", [TimeBucket.HOUR, TimeBucket.DAY], ids=str)
+def test_build_item_of_another_schema_keys_its_gsi_by_the_bucket_given(
+    bucket: TimeBucket,
+) -> None:
+    # Given a table of another schema with a GSI
+    schema = _OTHER_SCHEMAS["iso_ms-gsi-nested"]
+    # When an event's item is built with a bucket and no label
+    item, _ = build_item(_READING, 3, bucket, schema=schema)
+    # Then the GSI partition key is that bucket's
+    expected = gsi1_partition_key(_READING.key, _READING.ts, bucket, 3)
+    assert item[schema.gsi_partition_key] == {"S": expected}
+    labels = {TimeBucket.HOUR: "2013-01-01T10", TimeBucket.DAY: "2013-01-01"}
+    assert expected == f"DEVICE#7#{labels[bucket]}#3"
+
+
+@pytest.mark.parametrize(
+    "schema", [DEFAULT_SCHEMA, _OTHER_SCHEMAS["iso_ms-gsi-nested"]], ids=["default", "other"]
+)
+def test_build_item_takes_the_callers_label_without_computing_it_again(
+    schema: TableSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the caller's label of the event's bucket, and no other way to compute one
+    label = time_bucket(_READING.ts, TimeBucket.DAY)
+
+    def no_second_time(*_args: Any) -> str:
+        raise AssertionError("time_bucket was called again though the label was given")
+
+    monkeypatch.setattr(writer_module, "time_bucket", no_second_time)
+    # When the item is built with it
+    item, _ = build_item(_READING, 3, TimeBucket.DAY, label=label, schema=schema)
+    # Then the GSI key is built from it
+    assert item[schema.gsi_partition_key] == {"S": f"DEVICE#7#{label}#3"}
+
+
+def test_an_event_the_writer_refuses_does_not_stop_the_rest_of_its_batch(
+    facade: Dynashard,
+) -> None:
+    # Given a batch whose first event is over 400 KB, then two valid ones
+    t0 = datetime(2013, 1, 1, tzinfo=UTC)
+    events = [
+        Event(key="K", id="big", ts=t0, data={"blob": "x" * 409_600}),
+        Event(key="K", id="e1", ts=t0, data={"i": 1}),
+        Event(key="L", id="e2", ts=t0, data={"i": 2}),
+    ]
+    # When it is written
+    outcomes = _writer(facade, None).write(events)
+    # Then the big one fails permanently, naming its field, and the others are written
+    assert [(o.event_id, o.ok) for o in outcomes] == [("big", False), ("e1", True), ("e2", True)]
+    assert outcomes[0].permanent and outcomes[0].field == "data"
+    stored = facade.client.scan(TableName=DATA_TABLE.default_name)["Items"]
+    assert sorted(i["id"]["S"] for i in stored) == ["e1", "e2"]
 
 
 class _Recorder:
