@@ -1022,7 +1022,8 @@ def keepable(number: Decimal) -> bool:
     """DynamoDB keeps ``number`` exactly (Developer Guide, "Data types", Number).
 
     At most 38 significant digits (trailing zeros of the coefficient not counted), and
-    0 or a magnitude within 1E-130 .. 9.9999999999999999999999999999999999999E+125.
+    0 or a magnitude within 1E-130 .. 9.9999999999999999999999999999999999999E+125, and
+    (what boto3 can send) no digit finer than 1E-165.
     """
     if not number.is_finite():
         return False
@@ -1033,7 +1034,9 @@ def keepable(number: Decimal) -> bool:
     if not any(digits):
         return True
     adjusted = exponent + len(digits) - 1
-    return len(digits) <= 38 and -130 <= adjusted <= 125
+    # And no digit finer than 1E-165: boto3's serializer (boto3.dynamodb.types, precision
+    # 38, Emin -128, Underflow trapped) cannot send 38 digits at 1E-130 that DynamoDB holds.
+    return len(digits) <= 38 and -130 <= adjusted <= 125 and exponent >= -165
 
 
 @st.composite

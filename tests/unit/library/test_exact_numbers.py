@@ -133,3 +133,16 @@ def test_a_record_nested_too_deep_to_parse_fails_alone_naming_the_limit() -> Non
     deep = '{"key": "K", "id": "e1", "ts": 0, "data": ' + '{"a": ' * 5000 + "1" + "}" * 5001
     with pytest.raises(ValueError, match="32 levels"):
         parse_event(deep)
+
+
+def test_a_number_boto3_cannot_send_exactly_is_refused_naming_its_path() -> None:
+    # Given 38 digits at 1E-130 (DynamoDB holds them; boto3's number context, Emin -128
+    # and precision 38, would round the last digits) and the smallest ones boto3 sends
+    from dynashard.model import dynamodb_number
+
+    finest = Decimal("2.2747355290306614055199706930099519488E-128")
+    assert dynamodb_number(finest) == finest
+    assert dynamodb_number(Decimal("1E-130")) == Decimal("1E-130")
+    # When the finer one is checked, then it is refused naming its path, never rounded
+    with pytest.raises(ValueError, match=r"^data\.v: .*none finer than 1E-165"):
+        dynamodb_number(Decimal("2.2747355290306614055199706930099519488E-130"), "data.v")

@@ -58,7 +58,8 @@ _DYNAMODB_CONTEXT: Final = Context(
 #: What :func:`dynamodb_number` says of a number DynamoDB cannot store.
 NUMBER_RANGE: Final = (
     f"outside DynamoDB's number range: magnitude 1E-130 to 9.9{'9' * 36}E+125 (or 0), "
-    f"at most {MAX_NUMBER_DIGITS} significant digits"
+    f"at most {MAX_NUMBER_DIGITS} significant digits, none finer than 1E-165 (boto3's "
+    "number context)"
 )
 
 
@@ -215,8 +216,10 @@ def dynamodb_number(value: int | float | Decimal, path: str = "value") -> int | 
     ValueError
         Naming ``path``, for NaN, infinity, a magnitude outside 1E-130 ..
         9.9999999999999999999999999999999999999E+125 or more than 38 significant digits
-        (Developer Guide, "Data types", Number): such a number cannot be kept exactly,
-        and it is refused rather than rounded. The value itself is not in the message:
+        (Developer Guide, "Data types", Number), or a digit finer than 1E-165 (boto3's
+        serializer, ``boto3.dynamodb.types.DYNAMODB_CONTEXT``, cannot send 38 digits at
+        1E-130 though DynamoDB holds them): such a number cannot be kept exactly, and it
+        is refused rather than rounded. The value itself is not in the message:
         it is payload data, and messages are logged.
 
     Examples

@@ -272,3 +272,19 @@ def test_epoch_microseconds_under_epoch_ms_number_fail_a_full_read(client: Any) 
     window = {"start": T0, "end": T0 + timedelta(days=1)}
     assert [i["id"] for i in read_all(ds, "DEV", **window)] == ["1357034400000"]
     ds.close()
+
+
+def test_a_bare_key_that_is_another_keys_shard_counts_that_keys_items_apart(client: Any) -> None:
+    # Given K's event on K's shard 7 (the bare key "K#7") and another program's item there
+    ds = make(client)
+    item, _ = build_item(Event(key="K", id="k-event", ts=T0), 7, TimeBucket.DAY)
+    assert item["PK"] == {"S": "K#7"}
+    put(client, item)
+    put(client, foreign("K#7", "2013-01-01T09:00:00.000000Z#theirs", key={"S": "K"}))
+    # When the bare key K#7 is surveyed
+    survey = ds.survey_bare_key("K#7")
+    # Then K's item is K's (shard_items), not a foreign item of K#7; the other program's
+    # item, not in dynashard's full shape, is foreign with a key attribute
+    assert (survey.shard_items, survey.dynashard_items, survey.foreign_items) == (1, 0, 1)
+    assert survey.key_attribute_items == 1
+    assert survey.to_json()["shard_items"] == 1

@@ -124,6 +124,7 @@ def survey(**overrides: Any) -> BareKeySurvey:
         "first_ts": "2013-01-01T10:00:00.000000Z",
         "last_ts": "2013-01-03T10:00:00.000000Z",
         "read_units": 4.5,
+        "shard_items": 3,
     }
     return BareKeySurvey(**{**fields, **overrides})
 
@@ -148,4 +149,5 @@ def test_the_json_report_names_every_field() -> None:
         "first_ts": "2013-01-01T10:00:00.000000Z",
         "last_ts": "2013-01-03T10:00:00.000000Z",
         "read_units": 4.5,
+        "shard_items": 3,
     }

@@ -59,6 +59,10 @@ class BareKeySurvey:
         time (fixed-width UTC ISO-8601), None when there is none.
     read_units : float
         Read capacity units the survey's Queries consumed (eventually consistent).
+    shard_items : int
+        Items in dynashard's full shape of another logical key ``K`` whose shard this
+        bare key is (``key == f"{K}#{n}"``): ``K``'s events, read by ``K``'s reads, not
+        this key's (and ``adopt`` refuses a bare key that is another key's shard).
     """
 
     key: str
@@ -70,6 +74,7 @@ class BareKeySurvey:
     first_ts: str | None
     last_ts: str | None
     read_units: float
+    shard_items: int = 0
 
     @property
     def readable(self) -> bool:
@@ -108,6 +113,7 @@ class BareKeySurvey:
             "first_ts": self.first_ts,
             "last_ts": self.last_ts,
             "read_units": self.read_units,
+            "shard_items": self.shard_items,
         }
 
 
@@ -155,7 +161,7 @@ def survey_bare_key(
         "ProjectionExpression": "#sk, #key, #id, #ts",
         "ReturnConsumedCapacity": "TOTAL",
     }
-    counts = {"dynashard": 0, "foreign": 0, "key_attribute": 0, "unreadable": 0}
+    counts = {"dynashard": 0, "foreign": 0, "key_attribute": 0, "unreadable": 0, "shard": 0}
     examples: list[str] = []
     first: str | None = None
     last: str | None = None
@@ -173,6 +179,9 @@ def survey_bare_key(
             item: dict[str, Any] = dict(raw)
             if is_dynashard_item(item, key, schema):
                 counts["dynashard"] += 1
+                continue
+            if _is_shard_item_of_another_key(item, key, schema):
+                counts["shard"] += 1
                 continue
             counts["key_attribute"] += schema.key_attr in item
             try:
@@ -197,7 +206,26 @@ def survey_bare_key(
         key_attribute_items=counts["key_attribute"],
         unreadable_items=counts["unreadable"],
         unreadable=tuple(examples),
+        shard_items=counts["shard"],
         first_ts=first,
         last_ts=last,
         read_units=units,
+    )
+
+
+def _is_shard_item_of_another_key(item: dict[str, Any], key: str, schema: TableSchema) -> bool:
+    """Tell whether ``item`` is dynashard's item of a key ``K`` whose shard ``key`` is.
+
+    ``key`` is then ``f"{K}#{n}"`` (:func:`dynashard.core.keys.physical_key`) and the item
+    is in dynashard's full shape for ``K``: an event of ``K``, which ``K``'s reads return.
+    """
+    owner = item.get(schema.key_attr)
+    if not isinstance(owner, dict) or not isinstance(owner.get("S"), str):
+        return False
+    prefix, sep, shard = key.rpartition("#")
+    return (
+        bool(sep)
+        and prefix == owner["S"]
+        and shard.isdigit()
+        and is_dynashard_item(item, prefix, schema)
     )
