@@ -319,14 +319,14 @@ def test_reader_refuses_what_it_cannot_serve() -> None:
 def test_a_cursor_keeps_to_the_order_it_was_made_in() -> None:
     # Given the first page of an ascending read over two buckets, with a cursor
     fake = FakeBuckets({"OPS_LOG#2026-06-22": ["a1", "a2"], "OPS_LOG#2026-06-23": ["b1"]})
-    window = {"start": T0, "end": T0 + timedelta(days=2)}
-    page = BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, limit=1, **window)
+    end = T0 + timedelta(days=2)
+    page = BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, start=T0, end=end, limit=1)
     assert page.cursor is not None
     # When the descending read of the same window is given that cursor
     # Then it is refused, not resumed in the other order
     with pytest.raises(CursorError, match="another query"):
         BucketedReader(fake).query(
-            "OPS_LOG", TimeBucket.DAY, limit=1, descending=True, cursor=page.cursor, **window
+            "OPS_LOG", TimeBucket.DAY, start=T0, end=end, descending=True, cursor=page.cursor
         )
     # And the fingerprint tells the two orders (and the target value) apart
     prints = {
