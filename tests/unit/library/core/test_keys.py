@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -132,3 +134,62 @@ def test_gsi1_partition_key_round_trip(
 def test_split_gsi1_partition_key_names_what_is_wrong(value: str) -> None:
     with pytest.raises(InvalidInputError, match=r"GSI1PK: .*\{logical\}#\{bucket\}#\{shard\}"):
         split_gsi1_partition_key(value)
+
+
+# --- the errors name the field, the limit and the value (mutation testing, issue 38) -----
+
+
+@pytest.fixture
+def local_zone_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Run the test with the process's local time zone at UTC+9 (POSIX ``TZ``)."""
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("local_zone_tokyo")
+def test_format_ts_is_utc_whatever_the_local_zone() -> None:
+    # Given a process whose local zone is UTC+9, and times in three zones
+    aware = datetime(2013, 1, 1, 5, 15, tzinfo=timezone(timedelta(hours=-5)))
+    naive = datetime(2013, 1, 1, 10, 15)
+    # When they are formatted
+    # Then each is the UTC instant, never the local wall clock (19:15)
+    assert format_ts(aware) == "2013-01-01T10:15:00.000000Z"
+    assert format_ts(naive) == "2013-01-01T10:15:00.000000Z"
+    assert format_ts(aware.astimezone(UTC)) == "2013-01-01T10:15:00.000000Z"
+
+
+def test_a_negative_shard_is_refused_naming_the_value() -> None:
+    # Given a negative shard number
+    # When its physical key is asked for
+    with pytest.raises(InvalidInputError) as info:
+        physical_key("DEPARTURES#JFK", -1)
+    # Then the error names the field and the value
+    assert info.value.field == "shard"
+    assert str(info.value) == "shard: must be >= 0, got -1"
+
+
+def test_an_empty_event_id_is_refused_as_field_id() -> None:
+    # Given an empty event id
+    # When its sort key is asked for
+    with pytest.raises(KeyLimitExceededError) as info:
+        sort_key(datetime(2013, 1, 1, tzinfo=UTC), "")
+    # Then the field is the event's own ``id``, lower case as the API spells it
+    assert info.value.field == "id"
+    assert str(info.value) == "id: must not be empty"
+
+
+def test_an_item_over_400kb_is_reported_as_field_data_by_default() -> None:
+    # Given an item over DynamoDB's 400 KB item limit
+    item = {"data": "x" * MAX_ITEM_BYTES}
+    # When its size is checked without naming a field
+    with pytest.raises(KeyLimitExceededError) as info:
+        validate_item_size(item)
+    # Then the error names ``data`` (the event's payload), or the field given
+    assert info.value.field == "data"
+    assert str(info.value).startswith("data: makes an item of 409604 bytes")
+    with pytest.raises(KeyLimitExceededError) as info:
+        validate_item_size(item, "events[2].data")
+    assert info.value.field == "events[2].data"

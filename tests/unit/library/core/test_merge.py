@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from decimal import Decimal
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -87,3 +90,35 @@ def test_cursor_of_another_query_is_refused() -> None:
 def test_garbage_cursor_is_a_clear_error(junk: str) -> None:
     with pytest.raises(CursorError, match=r"^cursor: "):
         Cursor.decode(junk, "fp")
+
+
+# --- the fingerprint and the cursor's errors (mutation testing, issue 38) ----------------
+
+
+def test_fingerprint_takes_a_value_json_lacks_by_its_text() -> None:
+    # Given query parts JSON has no type for: a datetime and a Decimal
+    ts = datetime(2013, 1, 1, 10, 15, tzinfo=UTC)
+    # When they are fingerprinted
+    fp = query_fingerprint("K", ts, Decimal("1.50"))
+    # Then each counts as its text (no TypeError), and another value gives another print
+    assert fp == query_fingerprint("K", str(ts), "1.50")
+    assert fp != query_fingerprint("K", ts, Decimal("1.5"))
+
+
+def test_a_cursor_of_another_query_is_refused_saying_what_defines_one() -> None:
+    # Given a cursor of an ascending read
+    text = Cursor(query_fingerprint("K", "0", ":", False), "x").encode()
+    # When the descending read of the same window is given it
+    with pytest.raises(CursorError) as info:
+        Cursor.decode(text, query_fingerprint("K", "0", ":", True))
+    # Then the error says which parts of a query must match
+    assert str(info.value) == ("cursor: belongs to another query (key, from, to or order differ)")
+
+
+def test_a_garbage_cursor_is_refused_saying_who_makes_cursors() -> None:
+    # Given text that is no cursor
+    # When it is decoded
+    with pytest.raises(CursorError) as info:
+        Cursor.decode("not-a-cursor", "fp")
+    # Then the error says cursors come from this API (a caller's own token is no cursor)
+    assert str(info.value) == "cursor: is not a cursor returned by this API"

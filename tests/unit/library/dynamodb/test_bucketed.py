@@ -20,9 +20,15 @@ from dynashard.core.families import (
     parse_bucketed_keys,
     window_bucket_keys,
 )
-from dynashard.dynamodb.bucketed_reader import BucketCursor, BucketedReader
+from dynashard.dynamodb.bucketed_reader import (
+    GSI1_UNAVAILABLE,
+    BucketCursor,
+    BucketedReader,
+    bucketed_fingerprint,
+)
 from dynashard.dynamodb.reader import Page
 from dynashard.errors import CursorError, InvalidInputError, ShardQueryError
+from dynashard.planning.reads import MAX_PAGE_LIMIT
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 T0 = datetime(2026, 6, 22, tzinfo=UTC)
@@ -308,6 +314,52 @@ def test_reader_refuses_what_it_cannot_serve() -> None:
     page = reader.query("OPS_LOG", TimeBucket.DAY, **window)
     assert page.items == [] and page.cursor is None
     assert page.plan is not None and page.plan.path.value == "base"
+
+
+def test_a_cursor_keeps_to_the_order_it_was_made_in() -> None:
+    # Given the first page of an ascending read over two buckets, with a cursor
+    fake = FakeBuckets({"OPS_LOG#2026-06-22": ["a1", "a2"], "OPS_LOG#2026-06-23": ["b1"]})
+    end = T0 + timedelta(days=2)
+    page = BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, start=T0, end=end, limit=1)
+    assert page.cursor is not None
+    # When the descending read of the same window is given that cursor
+    # Then it is refused, not resumed in the other order
+    with pytest.raises(CursorError, match="another query"):
+        BucketedReader(fake).query(
+            "OPS_LOG", TimeBucket.DAY, start=T0, end=end, descending=True, cursor=page.cursor
+        )
+    # And the fingerprint tells the two orders (and the target value) apart
+    prints = {
+        bucketed_fingerprint("OPS_LOG", TimeBucket.DAY, T0, T0 + timedelta(days=2), d, v)
+        for d in (False, True)
+        for v in (None, "x")
+    }
+    assert len(prints) == 4
+
+
+def test_a_limit_out_of_range_is_refused_naming_the_range() -> None:
+    # Given a bucketed reader
+    reader = BucketedReader(FakeBuckets({}))
+    # When a page of 0 or 1,001 items is asked for
+    for limit in (0, MAX_PAGE_LIMIT + 1):
+        with pytest.raises(InvalidInputError) as info:
+            reader.query(
+                "OPS_LOG", TimeBucket.DAY, start=T0, end=T0 + timedelta(days=1), limit=limit
+            )
+        # Then the error names the field, the range and the value
+        assert str(info.value) == f"limit: must be within 1..{MAX_PAGE_LIMIT}, got {limit}"
+
+
+def test_the_plan_of_an_eventually_consistent_page_says_why_not_gsi1() -> None:
+    # Given a bucketed read that allows eventual consistency
+    reader = BucketedReader(FakeBuckets({"OPS_LOG#2026-06-22": ["a1"]}))
+    # When a page is read
+    page = reader.query(
+        "OPS_LOG", TimeBucket.DAY, start=T0, end=T0 + timedelta(days=1), consistent=False
+    )
+    # Then the plan is the base table, and its reason says why GSI1 cannot serve it
+    assert page.plan is not None and page.plan.path.value == "base"
+    assert page.plan.reason.endswith(f"gsi1 n/a: {GSI1_UNAVAILABLE}")
 
 
 def test_a_failed_bucket_fails_the_read() -> None:

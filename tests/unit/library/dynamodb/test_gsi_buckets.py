@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,8 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynashard import Dynashard, Event
+from dynashard.core.buckets import TimeBucket
+from dynashard.core.merge import Cursor
+from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
 from dynashard.dynamodb.gsi_buckets import Gsi1BucketRecorder, records_to_prune
-from dynashard.errors import MetadataError
+from dynashard.dynamodb.gsi_reader import GsiBucketReader, gsi1_fingerprint, is_gsi1_cursor
+from dynashard.errors import InvalidInputError, MetadataError
 from dynashard.planning.reads import gsi1_shard_count
 from infra.table_specs import METADATA_TABLE
 
@@ -292,3 +297,64 @@ def test_a_planned_read_that_takes_the_base_table_reads_the_metadata_once(
     assert [i["id"] for i in page.items] == ["x"]
     assert page.plan is not None and page.plan.path == "base"
     assert reads == [key]
+
+
+# --- GsiBucketReader's refusals and its fingerprint (mutation testing, issue 38) ---------
+
+
+class NoCalls:
+    """A DynamoDB client that fails the test if the reader sends any request."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a refused read called {name}")
+
+
+def _gsi_reader(schema: TableSchema = DEFAULT_SCHEMA) -> GsiBucketReader:
+    return GsiBucketReader(NoCalls(), "data", ThreadPoolExecutor(1), schema=schema)  # type: ignore[arg-type]
+
+
+def test_a_gsi_read_of_a_table_without_the_gsi_is_refused_as_field_path() -> None:
+    # Given a GSI reader over a table whose schema has no GSI
+    reader = _gsi_reader(TableSchema(gsi_name=None))
+    # When a window is read from it
+    with pytest.raises(InvalidInputError) as info:
+        reader.query(
+            "K", start=T0, end=T0 + timedelta(hours=1), unit=TimeBucket.DAY,
+            buckets=["2013-01-01"], gsi1_shards=[1],
+        )  # fmt: skip
+    # Then it is refused before any request, naming the read's path and why
+    assert info.value.field == "path"
+    assert "no GSI configured" in str(info.value)
+
+
+@pytest.mark.parametrize("span", [timedelta(0), timedelta(microseconds=-1)])
+def test_an_empty_or_inverted_gsi_window_is_refused_as_field_from(span: timedelta) -> None:
+    # Given a window whose end is its start, or before it
+    # When GSI1 is asked for it
+    with pytest.raises(InvalidInputError) as info:
+        _gsi_reader().query(
+            "K", start=T0, end=T0 + span, unit=TimeBucket.DAY,
+            buckets=["2013-01-01"], gsi1_shards=[1],
+        )  # fmt: skip
+    # Then it is refused before any request, naming ``from``
+    assert info.value.field == "from"
+    assert "must be earlier than to" in str(info.value)
+
+
+def test_the_gsi1_fingerprint_changes_with_each_part_of_the_query() -> None:
+    # Given one GSI1 query and, for each part, the same query with that part changed
+    base = ("K", T0, T0 + timedelta(days=1), False, TimeBucket.DAY)
+    variants = [
+        ("L", *base[1:]),
+        (base[0], T0 - timedelta(hours=1), *base[2:]),
+        (*base[:2], T0 + timedelta(days=2), *base[3:]),
+        (*base[:3], True, base[4]),
+        (*base[:4], TimeBucket.HOUR),
+    ]
+    # When they are fingerprinted
+    prints = [gsi1_fingerprint(*q) for q in [base, *variants]]
+    # Then every one differs: a cursor of one is refused by every other
+    assert len(set(prints)) == len(prints)
+    cursor = Cursor(prints[0], "2013-01-01T10:00:00.000000Z#e1").encode()
+    assert is_gsi1_cursor(cursor, *base)
+    assert not any(is_gsi1_cursor(cursor, *q) for q in variants)

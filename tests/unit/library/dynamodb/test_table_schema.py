@@ -22,6 +22,7 @@ from dynashard.core.schema import (
     TableSchema,
 )
 from dynashard.core.strategies import shard_for
+from dynashard.dynamodb.reader import order_function
 from dynashard.dynamodb.table_check import check_table_schema
 from dynashard.dynamodb.writer import ShardedWriter, build_item
 from dynashard.errors import InvalidInputError, TableSchemaError
@@ -377,9 +378,23 @@ def test_an_adopted_item_the_codec_cannot_order_fails_the_read_naming_it(client:
     # what the schema says (TableSchemaError), not a bad request (InvalidInputError)
     ds.adopt("OLD", survey=False)
     assert ds.put_events([Event(key="OLD", id="r1", ts=T0, data={})])[0].ok
-    with pytest.raises(TableSchemaError, match=r"1357034400000\.5"):
+    with pytest.raises(TableSchemaError, match=r"item device='OLD' at='1357034400000\.5'"):
         read_all(ds, "OLD", 100)
     ds.close()
+
+
+def test_the_order_function_names_an_item_it_cannot_order_by_both_keys() -> None:
+    # Given an item of the epoch table whose number sort key is not whole milliseconds
+    item = {"device": {"S": "OLD"}, "at": {"N": "1357034400000.5"}}
+    # When the merge asks for its order key
+    with pytest.raises(TableSchemaError) as info:
+        order_function(EPOCH_FLAT)(item)
+    # Then the error names the item by its partition key and sort key, and the codec
+    assert info.value.mismatches == [
+        "the item device='OLD' at='1357034400000.5' cannot be ordered under codec "
+        "epoch_ms_number: sort_key: '1357034400000.5' is not whole epoch milliseconds "
+        "(codec epoch_ms_number)"
+    ]
 
 
 def test_a_flat_field_named_like_the_schemas_attribute_is_refused(client: Any) -> None:

@@ -315,7 +315,8 @@ def query_fingerprint(*parts: object) -> str:
     Parameters
     ----------
     *parts : object
-        JSON-serializable values (key, bounds, order).
+        The query's defining values (key, bounds, order): JSON values, and any other
+        (a ``datetime``, a ``Decimal``) as its ``str()``.
 
     Returns
     -------

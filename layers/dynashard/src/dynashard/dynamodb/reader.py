@@ -1055,7 +1055,7 @@ def order_function(schema: TableSchema = DEFAULT_SCHEMA) -> Callable[[dict[str, 
             raise TableSchemaError(
                 [
                     f"the item {schema.partition_key}={pk!r} {sk}={item[sk][kind]!r} cannot "
-                    f"be ordered under codec {codec.name}: {exc.field}: {exc.message}"
+                    f"be ordered under codec {codec.name}: {exc.message}"  # names its field
                 ]
             ) from exc
 
