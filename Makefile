@@ -69,7 +69,7 @@ chaos: runtime ## replay 50,000 events through the pollers while DynamoDB Local 
 soak: runtime ## the model of the whole library (tests/model) on DynamoDB Local: 2,000 random sequences of up to 60 steps (SOAK_ARGS adds options, e.g. --seed N or --keep-going); prints the seed, writes soak-report.json, fails on any divergence
 	$(PY) -m tests.model.soak $(SOAK_ARGS)
 
-mutate: install ## mutation testing of the read and write paths (mutmut 3, tests/mutation): each mutant of reader, writer, bucketed_reader, gsi_reader, planned_reader, adoption, schema, merge and keys against the unit tests and the model that call it, a seeded sample of 20 mutants per module (about 45 minutes on 2 cores) -> mutation-report.json; fails when a module scores under 90 % (MUTATE_ARGS adds options, e.g. --modules core/merge.py, --sample N (0: all, hours), --seed S)
+mutate: install ## mutation testing of the read and write paths (mutmut 3, tests/mutation): each mutant of reader, writer, bucketed_reader, gsi_reader, planned_reader, adoption, schema, merge and keys against the unit tests and the model that call it, a seeded sample of 20 mutants per module (57 minutes measured on 2 shared cores; the goal is 45) -> mutation-report.json; fails when a module scores under 90 % (MUTATE_ARGS adds options, e.g. --modules core/merge.py, --sample N (0: all, hours), --seed S)
 	$(PY) -m tests.mutation $(MUTATE_ARGS)
 
 sandbox: runtime ## run the synthesized stack locally until Ctrl-C: DynamoDB Local, the gateway, the pollers, IAM checked on every call; prints the template it runs (python -m sandbox up --emulator adds the partition emulator, -c NAME=VALUE a stack parameter)
