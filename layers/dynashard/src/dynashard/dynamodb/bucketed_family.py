@@ -158,15 +158,7 @@ class BucketedFamilies:
             try:
                 to_write.append(self._to_bucket(event))
             except DynashardError as exc:
-                invalid = isinstance(exc, InvalidInputError)
-                refused[index] = WriteOutcome(
-                    event.id,
-                    event.key,
-                    False,
-                    f"{type(exc).__name__}: {exc}",
-                    permanent=invalid,
-                    field=exc.field if isinstance(exc, InvalidInputError) else None,
-                )
+                refused[index] = WriteOutcome.refused(event, exc)
         written = iter(write(to_write))
         return [refused[i] if i in refused else next(written) for i in range(len(events))]
 

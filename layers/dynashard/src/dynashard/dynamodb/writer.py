@@ -123,6 +123,33 @@ class WriteOutcome:
     permanent: bool = False
     field: str | None = None
 
+    @classmethod
+    def refused(cls, event: Event, exc: DynashardError) -> WriteOutcome:
+        """Return the outcome of an event refused before any write with ``exc``.
+
+        Parameters
+        ----------
+        event : Event
+            The event.
+        exc : DynashardError
+            Why: an ``InvalidInputError`` is permanent (the event is wrong, field named);
+            any other library error (e.g. ``MetadataError``) is not (send it again).
+
+        Returns
+        -------
+        WriteOutcome
+            ``ok`` False, ``error`` ``"{type}: {message}"``.
+        """
+        invalid = isinstance(exc, InvalidInputError)
+        return cls(
+            event.id,
+            event.key,
+            False,
+            f"{type(exc).__name__}: {exc}",
+            permanent=invalid,
+            field=exc.field if isinstance(exc, InvalidInputError) else None,
+        )
+
 
 #: UTF-8 bytes of the attribute names of an event's item (an item's size counts them).
 _ITEM_NAME_BYTES: Final = sum(
@@ -492,15 +519,7 @@ class ShardedWriter:
                 label = time_bucket(event.ts, unit)
                 item, size = build_item(event, shard, unit, label=label, schema=self.schema)
             except DynashardError as exc:
-                invalid = isinstance(exc, InvalidInputError)
-                outcomes[index] = WriteOutcome(
-                    event.id,
-                    event.key,
-                    False,
-                    f"{type(exc).__name__}: {exc}",
-                    permanent=invalid,
-                    field=exc.field if isinstance(exc, InvalidInputError) else None,
-                )
+                outcomes[index] = WriteOutcome.refused(event, exc)
                 continue
             item_key: _Slot = self._item_key(item)
             if conditional:
