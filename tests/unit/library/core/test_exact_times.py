@@ -71,6 +71,31 @@ def test_epoch_milliseconds_outside_the_years_1_to_9999_are_refused(value: objec
     assert raised.value.field == "ts"
 
 
+@pytest.mark.parametrize(
+    "value", [MAX_EPOCH_MS + 10**15, -(10**15) - 1, Decimal("1E+400"), Decimal("-2E+15")]
+)
+def test_an_out_of_range_time_is_refused_saying_so_not_as_unparseable(value: object) -> None:
+    # Given epoch milliseconds past the years 1..9999, as an int or as a Decimal
+    # When they are parsed
+    with pytest.raises(InvalidInputError) as raised:
+        parse_ts(value)
+    # Then the error says the time is out of range, not that it is not a time
+    assert str(raised.value) == f"ts: is outside the years 1..9999 in UTC, got {value!r}"
+
+
+@pytest.mark.parametrize(("value", "kind"), [([1], "list"), (None, "NoneType"), (True, "bool")])
+def test_a_value_of_another_type_is_refused_naming_its_type(value: object, kind: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        parse_ts(value, field="from")
+    assert raised.value.field == "from"
+    assert str(raised.value).endswith(f"got {value!r} ({kind} is not a time)")
+
+
+def test_a_lowercase_z_is_utc_as_rfc_3339_allows() -> None:
+    # RFC 3339 section 5.6 (note): "Z" may be written lowercase; fromisoformat refuses it
+    assert parse_ts("2013-01-01T10:15:00z") == parse_ts("2013-01-01T10:15:00Z")
+
+
 SCHEMA = TableSchema(
     partition_key="device",
     sort_key="at",

@@ -277,6 +277,56 @@ def test_sparse_buckets_are_read_ahead_in_parallel_and_used_in_order() -> None:
     assert page.queries >= 24  # days 6..29, each bucket needed (empty ones included)
 
 
+class TargetedBuckets(FakeBuckets):
+    """A bucket reader serving a targeted read: only ids that start with the value."""
+
+    def query(self, key: str, **options: Any) -> Page:
+        page = super().query(key, **{**options, "attribute_value": None})
+        value = options.get("attribute_value")
+        page.items = [i for i in page.items if value is None or i["id"].startswith(str(value))]
+        return page
+
+
+def test_a_targeted_read_targets_every_bucket_it_reads() -> None:
+    # Given two day buckets holding events of two devices, "a" and "b"
+    data = {"OPS_LOG#2026-06-22": ["a1", "b1"], "OPS_LOG#2026-06-23": ["a2", "b2"]}
+    window = {"start": T0, "end": T0 + timedelta(days=2)}
+    # When device "a" is read across both buckets
+    page = BucketedReader(TargetedBuckets(data)).query(
+        "OPS_LOG", TimeBucket.DAY, limit=10, attribute_value="a", **window
+    )
+    # Then each bucket was read for "a" alone
+    assert [i["id"] for i in page.items] == ["a1", "a2"]
+
+
+class NoResumeBuckets(FakeBuckets):
+    """A bucket reader (the port allows it) that gives no resume position."""
+
+    def query(self, key: str, **options: Any) -> Page:
+        page = super().query(key, **options)
+        page.resume = None
+        return page
+
+
+def test_a_page_filled_at_a_bucket_end_without_a_resume_position_goes_on_at_the_next() -> None:
+    # Given a reader that gives no resume position, and a page that fills exactly at the
+    # end of the first bucket
+    data = {"OPS_LOG#2026-06-22": ["a1", "a2"], "OPS_LOG#2026-06-23": ["b1"]}
+    reader, window = (
+        BucketedReader(NoResumeBuckets(data)),
+        {"start": T0, "end": T0 + timedelta(days=2)},
+    )
+    first = reader.query("OPS_LOG", TimeBucket.DAY, limit=2, **window)
+    # Then its cursor points at the next bucket, from its start
+    assert [i["id"] for i in first.items] == ["a1", "a2"]
+    assert first.cursor is not None
+    fingerprint = bucketed_fingerprint("OPS_LOG", TimeBucket.DAY, T0, window["end"], False)
+    assert BucketCursor.decode(first.cursor, fingerprint) == BucketCursor(fingerprint, 1)
+    second = reader.query("OPS_LOG", TimeBucket.DAY, limit=2, cursor=first.cursor, **window)
+    assert [i["id"] for i in second.items] == ["b1"]
+    assert second.cursor is None
+
+
 def test_a_failure_in_a_bucket_read_ahead_but_not_needed_is_not_the_pages() -> None:
     data = {"OPS_LOG#2026-06-23": ["b1"]}
     fake = FakeBuckets(data, fail=frozenset({"OPS_LOG#2026-06-24"}))

@@ -16,6 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from dynashard import Dynashard, DynashardConfig
@@ -118,3 +119,87 @@ def test_a_redelivery_at_a_writer_with_an_older_cached_count_is_acknowledged(
     assert again.ok, again
     assert again.physical_key == c.physical_key
     assert stored_ids(client) == ["a", "b", "c"]
+
+
+class Faulty:
+    """The client, with the next calls of one operation answered by errors first."""
+
+    def __init__(self, client: Any, operation: str, errors: list[dict[str, Any]]) -> None:
+        self._client, self._operation, self.errors = client, operation, errors
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._client, name)
+        if name != self._operation:
+            return call
+
+        def failing(**kwargs: Any) -> Any:
+            if self.errors:
+                raise ClientError(self.errors.pop(0), name)
+            return call(**kwargs)
+
+        return failing
+
+
+def shrunk_with_an_event_beyond(client: Any) -> tuple[Dynashard, str, str]:
+    """Four shards holding e0..e3 at T0, shrunk to two: (facade, id, key) of one on 2 or 3."""
+    ds = facade(client, default_shards=4)
+    first = ds.put_events([reading(f"e{i}") for i in range(4)])
+    assert all(o.ok for o in first), first
+    far = next(o for o in first if o.physical_key in (f"{KEY}#2", f"{KEY}#3"))
+    assert ds.set_shard_count(KEY, 2).changed
+    assert far.physical_key is not None
+    return ds, far.event_id, far.physical_key
+
+
+def test_a_throttled_lookup_is_asked_again_not_taken_for_absence(client: Any) -> None:
+    # Given a redelivery whose shards all hold other events, and a first BatchGetItem throttled
+    ds, event_id, stored_on = shrunk_with_an_event_beyond(client)
+    throttled = {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}
+    faulty = Faulty(client, "batch_get_item", [{"Error": throttled}])
+    ds = facade(faulty, default_shards=4)
+    # When it is written again
+    (again,) = ds.put_events([reading(event_id)])
+    # Then the lookup is retried and finds it: acknowledged where it is stored
+    assert faulty.errors == []
+    assert again.ok, again
+    assert again.physical_key == stored_on
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            {"Code": "AccessDeniedException", "Message": "no dynamodb:BatchGetItem"},
+            "AccessDeniedException: no dynamodb:BatchGetItem",
+        ),
+        ({"Code": "AccessDeniedException"}, "AccessDeniedException: "),
+    ],
+)
+def test_a_failed_lookup_fails_the_event_for_now_naming_the_error(
+    client: Any, error: dict[str, str], reason: str
+) -> None:
+    # Given a redelivery whose shards all hold other events, and a lookup that is refused
+    _, event_id, _ = shrunk_with_an_event_beyond(client)
+    ds = facade(Faulty(client, "batch_get_item", [{"Error": error}]), default_shards=4)
+    # When it is written again
+    (again,) = ds.put_events([reading(event_id)])
+    # Then it fails for now (whether it is stored is not known), naming DynamoDB's error
+    assert not again.ok and not again.permanent, again
+    assert again.error == reason
+
+
+def test_a_condition_failure_without_the_old_item_is_named_so(client: Any) -> None:
+    # Given a one-shard key holding e0 at T0, and a PutItem whose ConditionalCheckFailed
+    # carries no item (ReturnValuesOnConditionCheckFailure not honoured)
+    assert all(o.ok for o in facade(client, default_shards=1).put_events([reading("e0")]))
+    failed = {
+        "Code": "ConditionalCheckFailedException",
+        "Message": "The conditional request failed",
+    }
+    ds = facade(Faulty(client, "put_item", [{"Error": failed}]), default_shards=1)
+    # When e1 of the same millisecond is written
+    (new,) = ds.put_events([reading("e1")])
+    # Then it is refused for good, naming the holder as an item without an event id
+    assert not new.ok and new.permanent and new.field == "ts", new
+    assert new.error is not None and "an item without an event id" in new.error
+    assert stored_ids(client) == ["e0"]

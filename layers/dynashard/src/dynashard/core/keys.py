@@ -181,7 +181,9 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
     Raises
     ------
     InvalidInputError
-        If the value is neither, or is out of the range 0001..9999.
+        If the value is neither (a value of another type is named: ``list is not a
+        time``), or is outside the years 1..9999 in UTC (``is outside the years
+        1..9999 in UTC``).
 
     Examples
     --------
@@ -207,11 +209,15 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
                 text = text[:-1] + "+00:00"
             parsed = datetime.fromisoformat(text)
         else:
-            raise TypeError(type(value).__name__)
-    except (ValueError, TypeError, OverflowError, OSError) as exc:
+            raise TypeError(f"{type(value).__name__} is not a time")
+    except OverflowError as exc:  # epoch milliseconds past the years 1..9999
+        raise InvalidInputError(field, f"is {exc} in UTC, got {value!r}") from exc
+    except (ValueError, TypeError, OSError) as exc:
+        why = f" ({exc})" if isinstance(exc, TypeError) else ""
         raise InvalidInputError(
             field,
-            f"must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, got {value!r}",
+            "must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, "
+            f"got {value!r}{why}",
         ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
