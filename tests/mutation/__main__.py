@@ -23,8 +23,8 @@ How it runs:
    sorted mutant ids shuffled by ``random.Random(f"{seed}:{module}")``, so a seed names
    the sample and a larger sample holds a smaller one (default 20 per module, what 45
    minutes on 2 cores holds; ``--sample 0`` tests every mutant). A run resumes:
-   a mutant with a result from an earlier run of the same code is not run again unless
-   ``--fresh``.
+   a mutant killed or timed out in an earlier run of the same code is not run again
+   unless ``--fresh``; a survivor always is (a test added since may kill it).
 4. **The run.** ``mutmut run`` first runs the selected tests once with every function
    traced, recording which tests call which function (cached in ``mutants/`` until the
    code changes), then forks one warm process per mutant (``--max-children`` at a time)
@@ -289,12 +289,18 @@ def collect(paths: list[str], size: int, seed: int) -> list[ModuleResult]:
 
 
 def to_run(paths: list[str], size: int, seed: int, fresh: bool) -> list[str]:
-    """The sampled mutants without a result (all sampled ones with ``fresh``)."""
+    """The sampled mutants to run: those without a result, or whose result is stale.
+
+    A survivor is always run again: its result was got from the tests of that day, and a
+    test added since (to kill it) is only seen by running it again; a killed or timed-out
+    result stands while its function is unchanged (mutmut regenerates a changed function's
+    mutants without a result). With ``fresh``, every sampled mutant is run.
+    """
     names = []
     for path in paths:
         codes: dict[str, int | None] = load_meta(path)["exit_code_by_key"]
         for mutant in sample(path, list(codes), size, seed):
-            if fresh or codes[mutant] is None:
+            if fresh or codes[mutant] is None or codes[mutant] in SURVIVED:
                 names.append(mutant)
     return names
 
