@@ -141,7 +141,15 @@ def test_the_wheel_metadata_is_the_pyprojects(dist: Dist) -> None:
     }
     assert set(meta.get_all("Provides-Extra")) == {"cli", "lambda"}
     assert set(meta.get_all("Classifier")) == set(project["classifiers"])
-    assert meta["Keywords"] and meta["Author"]
+    assert meta["Keywords"] and meta["Author"] == "dynashard contributors"
+    # and the licence (PEP 639): its SPDX expression, and its files inside the wheel
+    assert meta["License-Expression"] == project["license"] == "Apache-2.0"
+    assert meta.get_all("License-File") == project["license-files"] == ["LICENSE", "NOTICE"]
+    for name in project["license-files"]:
+        assert files[f"{info}/licenses/{name}"] == (LIBRARY / name).read_bytes()
+    # and the project's addresses
+    urls = dict(url.split(", ", 1) for url in meta.get_all("Project-URL"))
+    assert urls == project["urls"]
     # and the package page is the README, as Markdown
     assert meta["Description-Content-Type"] == "text/markdown"
     assert meta.get_payload().strip() == (LIBRARY / "README.md").read_text().strip()
@@ -158,7 +166,14 @@ def test_the_sdist_carries_the_changelog_of_this_version(dist: Dist) -> None:
         member = archive.extractfile(f"{top}/CHANGELOG.md")
         assert member is not None
         changelog = member.read().decode()
-    for name in ("PKG-INFO", "README.md", "pyproject.toml", "src/dynashard/__init__.py"):
+    for name in (
+        "PKG-INFO",
+        "README.md",
+        "LICENSE",
+        "NOTICE",
+        "pyproject.toml",
+        "src/dynashard/__init__.py",
+    ):
         assert f"{top}/{name}" in names
     assert changelog == (LIBRARY / "CHANGELOG.md").read_text()
     # The newest released entry (Keep a Changelog: "## [x.y.z] - YYYY-MM-DD") is this version.
