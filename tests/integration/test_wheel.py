@@ -4,10 +4,11 @@
 that sdist (its default), so a file the sdist lacks breaks the wheel here, not on a
 user's machine. Both pass ``twine check --strict``; the wheel's metadata is the
 pyproject's and its version ``dynashard.__version__``; the sdist carries the changelog,
-whose newest entry is that version. Then the wheel is installed with its ``cli`` extra
-into a fresh virtualenv outside the checkout (its dependencies from the package index,
-as a user's pip gets them) and run there, from a directory outside the checkout: an
-import, ``dynashard --help``, and the example of the package's README against DynamoDB
+whose newest entry is that version. Then the wheel is installed with its ``cli`` and
+``lambda`` extras into a fresh virtualenv outside the checkout (its dependencies from the
+package index, as a user's pip gets them) and run there, from a directory outside the
+checkout: an import, ``dynashard --help``, a function's kit (``function_kit()``, its
+tracer), and the example of the package's README against DynamoDB
 Local, after the two tables are created with plain boto3 calls.
 
 The build runs without isolation when this environment has the build backend (``make
@@ -134,12 +135,8 @@ def test_the_wheel_metadata_is_the_pyprojects(dist: Dist) -> None:
         for req in reqs
     }
     assert set(meta.get_all("Requires-Dist")) == expected
-    assert {r.split(">=")[0] for r in project["dependencies"]} == {
-        "boto3",
-        "pydantic",
-        "pydantic-settings",
-    }
-    assert set(meta.get_all("Provides-Extra")) == {"cli", "lambda"}
+    assert {r.split(">=")[0] for r in project["dependencies"]} == {"boto3", "pydantic"}
+    assert set(meta.get_all("Provides-Extra")) == {"chart", "cli", "lambda"}
     assert set(meta.get_all("Classifier")) == set(project["classifiers"])
     assert meta["Keywords"] and meta["Author"] == "dynashard contributors"
     # and the licence (PEP 639): its SPDX expression, and its files inside the wheel
@@ -236,7 +233,7 @@ def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed
     venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
     installed = Installed(bin=venv_dir / "bin", cwd=home, env=_clean_env(venv_dir, home))
     pip = [str(installed.bin / "python"), "-m", "pip", "install", "--quiet"]
-    result = installed.run(*pip, f"{dist.wheel}[cli]", timeout=300)
+    result = installed.run(*pip, f"{dist.wheel}[cli,lambda]", timeout=300)
     assert result.returncode == 0, _explain(result)
     return installed
 
@@ -261,6 +258,24 @@ def test_the_installed_command_answers_help(installed: Installed) -> None:
     assert "Usage: dynashard" in result.stdout
     for command in ("status", "resize", "plan", "hot"):
         assert re.search(rf"^\s+{command}\s", result.stdout, re.MULTILINE), result.stdout
+
+
+def test_the_lambda_extra_builds_a_functions_kit_with_its_tracer(installed: Installed) -> None:
+    """``dynashard[lambda]`` then ``function_kit()`` failed: No module named 'aws_xray_sdk'."""
+    code = (
+        "import json, sys\n"
+        "from dynashard.lambda_kit.kit import function_kit\n"
+        "from dynashard.lambda_kit.settings import FunctionSettings\n"
+        "kit = function_kit('probe', FunctionSettings)\n"
+        "print(json.dumps([type(kit.tracer).__name__, 'aws_xray_sdk' in sys.modules]))\n"
+    )
+    result = installed.run(str(installed.bin / "python"), "-c", code)
+    assert result.returncode == 0, _explain(result)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["Tracer", True]
+    # and the command's extra did not bring the chart's matplotlib
+    check = "import importlib.util as u; print(u.find_spec('matplotlib') is None)"
+    result = installed.run(str(installed.bin / "python"), "-c", check)
+    assert result.stdout.strip() == "True", _explain(result)
 
 
 def _readme_example() -> str:
