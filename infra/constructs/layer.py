@@ -6,7 +6,7 @@ the wheels and with Docker otherwise, from ``layers/dynashard/requirements.lock`
 dependency, transitive ones included, pinned and checked against its hash
 (``make lock`` compiles it from the ``runtime`` group with uv).
 
-Powertools is bundled into the dynashard layer (with pydantic, pydantic-settings and
+Powertools is bundled into the dynashard layer (with pydantic and
 boto3) rather than taken from AWS's published Powertools layer: the versions are the
 ones pinned in the ``runtime`` dependency group of pyproject.toml, i.e. exactly what
 the tests run against; the published layer's version number for a given Powertools

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from dynashard._version import UNKNOWN_VERSION
 from infra.constructs import layer
 from infra.constructs.layer import LAYER_LOCK, LAYER_SOURCE, PipLocalBundling, layer_requirements
 
@@ -46,6 +47,12 @@ def test_local_bundling_installs_arm64_wheels_and_their_bytecode(tmp_path: Path)
     assert (site / "aws_lambda_powertools").is_dir()
     cores = list((site / "pydantic_core").glob("_pydantic_core.*.so"))
     assert [c.name for c in cores] == ["_pydantic_core.cpython-312-aarch64-linux-gnu.so"]
+    # built from a copy without git metadata: the version given, else the fallback
+    # (layers/dynashard's [tool.setuptools_scm], docs/contributing.md)
+    version = os.environ.get("SETUPTOOLS_SCM_PRETEND_VERSION_FOR_DYNASHARD", UNKNOWN_VERSION)
+    assert [p.name for p in site.glob("dynashard-*.dist-info")] == [
+        f"dynashard-{version}.dist-info"
+    ]
     # built from a copy: the bundling leaves no build/ in the repository
     assert (LAYER_SOURCE / "build").exists() == build_dir_before
     if layer.find_layer_python() is None:  # no local 3.12: no bytecode at all

@@ -3,11 +3,15 @@
 ``python -m build`` builds the sdist from a copy of ``layers/dynashard`` and the wheel from
 that sdist (its default), so a file the sdist lacks breaks the wheel here, not on a
 user's machine. Both pass ``twine check --strict``; the wheel's metadata is the
-pyproject's and its version ``dynashard.__version__``; the sdist carries the changelog,
-whose newest entry is that version. Then the wheel is installed with its ``cli`` extra
-into a fresh virtualenv outside the checkout (its dependencies from the package index,
-as a user's pip gets them) and run there, from a directory outside the checkout: an
-import, ``dynashard --help``, and the example of the package's README against DynamoDB
+pyproject's, its version the one setuptools-scm reads from the checkout's git metadata
+(the copy has none: the build is given it, as the layer's build is), and a wheel built
+from the sdist alone keeps it; a copy built without it gets the fallback version; the
+sdist carries the changelog, whose newest entry is that version, or which opens with
+``[Unreleased]`` between releases. Then the wheel is installed with its ``cli`` and
+``lambda`` extras into a fresh virtualenv outside the checkout (its dependencies from the
+package index, as a user's pip gets them) and run there, from a directory outside the
+checkout: an import, ``dynashard --help``, a function's kit (``function_kit()``, its
+tracer), and the example of the package's README against DynamoDB
 Local, after the two tables are created with plain boto3 calls.
 
 The build runs without isolation when this environment has the build backend (``make
@@ -35,8 +39,9 @@ from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
-import dynashard
+from dynashard._version import UNKNOWN_VERSION
 from sandbox.engines.dynamodb_local import (
     LOCAL_ACCESS_KEY_ID,
     LOCAL_REGION,
@@ -49,7 +54,15 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "layers" / "dynashard"
-VERSION = dynashard.__version__
+#: setuptools-scm's variable that gives a build without git metadata its version.
+PRETEND_VERSION = "SETUPTOOLS_SCM_PRETEND_VERSION_FOR_DYNASHARD"
+
+
+def checkout_version() -> str:
+    """The version setuptools-scm derives for the checkout (the library's configuration)."""
+    result = _run([sys.executable, "-m", "setuptools_scm", "-c", str(LIBRARY / "pyproject.toml")])
+    assert result.returncode == 0, _explain(result)
+    return str(Version(result.stdout.strip()))
 
 
 @dataclass(frozen=True)
@@ -72,34 +85,51 @@ def _explain(result: CompletedProcess[str]) -> str:
     return f"{result.args}: exit {result.returncode}\n{out}\n{err}"
 
 
-def build_dist(work: Path) -> Dist:
-    """Build the sdist and, from it, the wheel of a copy of ``layers/dynashard``."""
+def _build(source: Path, out: Path, *args: str, version: str | None = None) -> None:
+    """``python -m build`` of ``source`` into ``out``; ``version`` as the pretend one."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SETUPTOOLS_SCM_")}
+    if version is not None:
+        env[PRETEND_VERSION] = version
+    results = []
+    for isolation in (["--no-isolation"], []):
+        shutil.rmtree(out, ignore_errors=True)
+        command = [sys.executable, "-m", "build", *isolation, *args, "--outdir", str(out)]
+        result = _run([*command, str(source)], env=env)
+        results.append(result)
+        if result.returncode == 0:
+            return
+    pytest.fail("python -m build failed:\n" + "\n".join(_explain(r) for r in results))
+
+
+def _copy_library(work: Path) -> Path:
+    """A copy of ``layers/dynashard`` outside the checkout: no git metadata."""
     source = work / "dynashard"
     shutil.copytree(
         LIBRARY,
         source,
         ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"),
     )
+    return source
+
+
+def build_dist(work: Path, version: str) -> Dist:
+    """Build the sdist and, from it, the wheel of a copy of ``layers/dynashard``."""
     out = work / "dist"
-    results = []
-    for isolation in (["--no-isolation"], []):
-        shutil.rmtree(out, ignore_errors=True)
-        command = [sys.executable, "-m", "build", *isolation, "--outdir", str(out), str(source)]
-        result = _run(command)
-        results.append(result)
-        if result.returncode == 0:
-            break
-    else:
-        pytest.fail("python -m build failed:\n" + "\n".join(_explain(r) for r in results))
+    _build(_copy_library(work), out, version=version)
     wheels, sdists = sorted(out.glob("*.whl")), sorted(out.glob("*.tar.gz"))
-    assert [p.name for p in wheels] == [f"dynashard-{VERSION}-py3-none-any.whl"]
-    assert [p.name for p in sdists] == [f"dynashard-{VERSION}.tar.gz"]
+    assert [p.name for p in wheels] == [f"dynashard-{version}-py3-none-any.whl"]
+    assert [p.name for p in sdists] == [f"dynashard-{version}.tar.gz"]
     return Dist(wheel=wheels[0], sdist=sdists[0])
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    return build_dist(tmp_path_factory.mktemp("build"))
+def version() -> str:
+    return checkout_version()
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory, version: str) -> Dist:
+    return build_dist(tmp_path_factory.mktemp("build"), version)
 
 
 def _wheel_files(dist: Dist) -> dict[str, bytes]:
@@ -117,15 +147,51 @@ def test_twine_check_strict_passes_on_the_wheel_and_the_sdist(dist: Dist) -> Non
     assert result.stdout.count("PASSED") == 2, result.stdout
 
 
-def test_the_wheel_metadata_is_the_pyprojects(dist: Dist) -> None:
+def test_the_checkouts_version_comes_from_git(version: str) -> None:
+    """One scheme (setuptools-scm): a tag vX.Y.Z is X.Y.Z, any other commit a dev
+    version naming the commit, so two different commits never build the same version."""
+    head = _run(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
+    assert head.returncode == 0, _explain(head)
+    tag = _run(["git", "-C", str(ROOT), "describe", "--tags", "--exact-match", "--match", "v*"])
+    dirty = _run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    parsed = Version(version)
+    if tag.returncode == 0 and not dirty.stdout.strip():
+        assert version == tag.stdout.strip().removeprefix("v")
+        assert not parsed.is_devrelease and parsed.local is None
+    else:
+        assert parsed.is_devrelease and parsed.local is not None, version
+        assert f"g{head.stdout.strip()[:7]}" in parsed.local, (version, head.stdout)
+
+
+def test_a_copy_without_git_gets_the_fallback_and_a_wheel_keeps_its_sdists_version(
+    dist: Dist, version: str, tmp_path: Path
+) -> None:
+    # Given the sdist unpacked outside the checkout, no version given
+    with tarfile.open(dist.sdist) as archive:
+        archive.extractall(tmp_path / "unpacked", filter="data")
+    # When a wheel is built from it, Then it has the sdist's version (its PKG-INFO)
+    _build(tmp_path / "unpacked" / f"dynashard-{version}", tmp_path / "from-sdist", "--wheel")
+    assert [p.name for p in (tmp_path / "from-sdist").iterdir()] == [
+        f"dynashard-{version}-py3-none-any.whl"
+    ]
+    # and a copy of the source without git metadata, no version given, gets the fallback:
+    # a local version, which a package index refuses
+    _build(_copy_library(tmp_path / "copy"), tmp_path / "no-git", "--sdist")
+    assert [p.name for p in (tmp_path / "no-git").iterdir()] == [
+        f"dynashard-{UNKNOWN_VERSION}.tar.gz"
+    ]
+    assert Version(UNKNOWN_VERSION).local == "unknown"
+
+
+def test_the_wheel_metadata_is_the_pyprojects(dist: Dist, version: str) -> None:
     # Given the wheel's METADATA and the library's pyproject
     files = _wheel_files(dist)
-    info = f"dynashard-{VERSION}.dist-info"
+    info = f"dynashard-{version}.dist-info"
     meta = email.parser.Parser().parsestr(files[f"{info}/METADATA"].decode("utf-8"))
     project = tomllib.loads((LIBRARY / "pyproject.toml").read_text())["project"]
-    # Then the name, the version (dynashard.__version__) and what pip needs are there
+    # Then the name, the version (the checkout's) and what pip needs are there
     assert meta["Name"] == "dynashard"
-    assert meta["Version"] == VERSION
+    assert meta["Version"] == version
     assert meta["Requires-Python"] == project["requires-python"]
     assert meta["Summary"] == project["description"]
     expected = set(project["dependencies"]) | {
@@ -134,14 +200,18 @@ def test_the_wheel_metadata_is_the_pyprojects(dist: Dist) -> None:
         for req in reqs
     }
     assert set(meta.get_all("Requires-Dist")) == expected
-    assert {r.split(">=")[0] for r in project["dependencies"]} == {
-        "boto3",
-        "pydantic",
-        "pydantic-settings",
-    }
-    assert set(meta.get_all("Provides-Extra")) == {"cli", "lambda"}
+    assert {r.split(">=")[0] for r in project["dependencies"]} == {"boto3", "pydantic"}
+    assert set(meta.get_all("Provides-Extra")) == {"chart", "cli", "lambda"}
     assert set(meta.get_all("Classifier")) == set(project["classifiers"])
-    assert meta["Keywords"] and meta["Author"]
+    assert meta["Keywords"] and meta["Author"] == "dynashard contributors"
+    # and the licence (PEP 639): its SPDX expression, and its files inside the wheel
+    assert meta["License-Expression"] == project["license"] == "Apache-2.0"
+    assert meta.get_all("License-File") == project["license-files"] == ["LICENSE", "NOTICE"]
+    for name in project["license-files"]:
+        assert files[f"{info}/licenses/{name}"] == (LIBRARY / name).read_bytes()
+    # and the project's addresses
+    urls = dict(url.split(", ", 1) for url in meta.get_all("Project-URL"))
+    assert urls == project["urls"]
     # and the package page is the README, as Markdown
     assert meta["Description-Content-Type"] == "text/markdown"
     assert meta.get_payload().strip() == (LIBRARY / "README.md").read_text().strip()
@@ -151,19 +221,35 @@ def test_the_wheel_metadata_is_the_pyprojects(dist: Dist) -> None:
     assert "dynashard/py.typed" in files
 
 
-def test_the_sdist_carries_the_changelog_of_this_version(dist: Dist) -> None:
-    top = f"dynashard-{VERSION}"
+def test_the_sdist_carries_the_changelog_of_this_version(dist: Dist, version: str) -> None:
+    top = f"dynashard-{version}"
     with tarfile.open(dist.sdist) as archive:
         names = set(archive.getnames())
         member = archive.extractfile(f"{top}/CHANGELOG.md")
         assert member is not None
         changelog = member.read().decode()
-    for name in ("PKG-INFO", "README.md", "pyproject.toml", "src/dynashard/__init__.py"):
+    for name in (
+        "PKG-INFO",
+        "README.md",
+        "LICENSE",
+        "NOTICE",
+        "pyproject.toml",
+        "src/dynashard/__init__.py",
+    ):
         assert f"{top}/{name}" in names
     assert changelog == (LIBRARY / "CHANGELOG.md").read_text()
-    # The newest released entry (Keep a Changelog: "## [x.y.z] - YYYY-MM-DD") is this version.
+    # The newest released entry (Keep a Changelog: "## [x.y.z] - YYYY-MM-DD") is this
+    # version; between releases the changelog opens with [Unreleased], and a version from
+    # a tag (not the fallback's base) comes after the newest release.
     released = re.findall(r"^## \[(\d[^\]]*)\] - \d{4}-\d{2}-\d{2}$", changelog, re.MULTILINE)
-    assert released and released[0] == VERSION, released
+    sections = re.findall(r"^## \[([^\]]*)\]", changelog, re.MULTILINE)
+    parsed = Version(version)
+    if parsed.is_devrelease:
+        assert sections[0] == "Unreleased", sections
+        if "unknown" not in (parsed.local or ""):
+            assert parsed > Version(released[0]), (version, released)
+    else:
+        assert released and released[0] == version, released
 
 
 def test_the_wheel_holds_no_reference_to_sandbox_or_bench(dist: Dist) -> None:
@@ -221,12 +307,12 @@ def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed
     venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
     installed = Installed(bin=venv_dir / "bin", cwd=home, env=_clean_env(venv_dir, home))
     pip = [str(installed.bin / "python"), "-m", "pip", "install", "--quiet"]
-    result = installed.run(*pip, f"{dist.wheel}[cli]", timeout=300)
+    result = installed.run(*pip, f"{dist.wheel}[cli,lambda]", timeout=300)
     assert result.returncode == 0, _explain(result)
     return installed
 
 
-def test_the_installed_wheel_imports_with_its_version(installed: Installed) -> None:
+def test_the_installed_wheel_imports_with_its_version(installed: Installed, version: str) -> None:
     code = (
         "import importlib.metadata, json, dynashard; "
         "print(json.dumps([dynashard.__version__, importlib.metadata.version('dynashard'), "
@@ -234,8 +320,8 @@ def test_the_installed_wheel_imports_with_its_version(installed: Installed) -> N
     )
     result = installed.run(str(installed.bin / "python"), "-c", code)
     assert result.returncode == 0, _explain(result)
-    version, dist_version, module_file = json.loads(result.stdout)
-    assert version == dist_version == VERSION
+    dynashard_version, dist_version, module_file = json.loads(result.stdout)
+    assert dynashard_version == dist_version == version
     # imported from the fresh virtualenv, not from the checkout
     assert Path(module_file).is_relative_to(installed.bin.parent), module_file
 
@@ -246,6 +332,24 @@ def test_the_installed_command_answers_help(installed: Installed) -> None:
     assert "Usage: dynashard" in result.stdout
     for command in ("status", "resize", "plan", "hot"):
         assert re.search(rf"^\s+{command}\s", result.stdout, re.MULTILINE), result.stdout
+
+
+def test_the_lambda_extra_builds_a_functions_kit_with_its_tracer(installed: Installed) -> None:
+    """``dynashard[lambda]`` then ``function_kit()`` failed: No module named 'aws_xray_sdk'."""
+    code = (
+        "import json, sys\n"
+        "from dynashard.lambda_kit.kit import function_kit\n"
+        "from dynashard.lambda_kit.settings import FunctionSettings\n"
+        "kit = function_kit('probe', FunctionSettings)\n"
+        "print(json.dumps([type(kit.tracer).__name__, 'aws_xray_sdk' in sys.modules]))\n"
+    )
+    result = installed.run(str(installed.bin / "python"), "-c", code)
+    assert result.returncode == 0, _explain(result)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["Tracer", True]
+    # and the command's extra did not bring the chart's matplotlib
+    check = "import importlib.util as u; print(u.find_spec('matplotlib') is None)"
+    result = installed.run(str(installed.bin / "python"), "-c", check)
+    assert result.stdout.strip() == "True", _explain(result)
 
 
 def _readme_example() -> str:

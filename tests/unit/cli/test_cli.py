@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -343,6 +344,24 @@ def test_status_chart_writes_a_png(aws: Any, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["chart"] == str(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_status_chart_without_matplotlib_names_the_extra_to_install(
+    aws: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a key with a history, and matplotlib not installed (the `chart` extra left out)
+    run("resize", "K", "2")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # find_spec: None, import fails
+    png = tmp_path / "k.png"
+    # When the chart is asked for
+    result = run("status", "K", "--chart", str(png))
+    # Then it fails saying what to install, and draws nothing
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "--chart needs matplotlib, which is not installed" in result.output
+    assert "pip install 'dynashard[chart]'" in result.output
+    assert not png.exists()
+    # while status without --chart still works
+    assert run("status", "K", "--json").exit_code == 0
 
 
 def test_a_dynamodb_error_exits_1_with_its_code(aws: Any) -> None:

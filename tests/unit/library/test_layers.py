@@ -30,6 +30,7 @@ import dynashard
 PACKAGE = Path(dynashard.__file__).parent
 RANKS = {
     "dynashard._lazy": 0,
+    "dynashard._version": 0,
     "dynashard.names": 0,
     "dynashard.errors": 0,
     "dynashard.core": 1,

@@ -23,13 +23,9 @@ pydantic: a function that never writes keeps its cold start short.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dynashard._lazy import lazy_exports
-
-#: The library's version, the one source of the package's (pyproject.toml reads it);
-#: CHANGELOG.md has its entry.
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from dynashard.core.buckets import TimeBucket
@@ -126,4 +122,19 @@ __all__ = [
 
 
 #: Loads a public name's module on first use (PEP 562).
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+_export, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+
+if TYPE_CHECKING:
+    #: The library's version: the installed distribution's (its metadata), which the build
+    #: took from the git tag (setuptools-scm); ``dynashard._version`` says more.
+    __version__: str
+
+
+def __getattr__(name: str) -> Any:
+    """Return a public name, loading its module; ``__version__`` from the metadata."""
+    if name == "__version__":
+        from dynashard._version import installed_version
+
+        globals()["__version__"] = value = installed_version()
+        return value
+    return _export(name)

@@ -21,7 +21,7 @@ from decimal import (
     Rounded,
     Underflow,
 )
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias
 
 from pydantic import (
     BaseModel,
@@ -34,6 +34,9 @@ from pydantic import (
 
 from dynashard.core.keys import format_ts, parse_ts, sort_key, validate_logical_key
 from dynashard.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: Largest number of events one ``POST /events`` request may carry.
 MAX_EVENTS_PER_REQUEST = 100
@@ -75,6 +78,12 @@ TS_SCHEMA: Final[dict[str, Any]] = {
 }
 
 
+#: What an event time may be given as (:func:`dynashard.core.keys.parse_ts`): ISO-8601
+#: text, a datetime, or epoch milliseconds (an int, a float, a ``Decimal``, or a string of
+#: digits). :class:`Event` stores it as an aware UTC ``datetime``.
+TimeInput: TypeAlias = str | datetime | int | float | Decimal
+
+
 def _parse_ts(value: object) -> datetime:
     try:
         return parse_ts(value)
@@ -94,7 +103,8 @@ class Event(BaseModel):
         Event id, unique within the key; with the timestamp the sort key is at most
         1,024 bytes.
     ts : datetime
-        Event time, UTC. Accepts ISO-8601 (naive is UTC) or epoch milliseconds.
+        Event time, an aware UTC datetime. Given as :data:`TimeInput`: ISO-8601 text
+        (naive is UTC), a datetime, or epoch milliseconds.
     data : dict
         Payload, a JSON object. Numbers are stored exactly as DynamoDB numbers (up to
         38 significant digits): a ``Decimal`` as it is, a float as ``Decimal(repr(f))``;
@@ -115,6 +125,16 @@ class Event(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    if TYPE_CHECKING:
+        # The constructor as type checkers see it: ``ts`` takes every form the validator
+        # parses (TimeInput), while the attribute stays the normalised ``datetime``
+        # (without this, a type checker reads the field's type as the input's, and the
+        # README's ``Event(ts="2013-01-01T00:00:00Z")`` fails mypy). pydantic's own
+        # ``__init__`` runs: this exists only for type checking.
+        def __init__(
+            self, *, key: str, id: str, ts: TimeInput, data: Mapping[str, Any] = ...
+        ) -> None: ...
 
     key: str = Field(min_length=1)
     id: str = Field(min_length=1)

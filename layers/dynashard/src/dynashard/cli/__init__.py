@@ -1,6 +1,7 @@
 """The ``dynashard`` command: an operator's view of shard counts, hot keys and capacity.
 
-Installed by the optional extra ``dynashard[cli]`` (typer, rich and matplotlib), so the
+Installed by the optional extra ``dynashard[cli]`` (typer and rich; ``status --chart``
+needs matplotlib, the ``chart`` extra: :mod:`dynashard.cli.charts`), so the
 Lambda layer, which installs the library without extras, stays small; nothing on a
 Lambda code path imports this package. Entry point: :func:`dynashard.cli.app.main`.
 

@@ -201,6 +201,12 @@ def status(
     """Show one logical key's shard metadata."""
     from dynashard.core.strategies import Strategy
 
+    if chart is not None:  # before any read: matplotlib is the `chart` extra's
+        from dynashard.cli.charts import missing_chart_dependency
+
+        missing = missing_chart_dependency()
+        if missing is not None:
+            fail(ExitCode.USAGE, missing)
     opts = options(ctx)
     with closing(opts.facade()) as ds:
         info = ds.shard_info(key)

@@ -1,13 +1,42 @@
-"""PNG charts of the ``dynashard`` command (matplotlib, Agg backend: no display needed)."""
+"""PNG charts of the ``dynashard`` command (matplotlib, Agg backend: no display needed).
+
+matplotlib comes with the ``chart`` extra (``pip install 'dynashard[chart]'``), not with
+``cli``: it is about 170 MB installed for one option. :func:`missing_chart_dependency`
+lets the command say so before it reads anything.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dynashard.core.shard_info import ShardInfo
+
+
+#: The optional extra that installs what the charts need.
+CHART_EXTRA = "chart"
+#: The module the charts draw with.
+CHART_MODULE = "matplotlib"
+
+
+def missing_chart_dependency() -> str | None:
+    """Say what to install when the charts cannot be drawn here.
+
+    Returns
+    -------
+    str or None
+        None when matplotlib can be imported; otherwise a message naming the module and
+        the ``chart`` extra that installs it.
+    """
+    if importlib.util.find_spec(CHART_MODULE) is not None:
+        return None
+    return (
+        f"--chart needs {CHART_MODULE}, which is not installed: "
+        f"pip install 'dynashard[{CHART_EXTRA}]'"
+    )
 
 
 def shard_history_chart(info: ShardInfo, path: Path, *, now: float) -> Path:
