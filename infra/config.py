@@ -6,7 +6,7 @@ construct needs on a table it is given; :class:`StackParameters` adds the projec
 data table (capacity caps, warm throughput, Contributor Insights mode).
 
 Every field of :class:`StackParameters` is a CDK context key of the same name, set on the
-command line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``
+command line (``npx cdk deploy -c stage=prod -c max_shards=500``) or in ``cdk.json``
 / ``cdk.context.json``. Values given on the command line arrive as strings and are
 validated and converted by pydantic once, when the app starts; a bad value stops the
 synth with a message naming the key. docs/DEPLOY.md lists the same parameters.
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dynashard import names
 from dynashard.core.buckets import TimeBucket, parse_time_buckets
 from dynashard.core.families import parse_bucketed_keys
+from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.load import MAX_WRITE_LOAD_PARTS
 from dynashard.core.schema import Payload, TableSchema, codec_named
 from dynashard.lambda_kit.key_settings import KeySetting, check_key_settings, parse_key_settings
@@ -117,7 +118,9 @@ class DynashardParameters(BaseModel):
     default_shards : int
         Shard count N of a logical key never seen before (``DYNASHARD_DEFAULT_SHARDS``).
     max_shards : int
-        Upper bound on N per logical key (``DYNASHARD_MAX_SHARDS``).
+        Upper bound on N per logical key (``DYNASHARD_MAX_SHARDS``), 1 to the library's
+        :data:`~dynashard.core.keys.MAX_SHARD_COUNT` (1,000): a value above it stops the
+        synth, as the functions would refuse it.
     cooldown_s : float
         Seconds between two changes of N for one key (``DYNASHARD_COOLDOWN_S``).
     metadata_cache_ttl_s : float
@@ -277,7 +280,9 @@ class DynashardParameters(BaseModel):
 
     stage: str = Field(default="dev", pattern=r"^[a-z][a-z0-9-]{0,19}$")
     default_shards: int = Field(default=1, ge=1)
-    max_shards: int = Field(default=1000, ge=1)
+    # The library's bound, not a copy of it: a stack above it deployed functions that
+    # refused every request (issue 39).
+    max_shards: int = Field(default=1000, ge=1, le=MAX_SHARD_COUNT)
     cooldown_s: float = Field(default=60.0, ge=0)
     metadata_cache_ttl_s: float = Field(default=30.0, ge=0)
     time_bucket: TimeBucket = TimeBucket.DAY
@@ -525,7 +530,7 @@ class StackParameters(DynashardParameters):
     The stack (:class:`infra.stack.DynashardStack`) declares its own data table and adds
     the :class:`~infra.constructs.dynashard.Dynashard` construct on it; these fields are
     that table's. Every field is a CDK context key of the same name, set on the command
-    line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``.
+    line (``npx cdk deploy -c stage=prod -c max_shards=500``) or in ``cdk.json``.
 
     Parameters
     ----------

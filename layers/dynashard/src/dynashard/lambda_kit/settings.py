@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dynashard import names
+from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.load import MAX_WRITE_LOAD_PARTS
 from dynashard.core.retry import Backoff
 
@@ -170,7 +171,8 @@ class FunctionSettings(TableSchemaSettings):
     default_shards : int
         Shard count of a key never seen (>= 1).
     max_shards : int
-        Upper bound of any key's shard count.
+        Upper bound of any key's shard count, 1 to
+        :data:`~dynashard.core.keys.MAX_SHARD_COUNT` (1,000).
     cooldown_s : float
         Seconds between two shard-count changes of one key.
     metadata_cache_ttl_s : float
@@ -239,7 +241,7 @@ class FunctionSettings(TableSchemaSettings):
     data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
     metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
     default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
-    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
+    max_shards: int = Field(1000, ge=1, le=MAX_SHARD_COUNT, validation_alias=names.ENV_MAX_SHARDS)
     cooldown_s: float = Field(60.0, ge=0, validation_alias=names.ENV_COOLDOWN_S)
     metadata_cache_ttl_s: float = Field(30.0, ge=0, validation_alias=names.ENV_METADATA_CACHE_TTL_S)
     time_bucket: Literal["hour", "day", "month"] = Field(
