@@ -145,9 +145,13 @@ class FunctionKit(Generic[S]):
         The function's Powertools singletons.
     get_settings : ContainerCache of settings
         The function's settings, validated on first use (not at import) and cached;
-        raises ``pydantic.ValidationError`` if a variable is missing or invalid.
+        raises :class:`~dynashard.errors.ConfigurationError` (its cause the
+        ``pydantic.ValidationError``) if a variable is missing or invalid
+        (:func:`misconfiguration_reported`).
     get_facade : ContainerCache of Dynashard
-        The facade over the configured tables (its boto3 client is created lazily).
+        The facade over the configured tables (its boto3 client is created lazily);
+        raises :class:`~dynashard.errors.ConfigurationError` if the settings make no
+        facade (``default_shards`` above ``max_shards``).
     module : str
         The function module's ``__name__``: the module of the handlers the kit makes.
     """
