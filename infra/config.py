@@ -6,7 +6,7 @@ construct needs on a table it is given; :class:`StackParameters` adds the projec
 data table (capacity caps, warm throughput, Contributor Insights mode).
 
 Every field of :class:`StackParameters` is a CDK context key of the same name, set on the
-command line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``
+command line (``npx cdk deploy -c stage=prod -c max_shards=500``) or in ``cdk.json``
 / ``cdk.context.json``. Values given on the command line arrive as strings and are
 validated and converted by pydantic once, when the app starts; a bad value stops the
 synth with a message naming the key. docs/DEPLOY.md lists the same parameters.
@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dynashard import names
+from dynashard import defaults, names
 from dynashard.core.buckets import TimeBucket, parse_time_buckets
 from dynashard.core.families import parse_bucketed_keys
-from dynashard.core.load import MAX_WRITE_LOAD_PARTS
 from dynashard.core.schema import Payload, TableSchema, codec_named
 from dynashard.lambda_kit.key_settings import KeySetting, check_key_settings, parse_key_settings
 
@@ -117,7 +116,9 @@ class DynashardParameters(BaseModel):
     default_shards : int
         Shard count N of a logical key never seen before (``DYNASHARD_DEFAULT_SHARDS``).
     max_shards : int
-        Upper bound on N per logical key (``DYNASHARD_MAX_SHARDS``).
+        Upper bound on N per logical key (``DYNASHARD_MAX_SHARDS``), 1 to the library's
+        :data:`~dynashard.core.keys.MAX_SHARD_COUNT` (1,000): a value above it stops the
+        synth, as the functions would refuse it.
     cooldown_s : float
         Seconds between two changes of N for one key (``DYNASHARD_COOLDOWN_S``).
     metadata_cache_ttl_s : float
@@ -276,21 +277,23 @@ class DynashardParameters(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     stage: str = Field(default="dev", pattern=r"^[a-z][a-z0-9-]{0,19}$")
-    default_shards: int = Field(default=1, ge=1)
-    max_shards: int = Field(default=1000, ge=1)
-    cooldown_s: float = Field(default=60.0, ge=0)
-    metadata_cache_ttl_s: float = Field(default=30.0, ge=0)
+    default_shards: int = defaults.DEFAULT_SHARDS.field(stack=True)
+    # The library's bound, not a copy of it: a stack above it deployed functions that
+    # refused every request (issue 39).
+    max_shards: int = defaults.MAX_SHARDS.field(stack=True)
+    cooldown_s: float = defaults.COOLDOWN_S.field(stack=True)
+    metadata_cache_ttl_s: float = defaults.METADATA_CACHE_TTL_S.field(stack=True)
     time_bucket: TimeBucket = TimeBucket.DAY
     time_buckets: str = ""
     bucketed_keys: str = ""
-    partition_wcu: float = Field(default=1000.0, gt=0)
-    partition_rcu: float = Field(default=3000.0, gt=0)
-    target_utilization: float = Field(default=0.8, gt=0, le=1)
+    partition_wcu: float = defaults.PARTITION_WCU.field(stack=True)
+    partition_rcu: float = defaults.PARTITION_RCU.field(stack=True)
+    target_utilization: float = defaults.TARGET_UTILIZATION.field(stack=True)
     shrink_utilization: float | None = Field(default=None, ge=0, lt=1)
-    shrink_cool_period_s: float = Field(default=1800.0, ge=60)
-    write_load_parts: int = Field(default=8, ge=1, le=MAX_WRITE_LOAD_PARTS)
-    in_band_growth: bool = False
-    write_max_attempts: int = Field(default=8, ge=1, le=20)
+    shrink_cool_period_s: float = defaults.SHRINK_COOL_PERIOD_S.field(stack=True)
+    write_load_parts: int = defaults.WRITE_LOAD_PARTS.field(stack=True)
+    in_band_growth: bool = defaults.IN_BAND_GROWTH.field(stack=True)
+    write_max_attempts: int = defaults.WRITE_MAX_ATTEMPTS.field(stack=True)
     api_auth: Literal["iam", "api_key"] = "iam"
     api_rate_limit: float = Field(default=1000.0, gt=0)
     api_burst_limit: int = Field(default=2000, ge=1)
@@ -525,7 +528,7 @@ class StackParameters(DynashardParameters):
     The stack (:class:`infra.stack.DynashardStack`) declares its own data table and adds
     the :class:`~infra.constructs.dynashard.Dynashard` construct on it; these fields are
     that table's. Every field is a CDK context key of the same name, set on the command
-    line (``npx cdk deploy -c stage=prod -c max_shards=2000``) or in ``cdk.json``.
+    line (``npx cdk deploy -c stage=prod -c max_shards=500``) or in ``cdk.json``.
 
     Parameters
     ----------

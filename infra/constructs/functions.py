@@ -107,6 +107,9 @@ class DynashardFunction(Construct):
         Its execution role (one per function).
     log_group : aws_cdk.aws_logs.LogGroup
         Its log group, with the configured retention.
+    service : str
+        ``code_dir``: the Powertools service name :func:`build_function` gives it, the
+        ``service`` dimension of the metrics it emits.
     alias : aws_cdk.aws_lambda.Alias or None
         With SnapStart, the alias :data:`LIVE_ALIAS` on the published version.
     invoke_target : aws_cdk.aws_lambda.IFunction
@@ -130,6 +133,7 @@ class DynashardFunction(Construct):
         snap_start: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.service = code_dir
         removal = RemovalPolicy.DESTROY if config.is_dev else RemovalPolicy.RETAIN
         self.log_group = logs.LogGroup(
             self,

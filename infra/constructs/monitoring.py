@@ -1,4 +1,4 @@
-"""Monitoring: one CloudWatch dashboard and the dead-letter alarms.
+"""Monitoring: one CloudWatch dashboard, the dead-letter alarms and the misconfiguration alarm.
 
 The dashboard shows throttle events by reason (so a hot partition is told apart from
 a table, account or on-demand-maximum limit, design invariant 6), consumed capacity,
@@ -9,6 +9,8 @@ leaves their graphs and alarms out.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -101,6 +103,49 @@ def _build_dlq_alarm(
     )
 
 
+def _build_misconfiguration_alarm(
+    scope: Construct, construct_id: str, services: Sequence[str]
+) -> cloudwatch.Alarm:
+    """Return an alarm that fires as soon as a function finds its own configuration invalid.
+
+    The functions count :data:`dynashard.names.METRIC_FUNCTION_MISCONFIGURED` (Powertools
+    Metrics, dimension ``service``) on every invocation whose settings or facade do not
+    build from their environment (:class:`dynashard.errors.ConfigurationError`: the REST
+    API answers 500, a queue, stream or scaler invocation fails). The API's 5XXError
+    would also count the 503s of throttled writes and failed shard queries, which
+    clients retry; this metric counts the operator's error alone. One math expression
+    sums the services' metrics (``FILL`` with 0: a service that emitted nothing).
+    """
+    metrics = {
+        f"m{i}": cloudwatch.Metric(
+            namespace=names.METRICS_NAMESPACE,
+            metric_name=names.METRIC_FUNCTION_MISCONFIGURED,
+            dimensions_map={names.METRICS_SERVICE_DIMENSION: service},
+            statistic="Sum",
+            period=_PERIOD,
+        )
+        for i, service in enumerate(services)
+    }
+    return cloudwatch.Alarm(
+        scope,
+        construct_id,
+        metric=cloudwatch.MathExpression(
+            expression=" + ".join(f"FILL({m}, 0)" for m in metrics),
+            using_metrics=metrics,
+            period=_PERIOD,
+        ),
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description=(
+            "A function's own configuration (its environment) is invalid: every request it "
+            "serves fails. Its log names the setting (message 'function misconfigured'); "
+            "fix the stack's parameter and deploy again"
+        ),
+    )
+
+
 def _build_throttle_widgets(table_name: str, gsi_name: str | None) -> list[cloudwatch.IWidget]:
     """Return throttle-by-reason and consumed-capacity graphs for the table (and its GSI)."""
     indexes = (None, gsi_name) if gsi_name else (None,)
@@ -160,6 +205,9 @@ class Monitoring(Construct):
     scaler_failure_alarm : aws_cdk.aws_cloudwatch.Alarm
         Depth alarm of the scaler's on-failure queue (a growth or sweep that failed
         after Lambda's retries).
+    misconfiguration_alarm : aws_cdk.aws_cloudwatch.Alarm
+        Fires on the first invocation of any function whose own configuration is invalid
+        (:func:`_build_misconfiguration_alarm`).
     """
 
     def __init__(
@@ -192,6 +240,14 @@ class Monitoring(Construct):
             "Scaler invocations that failed after Lambda's retries (a growth or sweep not "
             "done): read the error in the message, fix, and re-invoke with its event",
         )
+        functions = [
+            *((ingest.api_function,) if ingest is not None else ()),
+            *((query.function,) if query is not None else ()),
+            scaler.function,
+        ]
+        self.misconfiguration_alarm = _build_misconfiguration_alarm(
+            self, "FunctionMisconfigured", sorted({f.service for f in functions})
+        )
         table_name = tables.data_table.table_name
         self.dashboard = cloudwatch.Dashboard(
             self,
@@ -199,7 +255,12 @@ class Monitoring(Construct):
             dashboard_name=dashboard_name,
             default_interval=Duration.hours(3),
         )
-        queue_alarms = [self.dlq_alarm, self.stream_failure_alarm, self.scaler_failure_alarm]
+        queue_alarms = [
+            self.dlq_alarm,
+            self.stream_failure_alarm,
+            self.scaler_failure_alarm,
+            self.misconfiguration_alarm,
+        ]
         self.dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
                 title="Alarms",

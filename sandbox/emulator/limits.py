@@ -30,12 +30,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from dynashard import defaults
+
 #: Tolerance for float comparisons of token counts.
 _EPS: Final = 1e-9
-#: Default per-key-range write ceiling, WCU/s.
-PARTITION_WCU: Final = 1000.0
-#: Default per-key-range read ceiling, RCU/s.
-PARTITION_RCU: Final = 3000.0
+#: Default per-key-range write ceiling, WCU/s (DynamoDB's, as the library plans with it:
+#: :data:`dynashard.defaults.PARTITION_WCU_LIMIT`).
+PARTITION_WCU: Final = defaults.PARTITION_WCU_LIMIT
+#: Default per-key-range read ceiling, RCU/s (:data:`dynashard.defaults.PARTITION_RCU_LIMIT`).
+PARTITION_RCU: Final = defaults.PARTITION_RCU_LIMIT
 #: Default per-table account quota of an on-demand table, request units/s.
 ACCOUNT_TABLE_UNITS: Final = 40000.0
 #: Seconds of unused capacity that burst capacity keeps.

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
+import shlex
+from pathlib import Path
+
 import pydantic
 import pytest
 
+from dynashard.core.keys import MAX_SHARD_COUNT
+from dynashard.lambda_kit.settings import FunctionSettings
+from infra.app import build_app
 from infra.config import FUNCTION_MEMORY_MB, StackParameters
+
+#: The documents whose deploy commands are checked.
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 pytestmark = pytest.mark.infra
 
@@ -69,3 +79,42 @@ def test_each_function_has_its_measured_memory_unless_told_otherwise() -> None:
     assert StackParameters.model_validate({"function_memory_mb": ""}).function_memory_mb is None
     with pytest.raises(pydantic.ValidationError, match="query_memory_mb"):
         StackParameters.model_validate({"query_memory_mb": "64"})
+
+
+def test_max_shards_above_the_librarys_bound_stops_the_synth(tmp_path: Path) -> None:
+    # Given -c max_shards one above the bound the functions enforce (the library's)
+    context = {"aws:cdk:bundling-stacks": [], "max_shards": str(MAX_SHARD_COUNT + 1)}
+    # When the app is built, Then the synth stops naming the parameter and the bound
+    with pytest.raises(pydantic.ValidationError) as raised:
+        build_app(context, outdir=str(tmp_path))
+    [error] = raised.value.errors()
+    assert error["loc"] == ("max_shards",)
+    assert f"less than or equal to {MAX_SHARD_COUNT}" in str(raised.value)
+    # and the bound itself is a stack the functions serve
+    bound = StackParameters.model_validate({"max_shards": str(MAX_SHARD_COUNT)})
+    assert FunctionSettings(
+        data_table="d-t", metadata_table="m-t", max_shards=bound.max_shards
+    ).to_config()
+
+
+def _deploy_commands(text: str) -> list[str]:
+    """Return the ``cdk deploy`` command lines of a document's bash blocks, joined."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL):
+        joined = block.replace("\\\n", " ")
+        commands += [line for line in joined.splitlines() if "cdk deploy" in line]
+    return commands
+
+
+@pytest.mark.parametrize("document", [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"])
+def test_the_documented_deploy_commands_pass_the_stacks_validation(document: Path) -> None:
+    # DEPLOY.md's own example once gave max_shards=2000, a stack whose functions refused
+    # every request: every -c of a documented deploy command must make valid parameters
+    for command in _deploy_commands(document.read_text()):
+        words = shlex.split(command, comments=True)
+        values = dict(
+            words[i + 1].split("=", 1)
+            for i, word in enumerate(words)
+            if word == "-c" and "<" not in words[i + 1]
+        )
+        StackParameters.model_validate(values)  # raises, naming the parameter

@@ -158,8 +158,9 @@ def test_own_table_alarms_name_the_users_table_and_invoke_the_scaler(own: Any) -
         }
         assert dims["TableName"] == table_ref
         assert dims.get("GlobalSecondaryIndexName") == spec.index_name
-    # and the scaler's own failure queue is alarmed; nothing else (no ingest queues)
-    assert len(alarms) == len(SCALER_ALARMS) + 1
+    # and the scaler's own failure queue and its misconfiguration are alarmed; nothing
+    # else (no ingest queues)
+    assert len(alarms) == len(SCALER_ALARMS) + 2
 
 
 def test_own_table_scaler_has_its_schedule_layer_and_no_ingest_or_query(own: Any) -> None:

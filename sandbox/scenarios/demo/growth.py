@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from dynashard import names
+from dynashard import defaults, names
 from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 from sandbox.sessions import client_sessions
 
@@ -93,7 +93,7 @@ class GrowthSettings:
     speed: float = 1.0
     cooldown_s: float | None = None
     metadata_cache_ttl_s: float | None = None
-    target_utilization: float = 0.8
+    target_utilization: float = defaults.TARGET_UTILIZATION.default
     max_shards: int = 64
     in_band_growth: bool | None = None
     shrink_cool_period_s: float | None = None

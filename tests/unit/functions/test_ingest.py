@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dynashard.core.families import parse_bucketed_keys, write_key
-from dynashard.errors import InvalidInputError, MetadataError
+from dynashard.errors import ConfigurationError, InvalidInputError, MetadataError
 from dynashard.lambda_kit.cache import reset_all
 from dynashard.model import Event
 from functions.ingest import app as ingest
@@ -375,16 +375,18 @@ def test_write_attempts_setting_is_the_writers_retry_budget(
     assert ingest.get_settings().to_config().write_backoff.max_attempts == 3
     reset_all()
     monkeypatch.setenv("DYNASHARD_WRITE_MAX_ATTEMPTS", "0")
-    with pytest.raises(pydantic.ValidationError, match="DYNASHARD_WRITE_MAX_ATTEMPTS"):
+    with pytest.raises(ConfigurationError, match="DYNASHARD_WRITE_MAX_ATTEMPTS") as raised:
         ingest.get_settings()
+    assert isinstance(raised.value.__cause__, pydantic.ValidationError)
 
 
 def test_missing_table_setting_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     import pydantic
 
     monkeypatch.delenv("DYNASHARD_DATA_TABLE")
-    with pytest.raises(pydantic.ValidationError, match="DYNASHARD_DATA_TABLE"):
+    with pytest.raises(ConfigurationError, match="DYNASHARD_DATA_TABLE") as raised:
         ingest.get_settings()
+    assert isinstance(raised.value.__cause__, pydantic.ValidationError)
 
 
 def test_sqs_write_load_lines_go_through_the_functions_logger(

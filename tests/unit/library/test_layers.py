@@ -2,7 +2,7 @@
 
 The layers, lowest first (``dynashard/__init__.py`` says what each holds):
 
-0. ``names``, ``errors``;
+0. ``names``, ``errors``, ``defaults`` (the table of tunable defaults and caps);
 1. ``core``: pure values and rules;
 2. ``planning``: pure decisions;
 3. ``model``: the event (pydantic);
@@ -33,6 +33,7 @@ RANKS = {
     "dynashard._version": 0,
     "dynashard.names": 0,
     "dynashard.errors": 0,
+    "dynashard.defaults": 0,
     "dynashard.core": 1,
     "dynashard.planning": 2,
     "dynashard.model": 3,

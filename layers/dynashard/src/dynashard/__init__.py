@@ -10,7 +10,8 @@ The library is in layers, one subpackage each, every arrow pointing down:
 - :mod:`dynashard.planning`: pure decisions (shard counts, capacity and read plans,
   growth, shrinking);
 - :mod:`dynashard.model`, :mod:`dynashard.errors`, :mod:`dynashard.names`: the event,
-  the exceptions, the shared names;
+  the exceptions, the shared names; :mod:`dynashard.defaults`: the one table of tunable
+  defaults, their bounds and the caps, which every layer reads;
 - :mod:`dynashard.dynamodb` and :mod:`dynashard.cloudwatch`: the adapters (every AWS call);
 - :mod:`dynashard.facade`: :class:`Dynashard`, the one object most callers need;
 - :mod:`dynashard.lambda_kit`: what the Lambda functions need (the ``lambda`` extra);

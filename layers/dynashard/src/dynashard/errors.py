@@ -218,3 +218,39 @@ class TableSchemaError(DynashardError):
     def __init__(self, mismatches: Sequence[str]) -> None:
         self.mismatches = list(mismatches)
         super().__init__(f"{self.default_message}: {'; '.join(self.mismatches)}")
+
+
+class ConfigurationError(DynashardError):
+    """A function's own configuration (its environment) is invalid: the operator's error.
+
+    Raised by a function kit's settings and facade getters
+    (:func:`dynashard.lambda_kit.kit.function_kit`) when the variables the stack set do
+    not validate, or validate but make no facade (``DYNASHARD_MAX_SHARDS`` above
+    :data:`~dynashard.core.keys.MAX_SHARD_COUNT`, ``default_shards`` above
+    ``max_shards``). It is no ``InvalidInputError``: no request could be right, so an
+    HTTP API answers it with a 500 and the function's alarm fires, never a client's 400.
+    The cause (``pydantic.ValidationError`` or ``InvalidInputError``) is chained.
+
+    Parameters
+    ----------
+    settings : sequence of str
+        The offending settings, by the name the operator sets (the variable, e.g.
+        ``DYNASHARD_MAX_SHARDS``, or the library's field when no variable is known).
+    detail : str
+        What was wrong, naming the limit where there is one.
+
+    Examples
+    --------
+    >>> error = ConfigurationError(["DYNASHARD_MAX_SHARDS"], "must be <= 1000, got 2000")
+    >>> error.message
+    'function configuration invalid (DYNASHARD_MAX_SHARDS): must be <= 1000, got 2000'
+    >>> isinstance(error, ValueError)
+    False
+    """
+
+    default_message = "function configuration invalid"
+
+    def __init__(self, settings: Sequence[str], detail: str) -> None:
+        self.settings = list(settings)
+        self.detail = detail
+        super().__init__(f"{self.default_message} ({', '.join(self.settings)}): {detail}")

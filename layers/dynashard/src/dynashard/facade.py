@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from dynashard import names
+from dynashard import defaults, names
 from dynashard.core.buckets import TimeBucket, bucket_for
 from dynashard.core.families import BucketFamily, family_of
-from dynashard.core.keys import MAX_SHARD_COUNT
 from dynashard.core.retry import CLIENT_MAX_ATTEMPTS, Backoff
 from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
 from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
@@ -36,7 +35,6 @@ from dynashard.dynamodb.reader import Page, ReadMemory, ShardedReader
 from dynashard.dynamodb.shard_metadata import ShardMetadata
 from dynashard.errors import InvalidInputError
 from dynashard.model import Event
-from dynashard.planning.shards import PARTITION_RCU_LIMIT, PARTITION_WCU_LIMIT
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -121,19 +119,19 @@ class DynashardConfig:
 
     data_table: str
     metadata_table: str
-    default_shards: int = 1
-    max_shards: int = MAX_SHARD_COUNT
-    cooldown_s: float = 60.0
-    metadata_cache_ttl_s: float = 30.0
+    default_shards: int = defaults.DEFAULT_SHARDS.default
+    max_shards: int = defaults.MAX_SHARDS.default
+    cooldown_s: float = defaults.COOLDOWN_S.default
+    metadata_cache_ttl_s: float = defaults.METADATA_CACHE_TTL_S.default
     time_bucket: TimeBucket = TimeBucket.DAY
     time_buckets: tuple[tuple[str, TimeBucket], ...] = ()
     bucketed_keys: tuple[BucketFamily, ...] = ()
-    max_workers: int = 16
+    max_workers: int = defaults.MAX_WORKERS.default
     endpoint_url: str | None = None
-    partition_wcu: float = PARTITION_WCU_LIMIT
-    partition_rcu: float = PARTITION_RCU_LIMIT
-    target_utilization: float = 0.8
-    in_band_growth: bool = True
+    partition_wcu: float = defaults.PARTITION_WCU.default
+    partition_rcu: float = defaults.PARTITION_RCU.default
+    target_utilization: float = defaults.TARGET_UTILIZATION.default
+    in_band_growth: bool = defaults.IN_BAND_GROWTH.default
     write_backoff: Backoff = field(default_factory=Backoff)
     schema: TableSchema = DEFAULT_SCHEMA
     check_schema: bool = False

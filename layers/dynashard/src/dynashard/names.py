@@ -75,6 +75,11 @@ ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 
 #: CloudWatch namespace of the functions' own metrics (Powertools Metrics, EMF).
 METRICS_NAMESPACE: Final = "dynashard"
+#: The functions' metric counting invocations that found their own configuration invalid
+#: (:class:`~dynashard.errors.ConfigurationError`); the stack alarms on it.
+METRIC_FUNCTION_MISCONFIGURED: Final = "FunctionMisconfigured"
+#: The dimension Powertools Metrics adds to every metric: the function's service name.
+METRICS_SERVICE_DIMENSION: Final = "service"
 
 # --- default physical names (the sandbox uses them; the stack lets CloudFormation name)
 DEFAULT_DATA_TABLE: Final = "dynashard-data"

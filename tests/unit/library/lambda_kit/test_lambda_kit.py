@@ -22,6 +22,7 @@ from aws_lambda_powertools import Tracer  # noqa: F401
 from aws_lambda_powertools.utilities.batch import EventType
 
 from dynashard import lambda_kit, names
+from dynashard.errors import ConfigurationError
 from dynashard.lambda_kit.cache import (
     ContainerCache,
     container_cache,
@@ -189,8 +190,10 @@ def test_missing_settings_fail_loudly_at_first_use_not_at_kit_creation(
 
     monkeypatch.delenv(names.ENV_DATA_TABLE, raising=False)
     reset_all()
-    with pytest.raises(pydantic.ValidationError, match=names.ENV_DATA_TABLE):
+    with pytest.raises(ConfigurationError, match=names.ENV_DATA_TABLE) as raised:
         KIT.get_settings()
+    assert isinstance(raised.value.__cause__, pydantic.ValidationError)
+    assert names.ENV_DATA_TABLE in raised.value.settings
     assert not KIT.get_settings.cached
 
 

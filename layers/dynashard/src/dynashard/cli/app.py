@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dynashard import names
+from dynashard import defaults, names
 from dynashard.cli.context import (
     ExitCode,
     Options,
     console,
     emit_json,
-    env_float,
+    env_default,
     fail,
     guarded,
     options,
@@ -623,7 +623,8 @@ def plan(
     target_utilization: Annotated[
         float | None,
         typer.Option(
-            help=f"Planned share of a partition's limit (${names.ENV_TARGET_UTILIZATION} or 0.8)."
+            help=f"Planned share of a partition's limit (${names.ENV_TARGET_UTILIZATION} or "
+            f"{defaults.TARGET_UTILIZATION.default:g})."
         ),
     ] = None,
     page_limit: Annotated[int, typer.Option(help="Items per page of a query.")] = 100,
@@ -638,11 +639,17 @@ def plan(
     ] = 0.125,
     partition_wcu: Annotated[
         float | None,
-        typer.Option(help=f"Per-partition WCU/s (${names.ENV_PARTITION_WCU} or 1000)."),
+        typer.Option(
+            help=f"Per-partition WCU/s (${names.ENV_PARTITION_WCU} or "
+            f"{defaults.PARTITION_WCU.default:g})."
+        ),
     ] = None,
     partition_rcu: Annotated[
         float | None,
-        typer.Option(help=f"Per-partition RCU/s (${names.ENV_PARTITION_RCU} or 3000)."),
+        typer.Option(
+            help=f"Per-partition RCU/s (${names.ENV_PARTITION_RCU} or "
+            f"{defaults.PARTITION_RCU.default:g})."
+        ),
     ] = None,
     json_out: _JsonFlag = False,
 ) -> None:
@@ -659,15 +666,15 @@ def plan(
         item_sizes=sizes,
         target_utilization=target_utilization
         if target_utilization is not None
-        else env_float(names.ENV_TARGET_UTILIZATION, 0.8),
+        else env_default(defaults.TARGET_UTILIZATION),
         consistent=not eventually_consistent,
         page_limit=page_limit,
         partition_wcu=partition_wcu
         if partition_wcu is not None
-        else env_float(names.ENV_PARTITION_WCU, 1000.0),
+        else env_default(defaults.PARTITION_WCU),
         partition_rcu=partition_rcu
         if partition_rcu is not None
-        else env_float(names.ENV_PARTITION_RCU, 3000.0),
+        else env_default(defaults.PARTITION_RCU),
         wru_price_per_million=wru_price,
         rru_price_per_million=rru_price,
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dynashard import names
+from dynashard import defaults, names
 from dynashard.errors import DynashardError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from dynashard.core.schema import TableSchema
+    from dynashard.defaults import Tunable
     from dynashard.facade import Dynashard
 
 #: Region used against a local endpoint when none is configured (DynamoDB Local and
@@ -108,9 +109,11 @@ class Options:
         Parameters
         ----------
         cooldown_s : float, optional
-            Cooldown of shard-count changes (default: ``DYNASHARD_COOLDOWN_S`` or 60).
+            Cooldown of shard-count changes (default: ``DYNASHARD_COOLDOWN_S`` or the
+            library's, :data:`dynashard.defaults.COOLDOWN_S`).
         max_shards : int, optional
-            Cap on N (default: ``DYNASHARD_MAX_SHARDS`` or 1,000).
+            Cap on N (default: ``DYNASHARD_MAX_SHARDS`` or the library's,
+            :data:`dynashard.defaults.MAX_SHARDS`).
 
         Returns
         -------
@@ -119,19 +122,16 @@ class Options:
             the functions' variables name (:func:`table_schema`).
         """
         from dynashard.core.families import parse_bucketed_keys
-        from dynashard.core.keys import MAX_SHARD_COUNT
         from dynashard.facade import Dynashard, DynashardConfig
 
         schema = table_schema()
         config = DynashardConfig(
             data_table=self.data_table,
             metadata_table=self.metadata_table,
-            cooldown_s=cooldown_s
-            if cooldown_s is not None
-            else env_float(names.ENV_COOLDOWN_S, 60.0),
+            cooldown_s=cooldown_s if cooldown_s is not None else env_default(defaults.COOLDOWN_S),
             max_shards=max_shards
             if max_shards is not None
-            else int(env_float(names.ENV_MAX_SHARDS, MAX_SHARD_COUNT)),
+            else int(env_default(defaults.MAX_SHARDS)),
             bucketed_keys=parse_bucketed_keys(os.environ.get(names.ENV_BUCKETED_KEYS, "")),
             endpoint_url=self.endpoint_url,
             max_workers=1,
@@ -202,6 +202,29 @@ def env_float(name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise InvalidInputError(name, f"must be a number, got {raw!r}") from None
+
+
+def env_default(tunable: Tunable[Any]) -> float:
+    """Return a tunable from its environment variable, or its library default when unset.
+
+    Parameters
+    ----------
+    tunable : Tunable
+        A numeric entry of :mod:`dynashard.defaults` that has a variable.
+
+    Returns
+    -------
+    float
+        The value (:func:`env_float` of its variable, its default as fallback).
+
+    Raises
+    ------
+    InvalidInputError
+        If the variable is set to something that is not a number.
+    """
+    if tunable.env is None:  # a caller's mistake: MAX_WORKERS has no variable
+        raise ValueError(f"{tunable.name} is not read from the environment")
+    return env_float(tunable.env, float(tunable.default))
 
 
 def options(ctx: typer.Context) -> Options:

@@ -18,18 +18,15 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from dynashard import names
-from dynashard.cli.context import env_float
+from dynashard import defaults, names
+from dynashard.cli.context import env_default
 from dynashard.cloudwatch.insights import (
     ContributorInsightsHotKeySource,
     insight_rule_totals,
     rank_hot_keys,
 )
-from dynashard.core.retry import Backoff
 from dynashard.errors import DynashardError
 from dynashard.planning.shards import (
-    PARTITION_RCU_LIMIT,
-    PARTITION_WCU_LIMIT,
     attempts_per_request,
     loads_by_logical_key,
     owns_shard,
@@ -179,13 +176,9 @@ def hot_report(
         hot = rank_hot_keys(reports.get("PKT", {}), reports.get("PKC", {}), minutes * 60.0)
         source_name = "Contributor Insights"
     kind: Literal["write", "read"] = "read" if read else "write"
-    limit = (
-        env_float(names.ENV_PARTITION_RCU, PARTITION_RCU_LIMIT)
-        if read
-        else env_float(names.ENV_PARTITION_WCU, PARTITION_WCU_LIMIT)
-    )
-    utilization = env_float(names.ENV_TARGET_UTILIZATION, 0.8)
-    write_attempts = int(env_float(names.ENV_WRITE_MAX_ATTEMPTS, Backoff().max_attempts))
+    limit = env_default(defaults.PARTITION_RCU if read else defaults.PARTITION_WCU)
+    utilization = env_default(defaults.TARGET_UTILIZATION)
+    write_attempts = int(env_default(defaults.WRITE_MAX_ATTEMPTS))
     if gsi_name is None:
         # As FunctionSettings reads it: an empty value means the table has no GSI.
         gsi_name = os.environ.get(names.ENV_GSI_NAME, names.GSI1_NAME).strip() or None

@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from dynashard import defaults
+
 #: Bytes per write capacity unit (1 KB).
 WRITE_UNIT_BYTES: Final = 1024
 #: Bytes per read capacity unit (4 KB).
@@ -46,10 +48,11 @@ TRANSACTIONAL_FACTOR: Final = 2
 #: Multiplier of eventually consistent reads.
 EVENTUALLY_CONSISTENT_FACTOR: Final = 0.5
 #: Per-partition write ceiling, WCU/s ("Best practices for designing and using
-#: partition keys effectively").
-PARTITION_WCU_LIMIT: Final = 1000.0
+#: partition keys effectively"; kept in :mod:`dynashard.defaults`, the table of defaults
+#: and caps).
+PARTITION_WCU_LIMIT: Final = defaults.PARTITION_WCU_LIMIT
 #: Per-partition read ceiling, RCU/s (same source).
-PARTITION_RCU_LIMIT: Final = 3000.0
+PARTITION_RCU_LIMIT: Final = defaults.PARTITION_RCU_LIMIT
 
 #: An attribute value in DynamoDB JSON, e.g. ``{"S": "DEPARTURES#JFK#3"}``.
 AttributeValue = Mapping[str, Any]
@@ -413,7 +416,7 @@ def batch_read_units(sizes: list[int], *, consistent: bool) -> float:
 def shards_needed(
     units_per_s: float,
     partition_limit: float = PARTITION_WCU_LIMIT,
-    target_utilization: float = 0.8,
+    target_utilization: float = defaults.TARGET_UTILIZATION.default,
 ) -> int:
     """Return the shard count that keeps each shard at ``target_utilization`` of its limit.
 

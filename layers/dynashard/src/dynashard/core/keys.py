@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import Any, Final
 
-from dynashard import names
+from dynashard import defaults, names
 from dynashard.core.buckets import TimeBucket, time_bucket
 from dynashard.core.capacity import item_size
 from dynashard.errors import InvalidInputError, KeyLimitExceededError
@@ -31,8 +31,9 @@ MAX_ITEM_BYTES: Final = 400 * 1024
 SEPARATOR: Final = "#"
 #: Width of :func:`format_ts` output, characters.
 TS_WIDTH: Final = len("2013-01-01T10:15:00.000000Z")
-#: Largest shard count any key may have; keeps the physical-key suffix at most 4 digits.
-MAX_SHARD_COUNT: Final = 1000
+#: Largest shard count any key may have (:data:`dynashard.defaults.MAX_SHARD_COUNT`, the
+#: table of defaults and caps); keeps the physical-key suffix at most 4 digits.
+MAX_SHARD_COUNT: Final = defaults.MAX_SHARD_COUNT
 
 
 def utf8_len(value: str) -> int:

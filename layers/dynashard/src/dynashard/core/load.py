@@ -46,6 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dynashard import defaults
 from dynashard.core import capacity
 
 #: The ``message`` of the log line that carries what one invocation was offered on one
@@ -71,7 +72,7 @@ WRITE_LOAD_RULE_SUFFIX: Final = "offered-write-units"
 #: report, one ``GetInsightRuleReport`` each, and that call's quota is 20 per second
 #: per Region (CloudWatch User Guide, "CloudWatch service quotas"); the account's
 #: Contributor Insights rules are 100 per Region (same page).
-MAX_WRITE_LOAD_PARTS: Final = 20
+MAX_WRITE_LOAD_PARTS: Final = defaults.MAX_WRITE_LOAD_PARTS
 
 
 def write_load_part(key: str, parts: int) -> int:

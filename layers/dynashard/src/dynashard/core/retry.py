@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from dynashard import defaults
 from dynashard.core.entropy import SYSTEM_RANDOM
 
 #: Error codes that mean "try again later" (throttling and transient server errors).
@@ -57,7 +58,7 @@ class Backoff:
 
     base_s: float = 0.05
     cap_s: float = 5.0
-    max_attempts: int = 8
+    max_attempts: int = defaults.WRITE_MAX_ATTEMPTS.default
 
     def delay(self, attempt: int) -> float:
         """Return the delay before retry number ``attempt`` (0-based), seconds.

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dynashard import defaults
 from dynashard.core.entropy import SYSTEM_RANDOM
 from dynashard.core.keys import MAX_SHARD_COUNT, physical_key, split_physical_key
 from dynashard.core.shard_info import GrowthReason, GrowthResult, ShardInfo
@@ -101,10 +102,10 @@ class ShardMetadata:
     """
 
     store: MetadataStore
-    default_shards: int = 1
-    max_shards: int = MAX_SHARD_COUNT
-    cooldown_s: float = 60.0
-    cache_ttl_s: float = 30.0
+    default_shards: int = defaults.DEFAULT_SHARDS.default
+    max_shards: int = defaults.MAX_SHARDS.default
+    cooldown_s: float = defaults.COOLDOWN_S.default
+    cache_ttl_s: float = defaults.METADATA_CACHE_TTL_S.default
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     throttle_refresh_s: float = 5.0

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from dynashard.errors import ConfigurationError
     from dynashard.facade import Dynashard
     from dynashard.lambda_kit.settings import FunctionSettings
 
@@ -144,9 +145,13 @@ class FunctionKit(Generic[S]):
         The function's Powertools singletons.
     get_settings : ContainerCache of settings
         The function's settings, validated on first use (not at import) and cached;
-        raises ``pydantic.ValidationError`` if a variable is missing or invalid.
+        raises :class:`~dynashard.errors.ConfigurationError` (its cause the
+        ``pydantic.ValidationError``) if a variable is missing or invalid
+        (:func:`misconfiguration_reported`).
     get_facade : ContainerCache of Dynashard
-        The facade over the configured tables (its boto3 client is created lazily).
+        The facade over the configured tables (its boto3 client is created lazily);
+        raises :class:`~dynashard.errors.ConfigurationError` if the settings make no
+        facade (``default_shards`` above ``max_shards``).
     module : str
         The function module's ``__name__``: the module of the handlers the kit makes.
     """
@@ -318,25 +323,89 @@ def function_kit(
     >>> kit = function_kit(__name__, FunctionSettings)  # doctest: +SKIP
     >>> logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics  # doctest: +SKIP
     """
+    tools = powertools(namespace)
 
     def build_settings() -> S:
-        return settings_model()  # type: ignore[call-arg]  # values come from the environment
+        with misconfiguration_reported(tools):
+            return settings_model()  # type: ignore[call-arg]  # values come from the environment
 
     settings = container_cache(build_settings, name=f"{module}.get_settings")
 
     def build_facade() -> Dynashard:
         from dynashard.facade import Dynashard
 
-        config = settings().to_config()
-        facade = Dynashard(config)
+        function_settings = settings()
+        with misconfiguration_reported(tools):
+            config = function_settings.to_config()
+            facade = Dynashard(config)
         if config.check_schema:  # a table brought by its owner: checked at cold start
             facade.check()
         return facade
 
     facade = container_cache(build_facade, name=f"{module}.get_facade")
     register_after_restore()  # SnapStart: see core.entropy
-    tools = powertools(namespace)
     return FunctionKit(tools.logger, tools.tracer, tools.metrics, settings, facade, module)
+
+
+@contextmanager
+def misconfiguration_reported(tools: Powertools) -> Iterator[None]:
+    """Turn a settings or facade build that fails on the environment into a ConfigurationError.
+
+    The function's settings (``pydantic.ValidationError``, located at the variable) and
+    the facade they configure (``InvalidInputError``, e.g. ``default_shards`` above
+    ``max_shards``) are built from what the stack set, never from a request: their
+    failure is the operator's, so it is raised again as
+    :class:`~dynashard.errors.ConfigurationError` (an HTTP API's 500, not a 400), logged
+    at error level (``function misconfigured``, with the settings named) and counted
+    (the metric :data:`~dynashard.names.METRIC_FUNCTION_MISCONFIGURED`, which the stack
+    alarms on; flushed by :meth:`FunctionKit.entry_point`'s metrics decorator).
+
+    Parameters
+    ----------
+    tools : Powertools
+        The function's logger and metrics.
+
+    Yields
+    ------
+    None
+        The block builds the settings or the facade.
+
+    Raises
+    ------
+    ConfigurationError
+        From the block's ``pydantic.ValidationError`` or ``InvalidInputError``, chained.
+    """
+    from pydantic import ValidationError
+
+    from dynashard.errors import ConfigurationError, InvalidInputError
+
+    try:
+        yield
+    except ValidationError as exc:
+        problems = [
+            (".".join(str(p) for p in e["loc"]) or "settings", e["msg"]) for e in exc.errors()
+        ]
+        error = ConfigurationError(
+            [where for where, _ in problems], "; ".join(f"{w}: {m}" for w, m in problems)
+        )
+        _report(tools, error)
+        raise error from exc
+    except InvalidInputError as exc:
+        error = ConfigurationError([exc.field], exc.message)
+        _report(tools, error)
+        raise error from exc
+
+
+def _report(tools: Powertools, error: ConfigurationError) -> None:
+    """Log and count a function's misconfiguration (see :func:`misconfiguration_reported`)."""
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    tools.logger.error(
+        "function misconfigured", extra={"settings": error.settings, "error": error.message}
+    )
+    tools.metrics.add_metric(
+        name=names.METRIC_FUNCTION_MISCONFIGURED, unit=MetricUnit.Count, value=1
+    )
 
 
 # --- injected dependencies ----------------------------------------------------------------

@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote
 from pydantic import BaseModel, Field
 
 from dynashard.errors import (
+    ConfigurationError,
     DynashardError,
     InvalidInputError,
     NotAnIndexError,
@@ -338,7 +339,8 @@ def register_error_handlers(
     counter shard would overflow) -> 409 and ``NotAnIndexError`` -> 404;
     ``StrategyConflictError`` (the key has another strategy and ``force`` was not
     given) -> 409 naming ``strategy``; ``ShardQueryError``
-    -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
+    -> 503 naming the failed shards; ``ConfigurationError`` (the function's own
+    environment is invalid) -> 500 without a field; any other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
     A body of another content type than JSON is a 415 naming ``Content-Type``, one that
     is not UTF-8 a 400 naming ``body``, a path no route of ``app`` has a 404 naming
@@ -408,6 +410,17 @@ def register_error_handlers(
             "body",
         )
 
+    def misconfigured(exc: ConfigurationError) -> Response[Any]:
+        # The function's own environment is invalid: no request could be right, so a 500
+        # (the operator's alarm), not a 400. The kit logged and counted it where it
+        # arose (dynashard.lambda_kit.kit.misconfiguration_reported); the client is told
+        # no more than that, the settings' values stay in the log.
+        logger.error("answered 500: function misconfigured", extra={"settings": exc.settings})
+        return error_response(
+            HTTPStatus.INTERNAL_SERVER_ERROR,
+            "the function's configuration is invalid; its log names the setting",
+        )
+
     def dynashard_failed(exc: DynashardError) -> Response[Any]:
         logger.exception("dynashard error")
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
@@ -418,6 +431,7 @@ def register_error_handlers(
     app.exception_handler(NotAnIndexError)(not_an_index)
     app.exception_handler(InvalidInputError)(dynashard_invalid)
     app.exception_handler(ShardQueryError)(shard_failed)
+    app.exception_handler(ConfigurationError)(misconfigured)
     app.exception_handler(DynashardError)(dynashard_failed)
     app.exception_handler(RecursionError)(too_deep)
 

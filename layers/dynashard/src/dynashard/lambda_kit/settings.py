@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dynashard import names
-from dynashard.core.load import MAX_WRITE_LOAD_PARTS
+from dynashard import defaults, names
 from dynashard.core.retry import Backoff
 
 if TYPE_CHECKING:
@@ -170,7 +169,8 @@ class FunctionSettings(TableSchemaSettings):
     default_shards : int
         Shard count of a key never seen (>= 1).
     max_shards : int
-        Upper bound of any key's shard count.
+        Upper bound of any key's shard count, 1 to
+        :data:`~dynashard.core.keys.MAX_SHARD_COUNT` (1,000).
     cooldown_s : float
         Seconds between two shard-count changes of one key.
     metadata_cache_ttl_s : float
@@ -238,36 +238,28 @@ class FunctionSettings(TableSchemaSettings):
 
     data_table: str = Field(min_length=3, validation_alias=names.ENV_DATA_TABLE)
     metadata_table: str = Field(min_length=3, validation_alias=names.ENV_METADATA_TABLE)
-    default_shards: int = Field(1, ge=1, validation_alias=names.ENV_DEFAULT_SHARDS)
-    max_shards: int = Field(1000, ge=1, validation_alias=names.ENV_MAX_SHARDS)
-    cooldown_s: float = Field(60.0, ge=0, validation_alias=names.ENV_COOLDOWN_S)
-    metadata_cache_ttl_s: float = Field(30.0, ge=0, validation_alias=names.ENV_METADATA_CACHE_TTL_S)
+    default_shards: int = defaults.DEFAULT_SHARDS.field(from_env=True)
+    max_shards: int = defaults.MAX_SHARDS.field(from_env=True)
+    cooldown_s: float = defaults.COOLDOWN_S.field(from_env=True)
+    metadata_cache_ttl_s: float = defaults.METADATA_CACHE_TTL_S.field(from_env=True)
     time_bucket: Literal["hour", "day", "month"] = Field(
         "day", validation_alias=names.ENV_TIME_BUCKET
     )
     time_buckets: str = Field("", validation_alias=names.ENV_TIME_BUCKETS)
     bucketed_keys: str = Field("", validation_alias=names.ENV_BUCKETED_KEYS)
     dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
-    partition_wcu: float = Field(1000.0, gt=0, validation_alias=names.ENV_PARTITION_WCU)
-    partition_rcu: float = Field(3000.0, gt=0, validation_alias=names.ENV_PARTITION_RCU)
-    target_utilization: float = Field(
-        0.8, gt=0, le=1, validation_alias=names.ENV_TARGET_UTILIZATION
-    )
-    in_band_growth: bool = Field(True, validation_alias=names.ENV_IN_BAND_GROWTH)
-    write_max_attempts: int = Field(
-        Backoff().max_attempts, ge=1, le=20, validation_alias=names.ENV_WRITE_MAX_ATTEMPTS
-    )
+    partition_wcu: float = defaults.PARTITION_WCU.field(from_env=True)
+    partition_rcu: float = defaults.PARTITION_RCU.field(from_env=True)
+    target_utilization: float = defaults.TARGET_UTILIZATION.field(from_env=True)
+    in_band_growth: bool = defaults.IN_BAND_GROWTH.field(from_env=True)
+    write_max_attempts: int = defaults.WRITE_MAX_ATTEMPTS.field(from_env=True)
 
     shrink_utilization: float | None = Field(
         None, ge=0, lt=1, validation_alias=names.ENV_SHRINK_UTILIZATION
     )
-    shrink_cool_period_s: float = Field(
-        1800.0, ge=60, validation_alias=names.ENV_SHRINK_COOL_PERIOD_S
-    )
+    shrink_cool_period_s: float = defaults.SHRINK_COOL_PERIOD_S.field(from_env=True)
 
-    write_load_parts: int = Field(
-        1, ge=1, le=MAX_WRITE_LOAD_PARTS, validation_alias=names.ENV_WRITE_LOAD_PARTS
-    )
+    write_load_parts: int = defaults.WRITE_LOAD_PARTS.field(from_env=True)
 
     key_settings: str = Field("", validation_alias=names.ENV_KEY_SETTINGS)
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from dynashard import defaults
 from dynashard.core.capacity import (
     PARTITION_RCU_LIMIT,
     PARTITION_WCU_LIMIT,
@@ -156,7 +157,7 @@ def plan_capacity(
     writes_per_s: float,
     reads_per_s: float,
     item_sizes: Sequence[int],
-    target_utilization: float = 0.8,
+    target_utilization: float = defaults.TARGET_UTILIZATION.default,
     consistent: bool = True,
     page_limit: int = 100,
     index_writes: int = 1,

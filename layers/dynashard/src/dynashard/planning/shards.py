@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from dynashard import names
+from dynashard import defaults, names
 
 # The per-partition ceilings are defined in dynashard.core.capacity; re-exported here, where
 # the scaler's callers have always found them.
@@ -41,7 +41,7 @@ def plan_shard_count(
     current: int,
     observed_units_per_s: float,
     partition_limit: float = PARTITION_WCU_LIMIT,
-    target_utilization: float = 0.8,
+    target_utilization: float = defaults.TARGET_UTILIZATION.default,
     max_shards: int = MAX_SHARD_COUNT,
 ) -> int:
     """Return the shard count a key needs for its observed load, never below ``current``.
