@@ -7,8 +7,8 @@ from typing import Any
 
 from aws_cdk import App
 
-from infra.config import StackParameters
-from infra.stack import DynashardStack
+from .config import StackParameters
+from .stack import DynashardStack
 
 
 def build_app(

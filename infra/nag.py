@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from aws_cdk import aws_apigateway as apigw
     from aws_cdk import aws_sqs as sqs
 
-    from infra.constructs.functions import DynashardFunction
+    from .constructs.functions import DynashardFunction
 
 XRAY_WILDCARD = NagPackSuppression(
     id="AwsSolutions-IAM5",

@@ -8,15 +8,15 @@ from aws_cdk import Aspects, CfnOutput, Stack, Tags
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from infra.config import StackParameters
-from infra.constructs.api import EventsApi
-from infra.constructs.dynashard import Dynashard
-from infra.constructs.ingest import Ingest
-from infra.constructs.monitoring import Monitoring
-from infra.constructs.query import Query
-from infra.constructs.scaler import Scaler
-from infra.constructs.tables import DataTable, Tables
-from infra.constructs.write_load import WriteLoadRules
+from .config import StackParameters
+from .constructs.api import EventsApi
+from .constructs.dynashard import Dynashard
+from .constructs.ingest import Ingest
+from .constructs.monitoring import Monitoring
+from .constructs.query import Query
+from .constructs.scaler import Scaler
+from .constructs.tables import DataTable, Tables
+from .constructs.write_load import WriteLoadRules
 
 #: Construct id of the :class:`Dynashard` construct in this stack. CDK leaves a
 #: construct named ``Default`` out of the logical ids below it (``makeUniqueId`` in

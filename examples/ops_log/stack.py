@@ -53,10 +53,8 @@ class OpsServiceStack(Stack):
         )
         # The service writes and reads the log with the library, as this role.
         service = iam.Role.from_role_name(self, "ServiceRole", "ops-service")
-        table.grant(service, "dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:DescribeTable")
-        dynashard.tables.metadata_table.grant(
-            service, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"
-        )
+        dynashard.grant_write(service)  # put_events, in-band growth, the schema check
+        dynashard.grant_read(service)  # query_events, shard_info
         CfnOutput(self, "MetadataTableName", value=dynashard.tables.metadata_table.table_name)
 
 

@@ -20,8 +20,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.config import DynashardParameters
-from infra.deploy_checks import LOGS_SERVICE_ENCRYPTED, NO_API_CACHE, skip_checkov
+from ..config import DynashardParameters
+from ..deploy_checks import LOGS_SERVICE_ENCRYPTED, NO_API_CACHE, skip_checkov
 
 
 def _build_access_logs(scope: Construct, config: DynashardParameters) -> logs.LogGroup:

@@ -37,21 +37,24 @@ from typing import Final
 import jsii
 from aws_cdk import Annotations, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IValidation
 
 from dynashard.core.schema import TableSchema
-from infra.config import DynashardParameters
-from infra.constructs.api import EventsApi
-from infra.constructs.functions import DynashardFunction
-from infra.constructs.ingest import Ingest
-from infra.constructs.layer import DynashardLayer
-from infra.constructs.monitoring import Monitoring
-from infra.constructs.query import Query
-from infra.constructs.scaler import Scaler
-from infra.constructs.tables import Tables, contributor_insights_state, data_table_errors
-from infra.constructs.write_load import WriteLoadRules
-from infra.nag import add_suppressions
+
+from ..config import DynashardParameters
+from ..nag import add_suppressions
+from .api import EventsApi
+from .functions import DynashardFunction
+from .grants import ADMIN, READ, WRITE, LibraryRole, grant_library_role
+from .ingest import Ingest
+from .layer import DynashardLayer
+from .monitoring import Monitoring
+from .query import Query
+from .scaler import Scaler
+from .tables import Tables, contributor_insights_state, data_table_errors
+from .write_load import WriteLoadRules
 
 #: Id of the synth warning about Contributor Insights (``Annotations.acknowledge_warning``
 #: takes it, for a stack that knowingly runs without).
@@ -158,6 +161,8 @@ class Dynashard(Construct):
         Every function built, the scaler last.
     name_prefix : str
         The prefix the names were built with.
+    gsi_name : str or None
+        The data table's GSI the construct reads and alarms on; None: none.
 
     Raises
     ------
@@ -180,6 +185,13 @@ class Dynashard(Construct):
             with_query=True,
             contributor_insights_enabled=True,
         )
+
+    The roles of the user's own code that use the library::
+
+        shards = Dynashard(self, "Shards", table=table)
+        shards.grant_write(ingest_role)
+        shards.grant_read(api_function)
+        shards.grant_admin(operator_role)
     """
 
     def __init__(
@@ -206,7 +218,7 @@ class Dynashard(Construct):
         schema = config.table_schema
         if not gsi1 and schema.gsi_name is not None:
             schema = dataclasses.replace(schema, gsi_name=None)
-        gsi_name = schema.gsi_name
+        gsi_name = self.gsi_name = schema.gsi_name
         self._check_contributor_insights(table, gsi_name, contributor_insights_enabled)
         self.node.add_validation(_DataTableCheck(self, table, schema=schema))
 
@@ -283,6 +295,80 @@ class Dynashard(Construct):
             stream_failure_queue=self.ingest.stream_failure_queue if self.ingest else None,
             api=self.api.api if self.api else None,
             data_key_writers=ingest_functions if table.encryption_key is not None else (),
+        )
+
+    def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Grant what writing with the library needs (:data:`~infra.constructs.grants.WRITE`).
+
+        ``put_events``, ``increment_counter`` (idempotent too), an ordered index's
+        writes, the in-band growth of a key's shard count and the key-schema check:
+        ``BatchWriteItem``, ``PutItem``, ``UpdateItem``, ``ConditionCheckItem``,
+        ``GetItem``, ``BatchGetItem``, ``DeleteItem`` and ``DescribeTable`` on the data
+        table; ``GetItem``, ``PutItem``, ``UpdateItem`` and ``BatchGetItem`` on the
+        metadata table; encrypt and decrypt with a customer managed key of either.
+
+        Parameters
+        ----------
+        grantee : aws_cdk.aws_iam.IGrantable
+            The principal that runs the library (a role, a function).
+
+        Returns
+        -------
+        aws_cdk.aws_iam.Grant
+            The grant, as CDK's own ``grant_*`` methods return it.
+        """
+        return self._grant(grantee, WRITE)
+
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Grant what reading with the library needs (:data:`~infra.constructs.grants.READ`).
+
+        ``query_events``, ``get_counter``, ``shard_info``, an ordered index's reads and
+        the key-schema check: ``Query``, ``GetItem``, ``BatchGetItem`` and
+        ``DescribeTable`` on the data table and its GSI; ``GetItem`` and
+        ``BatchGetItem`` on the metadata table; decrypt with a customer managed key.
+
+        Parameters
+        ----------
+        grantee : aws_cdk.aws_iam.IGrantable
+            The principal that runs the library.
+
+        Returns
+        -------
+        aws_cdk.aws_iam.Grant
+            The grant.
+        """
+        return self._grant(grantee, READ)
+
+    def grant_admin(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Grant what the operator's commands need (:data:`~infra.constructs.grants.ADMIN`).
+
+        Everything :meth:`grant_read` grants, plus resizing (``grow``, ``shrink``,
+        ``set_shard_count``, ``set_max_shards``, ``set_strategy``), adoption
+        (``survey_bare_key``, ``adopt``), listing (``sharded_keys``: ``Scan`` of the
+        metadata table) and compaction (``count_events``, ``compact``: ``GetItem``,
+        ``ConditionCheckItem`` and ``DeleteItem`` on the data table). Not the writes of
+        events or counters (:meth:`grant_write`).
+
+        Parameters
+        ----------
+        grantee : aws_cdk.aws_iam.IGrantable
+            The operator's principal (the ``dynashard`` command's role).
+
+        Returns
+        -------
+        aws_cdk.aws_iam.Grant
+            The grant.
+        """
+        return self._grant(grantee, ADMIN)
+
+    def _grant(self, grantee: iam.IGrantable, role: LibraryRole) -> iam.Grant:
+        """Grant ``role`` on this construct's data and metadata tables (and GSI)."""
+        return grant_library_role(
+            grantee,
+            role,
+            data_table=self.tables.data_table,
+            metadata_table=self.tables.metadata_table,
+            gsi_name=self.gsi_name,
         )
 
     def _check_contributor_insights(

@@ -13,7 +13,6 @@ has one (:func:`grant_data_table_key`), and the ARN of a resource of the stack's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
@@ -24,8 +23,10 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from dynashard import names
-from infra.config import DynashardParameters, FunctionName
-from infra.deploy_checks import (
+
+from ..assets import FUNCTIONS_DIR
+from ..config import DynashardParameters, FunctionName
+from ..deploy_checks import (
     ENVIRONMENT_NOT_SECRET,
     LOGS_SERVICE_ENCRYPTED,
     NO_VPC,
@@ -33,14 +34,11 @@ from infra.deploy_checks import (
     ignore_cfn_lint,
     skip_checkov,
 )
+from .grants import METADATA_READ_ACTIONS, METADATA_READ_UPDATE_ACTIONS, SCHEMA_CHECK_ACTIONS
 
 if TYPE_CHECKING:
-    from infra.constructs.tables import Tables
+    from .tables import Tables
 
-#: Repository root (``infra/constructs/functions.py`` -> ``.``).
-REPO_ROOT: Final = Path(__file__).resolve().parents[2]
-#: One folder per function; each is that function's code asset.
-FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 
 #: The one place where the runtime name of :mod:`dynashard.names` becomes a CDK Runtime.
 #: SnapStart serves Python 3.12 and later ("Improving startup performance with Lambda
@@ -53,17 +51,6 @@ ARCHITECTURE: Final = lambda_.Architecture.ARM_64
 
 #: Alias of a SnapStart function's published version, the one its integrations invoke.
 LIVE_ALIAS: Final = "live"
-
-#: Actions on the metadata table for a function that may change N: read the shard
-#: count, create it conditionally on first use, grow it with a conditional update
-#: (optimistic lock on ``last_updated``). The ingest functions and the scaler.
-METADATA_READ_UPDATE_ACTIONS: Final = (
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-)
-#: Actions on the metadata table for a reader (fresh shard counts and history).
-METADATA_READ_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
 
 
 class DynashardFunction(Construct):
@@ -259,7 +246,7 @@ def build_schema_check_statement(tables: Tables) -> iam.PolicyStatement:
     """
     return iam.PolicyStatement(
         sid="CheckDataTableSchema",
-        actions=["dynamodb:DescribeTable"],
+        actions=list(SCHEMA_CHECK_ACTIONS),
         resources=[tables.data_table.table_arn],
     )
 

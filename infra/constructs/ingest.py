@@ -31,16 +31,9 @@ from constructs import Construct
 
 from dynashard import names
 from dynashard.lambda_kit.key_settings import dump_key_settings
-from infra.config import DynashardParameters, FunctionName
-from infra.constructs.api import EventsApi
-from infra.constructs.functions import (
-    DynashardFunction,
-    build_function,
-    build_metadata_statement,
-    grant_data_table_key,
-)
-from infra.constructs.tables import Tables
-from infra.deploy_checks import (
+
+from ..config import DynashardParameters, FunctionName
+from ..deploy_checks import (
     API_CONCURRENCY,
     KINESIS_CONCURRENCY,
     KINESIS_SOURCE_NO_DLQ,
@@ -50,26 +43,19 @@ from infra.deploy_checks import (
     SYNC_NO_DLQ,
     skip_checkov,
 )
-
-#: Actions the ingest functions need on the data table: BatchWriteItem for events,
-#: UpdateItem (``ADD``) for counters, PutItem and ConditionCheckItem for the
-#: idempotent counter variant, GetItem for its marker (when a cancelled transaction
-#: does not say which condition failed). No Query, no Scan, no deletes.
-DATA_WRITE_ACTIONS = (
-    "dynamodb:BatchWriteItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:GetItem",
+from .api import EventsApi
+from .functions import (
+    DynashardFunction,
+    build_function,
+    build_metadata_statement,
+    grant_data_table_key,
 )
-#: What the API function needs more, for ``POST /index/{key}``: an ordered index's
-#: replacing write reads the per-id pointers (BatchGetItem) and deletes an entry that
-#: moved (DeleteItem, inside TransactWriteItems, which IAM checks per action).
-ORDERED_INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:DeleteItem")
-#: What the API function needs more on the metadata table, for ``PUT
-#: /shards/{key}/max-shards``: raising a key's cap first reads whether any shard it would
-#: open is an adopted key's bare partition key (one BatchGetItem of those keys).
-CAP_ACTIONS = ("dynamodb:BatchGetItem",)
+
+# What the library's writer needs (infra/constructs/grants.py, one source with grant_write):
+# the data table's writes, an ordered index's reads and deletes (the API function's
+# ``POST /index/{key}``), the adopted-key check of a raised cap (``PUT .../max-shards``).
+from .grants import CAP_ACTIONS, DATA_WRITE_ACTIONS, ORDERED_INDEX_ACTIONS
+from .tables import Tables
 
 
 def _build_write_statements(

@@ -6,6 +6,14 @@ the wheels and with Docker otherwise, from ``layers/dynashard/requirements.lock`
 dependency, transitive ones included, pinned and checked against its hash
 (``make lock`` compiles it from the ``runtime`` group with uv).
 
+The library itself comes from ``layers/dynashard`` in a checkout. In the installed
+``dynashard-cdk`` package (:mod:`infra.assets`), which carries the lock but not the
+library's source, it comes from the installed ``dynashard`` distribution, the one the
+construct itself imports: :func:`stage_installed_library` copies its files (the
+``dynashard`` package and its ``.dist-info``) into a staging folder beside the lock,
+and the bundling copies them into the layer's ``python/`` as pip would have installed
+them. The layer then ships exactly the library the app was synthesized with.
+
 Powertools is bundled into the dynashard layer (with pydantic and
 boto3) rather than taken from AWS's published Powertools layer: the versions are the
 ones pinned in the ``runtime`` dependency group of pyproject.toml, i.e. exactly what
@@ -27,6 +35,7 @@ the same when nothing changed).
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 
@@ -44,11 +53,12 @@ from aws_cdk import BundlingOptions, ILocalBundling, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+import dynashard
 from dynashard import names
-from infra.constructs.functions import ARCHITECTURE, REPO_ROOT, RUNTIME
 
-#: Source of the dynashard layer (an installable package).
-LAYER_SOURCE: Final = REPO_ROOT / "layers" / "dynashard"
+from ..assets import INSTALLED, LAYER_LOCK, LAYER_SOURCE, REPO_ROOT
+from .functions import ARCHITECTURE, RUNTIME
+
 #: Wheel platform and interpreter version that match RUNTIME and ARCHITECTURE.
 PIP_PLATFORM: Final = "manylinux2014_aarch64"
 PIP_PYTHON_VERSION: Final = names.LAMBDA_PYTHON_RUNTIME.removeprefix("python")
@@ -61,11 +71,13 @@ LAYER_PYTHON_DIR: Final = "/opt/python"
 #: Environment variable naming a local interpreter of the Lambda Python version, used to
 #: compile the layer when neither this interpreter nor ``pythonX.Y`` on PATH is one.
 ENV_LAYER_PYTHON: Final = "DYNASHARD_LAYER_PYTHON"
-
-
-#: The layer's run-time dependencies, transitive ones included, pinned with their hashes
-#: for Lambda's Python on arm64 (``make lock`` regenerates it from the ``runtime`` group).
-LAYER_LOCK: Final = LAYER_SOURCE / "requirements.lock"
+#: In a staged layer source (:func:`stage_installed_library`), the folder holding the
+#: installed library's files as they go into the layer's ``python/``.
+STAGED_SITE: Final = "site"
+#: The files of the installed distribution's ``.dist-info`` that say what it is, the ones
+#: staged (``RECORD``, ``INSTALLER``, ``direct_url.json`` say how it was installed on
+#: this machine: left out, so the asset is the same on every machine).
+_DIST_INFO_FILES: Final = ("METADATA", "WHEEL", "top_level.txt", "entry_points.txt")
 
 
 def layer_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
@@ -215,13 +227,16 @@ def find_layer_python(version: str = PIP_PYTHON_VERSION) -> str | None:
     return None
 
 
-def docker_bundling_command(lock: Path = LAYER_LOCK) -> str:
+def docker_bundling_command(lock: Path = LAYER_LOCK, *, staged: bool = False) -> str:
     """Return the shell command of the Docker bundling (in the runtime's build image).
 
     Parameters
     ----------
     lock : pathlib.Path
         The hash-locked requirements (:data:`LAYER_LOCK`); its name in the asset.
+    staged : bool
+        True when the asset is a staged installed library (:func:`stage_installed_library`):
+        its :data:`STAGED_SITE` folder is copied instead of pip installing the source.
 
     Returns
     -------
@@ -229,15 +244,64 @@ def docker_bundling_command(lock: Path = LAYER_LOCK) -> str:
         For ``bash -c``: install the locked dependencies and the library with the image's
         pip, then compile everything with the image's Python (the runtime's version).
     """
+    library = (
+        f"cp -r /tmp/src/{STAGED_SITE}/. /asset-output/python/"
+        if staged
+        else "pip install --no-compile --no-deps -t /asset-output/python /tmp/src"
+    )
     return " && ".join(
         [
             "cp -r /asset-input /tmp/src",
             "pip install --no-compile --require-hashes --no-deps -t /asset-output/python "
             f"-r /tmp/src/{lock.name}",
-            "pip install --no-compile --no-deps -t /asset-output/python /tmp/src",
+            library,
             " ".join(compile_command("python", "/asset-output/python")),
         ]
     )
+
+
+def stage_installed_library(staging: Path, lock: Path = LAYER_LOCK) -> Path:
+    """Stage the installed ``dynashard`` library and the lock as the layer's source.
+
+    The files are the imported ``dynashard`` package (what this construct runs with;
+    bytecode left out, the layer compiles its own) and the ``.dist-info`` of the
+    installed distribution, less what records the install on this machine
+    (:data:`_DIST_INFO_FILES`), so the staged folder, and with it the asset's hash,
+    depends only on the library's version and content.
+
+    Parameters
+    ----------
+    staging : pathlib.Path
+        An empty folder; it receives the lock and :data:`STAGED_SITE`.
+    lock : pathlib.Path
+        The hash-locked requirements (:data:`LAYER_LOCK`).
+
+    Returns
+    -------
+    pathlib.Path
+        ``staging``, the layer's asset source.
+
+    Raises
+    ------
+    importlib.metadata.PackageNotFoundError
+        If no ``dynashard`` distribution is installed (``pip install dynashard``; it is a
+        dependency of ``dynashard-cdk``).
+    """
+    site = staging / STAGED_SITE
+    shutil.copytree(
+        Path(dynashard.__file__).parent,
+        site / "dynashard",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    dist = importlib.metadata.distribution("dynashard")
+    info = f"dynashard-{dist.version}.dist-info"
+    (site / info).mkdir()
+    for name in _DIST_INFO_FILES:
+        text = dist.read_text(name)
+        if text is not None:
+            (site / info / name).write_text(text, encoding="utf-8")
+    shutil.copy2(lock, staging / lock.name)
+    return staging
 
 
 @jsii.implements(ILocalBundling)
@@ -257,7 +321,8 @@ class PipLocalBundling:
     Parameters
     ----------
     source : pathlib.Path
-        The library's source directory (``layers/dynashard``).
+        The library's source directory (``layers/dynashard``), or a staged installed
+        library (:func:`stage_installed_library`), whose files are copied as they are.
     lock : pathlib.Path
         The hash-locked requirements installed next to the library (:data:`LAYER_LOCK`).
     """
@@ -293,6 +358,22 @@ class PipLocalBundling:
                 "compiled.\n"
             )
         target = Path(output_dir) / "python"
+        staged_site = self._source / STAGED_SITE
+        if staged_site.is_dir():  # the installed library: its files go in as they are
+            deps, _ = pip_layer_commands(self._source, target, self._lock)
+            # B603: pip's argument list (no shell) from the lock file.
+            result = subprocess.run(deps, capture_output=True, text=True, check=False)  # nosec B603
+            if result.returncode == 0:
+                shutil.copytree(staged_site, target, dirs_exist_ok=True)
+                if python is not None:
+                    # B603: compileall's argument list (no shell) on the layer's own folder.
+                    result = subprocess.run(  # nosec B603
+                        compile_command(python, str(target)),
+                        capture_output=True,
+                        text=True,
+                        check=False,
+                    )
+            return self._report(result)
         with tempfile.TemporaryDirectory(prefix="dynashard-layer-") as tmp:
             # Build from a copy: pip builds in-tree and would leave build/ in the repo.
             # dist/ holds a wheel built in place (python -m build), never the layer's.
@@ -312,6 +393,11 @@ class PipLocalBundling:
                 )
                 if result.returncode != 0:
                     break
+        return self._report(result)
+
+    @staticmethod
+    def _report(result: subprocess.CompletedProcess[str]) -> bool:
+        """Return True for a command that succeeded; else say why on stderr, False."""
         if result.returncode == 0:
             return True
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
@@ -325,25 +411,33 @@ class PipLocalBundling:
         return False
 
 
-def _build_layer_code(lock: Path = LAYER_LOCK) -> lambda_.Code:
+def _build_layer_code(source: Path, lock: Path = LAYER_LOCK) -> lambda_.Code:
     """Return the layer's code asset: local pip bundling, Docker as the fallback."""
     return lambda_.Code.from_asset(
-        str(LAYER_SOURCE),
+        str(source),
         # Build output, a wheel built in place (dist/) included: not part of the asset's hash.
         exclude=["build", "dist", "*.egg-info", "**/__pycache__"],
         bundling=BundlingOptions(
             image=RUNTIME.bundling_image,
             platform="linux/arm64",
-            command=["bash", "-c", docker_bundling_command(lock)],
+            command=[
+                "bash",
+                "-c",
+                docker_bundling_command(lock, staged=(source / STAGED_SITE).is_dir()),
+            ],
             # jsii calls try_bundle(output_dir, options) positionally, while the typed
             # interface declares the options keyword-only; the cast records that.
-            local=cast(ILocalBundling, PipLocalBundling(LAYER_SOURCE, lock)),
+            local=cast(ILocalBundling, PipLocalBundling(source, lock)),
         ),
     )
 
 
 class DynashardLayer(Construct):
     """The Lambda layer: the dynashard library plus its pinned run-time dependencies.
+
+    In a checkout the library is ``layers/dynashard``; from the installed
+    ``dynashard-cdk`` package it is the installed ``dynashard`` distribution, staged in a
+    temporary folder while the asset is built (:func:`stage_installed_library`).
 
     Parameters
     ----------
@@ -360,10 +454,20 @@ class DynashardLayer(Construct):
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        self.layer = lambda_.LayerVersion(
+        if LAYER_SOURCE is not None and not INSTALLED:
+            self.layer = self._build(LAYER_SOURCE)
+            return
+        # The asset is staged (bundled, or hashed when bundling is skipped) while the
+        # LayerVersion is built, so the staging folder is needed only until then.
+        with tempfile.TemporaryDirectory(prefix="dynashard-layer-source-") as tmp:
+            self.layer = self._build(stage_installed_library(Path(tmp)))
+
+    def _build(self, source: Path) -> lambda_.LayerVersion:
+        """Return the LayerVersion built from ``source``."""
+        return lambda_.LayerVersion(
             self,
             "Layer",
-            code=_build_layer_code(),
+            code=_build_layer_code(source),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="dynashard library with Powertools, pydantic and boto3 (pinned)",

@@ -18,12 +18,13 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dynashard import names
-from infra.alarm_specs import DYNAMODB_NAMESPACE, AlarmSpec
-from infra.constructs.api import EventsApi
-from infra.constructs.ingest import Ingest
-from infra.constructs.query import Query
-from infra.constructs.scaler import Scaler
-from infra.constructs.tables import Tables
+
+from ..alarm_specs import DYNAMODB_NAMESPACE, AlarmSpec
+from .api import EventsApi
+from .ingest import Ingest
+from .query import Query
+from .scaler import Scaler
+from .tables import Tables
 
 #: The eight DynamoDB throttle metrics by cause ("CloudWatch throttling metrics",
 #: Amazon DynamoDB Developer Guide). Only the key-range pair is fixed by shards.

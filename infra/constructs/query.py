@@ -7,20 +7,21 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from dynashard import names
-from infra.config import DynashardParameters
-from infra.constructs.api import EventsApi
-from infra.constructs.functions import (
+
+from ..config import DynashardParameters
+from ..deploy_checks import API_CONCURRENCY, SYNC_NO_DLQ, skip_checkov
+from .api import EventsApi
+from .functions import (
     DynashardFunction,
     build_function,
     build_metadata_statement,
     grant_data_table_key,
 )
-from infra.constructs.tables import Tables
-from infra.deploy_checks import API_CONCURRENCY, SYNC_NO_DLQ, skip_checkov
 
-#: Read actions on the data table and its GSI: Query for scatter-gather reads and GSI
-#: bucket fan-out, GetItem/BatchGetItem for sharded counters (100 keys per call).
-DATA_READ_ACTIONS = ("dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem")
+# What the library's readers need (infra/constructs/grants.py, one source with grant_read).
+from .grants import DATA_READ_ACTIONS
+from .tables import Tables
+
 #: Query parameter naming the logical key of ``GET /events``.
 EVENTS_KEY_PARAM = "key"
 

@@ -51,16 +51,17 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dynashard import names
-from infra.alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES, AlarmSpec
-from infra.config import DynashardParameters
-from infra.constructs.functions import (
+
+from ..alarm_specs import SCALER_ALARMS, SWEEP_RATE_MINUTES, AlarmSpec
+from ..config import DynashardParameters
+from ..deploy_checks import SSE_SQS, Suppression, skip_checkov
+from .functions import (
     DynashardFunction,
     build_function,
     build_metadata_statement,
     stack_arn,
 )
-from infra.constructs.tables import Tables
-from infra.deploy_checks import SSE_SQS, Suppression, skip_checkov
+from .tables import Tables
 
 #: Retries of a failed asynchronous invocation before the on-failure destination
 #: (Lambda's maximum, also its default: "Configuring error handling for asynchronous

@@ -17,8 +17,9 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from dynashard.core.schema import DEFAULT_SCHEMA, TableSchema
-from infra.config import DynashardParameters, StackParameters
-from infra.table_specs import DATA_TABLE, METADATA_TABLE, TableSpec
+
+from ..config import DynashardParameters, StackParameters
+from ..table_specs import DATA_TABLE, METADATA_TABLE, TableSpec
 
 
 def _attr(name: str) -> dynamodb.Attribute:

@@ -31,7 +31,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from dynashard.core.load import MAX_WRITE_LOAD_PARTS, WRITE_LOAD_RULE_SUFFIX, write_load_rules
-from infra.constructs.functions import DynashardFunction
+
+from .functions import DynashardFunction
 
 #: Longest Contributor Insights rule name CloudWatch accepts (``PutInsightRule``).
 MAX_INSIGHT_RULE_NAME_LENGTH = 128

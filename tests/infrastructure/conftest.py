@@ -24,6 +24,11 @@ from infra.app import build_app
 from infra.stack import DynashardStack
 
 SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
+#: The repository's cdk.json, whose context (the recommended feature flags) the CDK CLI
+#: gives the app on every ``npx cdk synth``: the fixtures synthesize with it too, so the
+#: templates asserted are the ones that deploy.
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
+CDK_JSON_CONTEXT: dict[str, Any] = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]
 
 #: A production-like parameter set: every option away from its default.
 PROD_CONTEXT: dict[str, Any] = {
@@ -80,7 +85,7 @@ class Synth:
 
 
 def _synth(context: dict[str, Any], outdir: Path) -> Synth:
-    _, stack = build_app({**SKIP_BUNDLING, **context}, outdir=str(outdir))
+    _, stack = build_app({**CDK_JSON_CONTEXT, **SKIP_BUNDLING, **context}, outdir=str(outdir))
     template = Template.from_stack(stack)
     return Synth(stack=stack, template=template, annotations=Annotations.from_stack(stack))
 
