@@ -2,7 +2,8 @@
 
 Usage::
 
-    python -m sandbox.serve [--port 8080] [--host 127.0.0.1] [--db-path DIR]
+    python -m sandbox.serve [--port 8080] [--host 127.0.0.1]
+                            [--ddb-port 8000] [--db-path DIR] | [--dynamodb-endpoint URL]
                             [--emulator [--emulator-port 8001] [--scale 1.0]]
                             [-c NAME=VALUE ...]
 
@@ -15,7 +16,14 @@ ingest functions through Lambda's pollers (:mod:`sandbox.local_aws.pollers`) wit
 template's event source mappings; every function runs with the template's name,
 timeout and environment, and every AWS call it makes is checked against its role.
 With ``--emulator`` the partition emulator sits in front of DynamoDB Local and the
-functions talk to it, so hot partitions throttle as on AWS.
+functions talk to it, so hot partitions throttle as on AWS. DynamoDB Local listens
+on its own default port, 8000 (``--ddb-port 0``: a free one); ``--dynamodb-endpoint URL``
+uses a DynamoDB Local that already runs instead (its tables are created if missing, and
+it is left running).
+
+The gateway takes request bodies up to API Gateway's payload quota, 10 MB (10,485,760
+bytes), and answers a larger one as API Gateway does: 413 with the plain-text body
+``HTTP content length exceeded 10485760 bytes.`` (:mod:`sandbox.local_aws.gateway`).
 
 Prints the template it runs, the local overrides and what is not modelled, then the
 endpoints, the environment to export (for ``dynashard`` and a user's own application)
@@ -30,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import shlex
+import socket
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -47,6 +56,11 @@ from sandbox.twin.synth import SynthError
 if TYPE_CHECKING:
     from sandbox.local_aws.pollers import EventSources
     from sandbox.twin import LocalTwin
+
+
+#: DynamoDB Local's own default port (``java -jar DynamoDBLocal.jar`` listens there), the
+#: sandbox's too, so ``dynashard --endpoint-url http://127.0.0.1:8000`` finds it.
+DYNAMODB_LOCAL_PORT = 8000
 
 
 def curl_examples(base_url: str) -> str:
@@ -95,7 +109,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     Returns
     -------
     argparse.Namespace
-        ``port``, ``host``, ``ddb_port`` and ``db_path``.
+        ``port``, ``host``, ``ddb_port``, ``db_path``, ``dynamodb_endpoint``, the
+        emulator's options and ``context``.
     """
     parser = argparse.ArgumentParser(
         prog="python -m sandbox.serve",
@@ -104,10 +119,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8080, help="gateway port (default 8080)")
     parser.add_argument("--host", default="127.0.0.1", help="gateway interface")
     parser.add_argument(
-        "--ddb-port", type=int, default=None, help="DynamoDB Local port (default: a free one)"
+        "--ddb-port",
+        type=int,
+        default=DYNAMODB_LOCAL_PORT,
+        help=f"DynamoDB Local port (default {DYNAMODB_LOCAL_PORT}, its own; 0: a free one)",
     )
     parser.add_argument(
         "--db-path", default=None, help="keep the data in this directory (default: in memory)"
+    )
+    parser.add_argument(
+        "--dynamodb-endpoint",
+        default=None,
+        metavar="URL",
+        help="use the DynamoDB Local already running there instead of starting one "
+        "(its tables are created if missing; not with --ddb-port or --db-path)",
     )
     parser.add_argument(
         "--emulator", action="store_true", help="put the partition emulator in front"
@@ -165,6 +190,12 @@ def parse_context(pairs: Sequence[str]) -> dict[str, str]:
 def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str, *, fifo: bool = False) -> str:
     """Return AWS CLI commands that send an event through the queue and the stream.
 
+    They run as printed on AWS CLI v1 and v2 alike: ``--endpoint-url`` and the options
+    of ``sqs send-message`` and ``kinesis put-record`` exist in both, and the record's
+    data is read from a file with ``fileb://``, which both send as raw bytes (a value
+    given inline is base64 to v2 and raw text to v1, and v2's ``--cli-binary-format``
+    does not exist in v1).
+
     Parameters
     ----------
     endpoint_url : str
@@ -193,8 +224,9 @@ def aws_cli_examples(endpoint_url: str, queue_url: str, stream: str, *, fifo: bo
         [
             f"aws --endpoint-url {endpoint_url} sqs send-message --queue-url {queue_url} "
             f"--message-body '{event}'{fifo_options}",
+            f"printf '%s' '{event}' > event.json",
             f"aws --endpoint-url {endpoint_url} kinesis put-record --stream-name {stream} "
-            f"--partition-key JFK --cli-binary-format raw-in-base64-out --data '{event}'",
+            "--partition-key JFK --data fileb://event.json",
         ]
     )
 
@@ -321,6 +353,64 @@ def _endpoint(ddb_url: str, emulator: bool, port: int, scale: float) -> Iterator
         yield server.endpoint_url
 
 
+def _port_in_use(host: str, port: int) -> bool:
+    """Tell whether something already listens on ``host:port``."""
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex((host, port)) == 0
+
+
+@contextlib.contextmanager
+def dynamodb_endpoint(args: argparse.Namespace) -> Iterator[str]:
+    """Yield the DynamoDB endpoint the sandbox uses: its own DynamoDB Local, or the one given.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command line: ``dynamodb_endpoint`` (reuse that one, left running), else
+        ``ddb_port`` (0: a free one) and ``db_path``.
+
+    Yields
+    ------
+    str
+        The endpoint URL; a DynamoDB Local started here stops when the block ends.
+
+    Raises
+    ------
+    SandboxError
+        When the given endpoint does not answer ``ListTables``, when it is given with
+        ``--ddb-port`` or ``--db-path``, or when the port is taken (the message says
+        how to reuse what listens there).
+    """
+    if args.dynamodb_endpoint is not None:
+        if args.db_path is not None or args.ddb_port != DYNAMODB_LOCAL_PORT:
+            raise SandboxError(
+                "--dynamodb-endpoint uses a running DynamoDB Local: --ddb-port and --db-path "
+                "are that one's own settings"
+            )
+        url = args.dynamodb_endpoint.rstrip("/")
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from sandbox.engines.dynamodb_local import local_client
+
+        try:
+            local_client(url, total_max_attempts=1, connect_timeout=2.0).list_tables(Limit=1)
+        except (BotoCoreError, ClientError, ValueError) as exc:
+            raise SandboxError(
+                f"--dynamodb-endpoint {url} did not answer ListTables: {exc}"
+            ) from exc
+        yield url
+        return
+    port = args.ddb_port or None
+    if port is not None and _port_in_use("127.0.0.1", port):
+        raise SandboxError(
+            f"port {port} is taken (a DynamoDB Local already running?): reuse it with "
+            f"--dynamodb-endpoint http://127.0.0.1:{port}, or pass --ddb-port 0 for a free port"
+        )
+    with DynamoDBLocal(port=port, in_memory=args.db_path is None, db_path=args.db_path) as ddb:
+        yield ddb.endpoint_url
+
+
 async def serve_gateway(twin: LocalTwin, host: str, port: int, banner: str) -> None:
     """Serve the gateway until SIGINT or SIGTERM, printing ``banner`` once it listens.
 
@@ -374,14 +464,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        with DynamoDBLocal(
-            port=args.ddb_port, in_memory=args.db_path is None, db_path=args.db_path
-        ) as ddb:
-            data_table, metadata_table = data_and_metadata(create_tables(ddb.client()))
+        with dynamodb_endpoint(args) as ddb:
+            from sandbox.engines.dynamodb_local import local_client
+
+            data_table, metadata_table = data_and_metadata(create_tables(local_client(ddb)))
             twin = local_twin(data_table, metadata_table, context)
-            with (
-                _endpoint(ddb.endpoint_url, args.emulator, args.emulator_port, args.scale) as emu,
-            ):
+            with _endpoint(ddb, args.emulator, args.emulator_port, args.scale) as emu:
                 # Behind the emulator the per-partition limits are scaled: the functions
                 # and the dynashard command plan with the same figures.
                 limits = (
@@ -392,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if emu
                     else {}
                 )
-                env = function_environment(emu or ddb.endpoint_url, extra=limits, twin=twin)
+                env = function_environment(emu or ddb, extra=limits, twin=twin)
                 # Before any function makes a client: each call is checked against its role.
                 install_default()
                 with (
@@ -427,7 +515,7 @@ def banner(
     args: argparse.Namespace,
     twin: LocalTwin,
     env: Mapping[str, str],
-    ddb: DynamoDBLocal,
+    ddb: str,
     emu: str | None,
     moto: MotoServer,
     sources: EventSources,
@@ -443,8 +531,8 @@ def banner(
         local overrides, what is not modelled).
     env : mapping of str to str
         The functions' environment.
-    ddb : DynamoDBLocal
-        DynamoDB Local.
+    ddb : str
+        DynamoDB Local's endpoint.
     emu : str or None
         The emulator's endpoint.
     moto : MotoServer
@@ -464,8 +552,9 @@ def banner(
     lines = [
         *twin.describe(),
         "",
-        f"DynamoDB Local: {ddb.endpoint_url}  tables: {env[names.ENV_DATA_TABLE]}, "
-        f"{env[names.ENV_METADATA_TABLE]}",
+        f"DynamoDB Local: {ddb}  tables: {env[names.ENV_DATA_TABLE]}, "
+        f"{env[names.ENV_METADATA_TABLE]}"
+        + ("  (--dynamodb-endpoint: reused, left running)" if args.dynamodb_endpoint else ""),
         f"SQS, Kinesis:   {moto.endpoint_url}  queue: {sources.queue_url}  "
         f"stream: {sources.stream}  (polled into the ingest functions)",
         *mapping_lines(twin, sources),

@@ -17,6 +17,14 @@ stack lacks is a 404 here too.
 As on API Gateway, ``path`` keeps the percent-encoding the client sent (``#`` in a key
 travels as ``%23``) while ``pathParameters`` and the query string parameters are
 decoded.
+
+Request bodies are taken up to API Gateway's payload quota, 10 MB (10,485,760 bytes;
+"API Gateway quotas for configuring and running a REST API", API Gateway Developer
+Guide), not aiohttp's default of 1 MiB; a larger body is answered as API Gateway
+answers it, before any function runs: 413 with the plain-text body
+``HTTP content length exceeded 10485760 bytes.`` (the ``REQUEST_TOO_LARGE`` gateway
+response, which a REST API cannot customise: "Gateway response types for API
+Gateway"). Lambda's own 6 MB quota on a synchronous invocation's event is not modelled.
 """
 
 from __future__ import annotations
@@ -39,6 +47,12 @@ from sandbox.local_aws.lambda_runtime import LocalFunction, api_function
 
 if TYPE_CHECKING:
     from sandbox.twin import LocalTwin
+
+#: API Gateway's payload quota, bytes: 10 MB, not adjustable ("API Gateway quotas for
+#: configuring and running a REST API", API Gateway Developer Guide).
+MAX_PAYLOAD_BYTES = 10_485_760
+#: What API Gateway answers a larger request body with (status 413, text).
+PAYLOAD_TOO_LARGE = f"HTTP content length exceeded {MAX_PAYLOAD_BYTES} bytes."
 
 #: A Lambda handler: ``(event, context) -> response``.
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -151,6 +165,11 @@ def _json_response(
     return web.Response(
         status=status, text=json.dumps(body), content_type="application/json", headers=headers
     )
+
+
+def _too_large() -> web.Response:
+    """Return API Gateway's answer to a request body above its payload quota."""
+    return web.Response(status=413, text=PAYLOAD_TOO_LARGE, content_type="text/plain")
 
 
 def proxy_response(result: Any) -> web.Response:
@@ -268,8 +287,11 @@ class Gateway:
         -------
         aiohttp.web.Response
             The handler's response; 404/405 (JSON ``message``, ``field``; a 405 with the
-            ``Allow`` header) when no route matches.
+            ``Allow`` header) when no route matches; 413 (:data:`PAYLOAD_TOO_LARGE`) for
+            a body above :data:`MAX_PAYLOAD_BYTES`, before any route is matched.
         """
+        if (request.content_length or 0) > MAX_PAYLOAD_BYTES:
+            return _too_large()
         raw_path = request.rel_url.raw_path
         route, params, path_known = match_route(request.method, raw_path, self.routes)
         if route is None:
@@ -288,7 +310,10 @@ class Gateway:
         headers: dict[str, list[str]] = {}
         for name, value in request.headers.items():
             headers.setdefault(name, []).append(value)
-        body_bytes = await request.read() if request.can_read_body else b""
+        try:
+            body_bytes = await request.read() if request.can_read_body else b""
+        except web.HTTPRequestEntityTooLarge:  # a chunked body past the quota
+            return _too_large()
         body: str | bytes | None
         if not body_bytes:
             body = None
@@ -330,7 +355,8 @@ class Gateway:
         aiohttp.web.Application
             The application; its cleanup shuts the worker threads down.
         """
-        application = web.Application()
+        # aiohttp refuses a body larger than client_max_size (chunked: no Content-Length)
+        application = web.Application(client_max_size=MAX_PAYLOAD_BYTES)
         # [\s\S], not ".": a path with an encoded newline (%0A) is still the API's to answer
         application.router.add_route("*", r"/{tail:[\s\S]*}", self.handle)
 

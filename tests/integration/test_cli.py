@@ -181,6 +181,8 @@ def test_sandbox_up_prints_endpoints_and_env_and_the_commands_work_against_it() 
             "--emulator",
             "--port",
             str(port),
+            "--ddb-port",
+            "0",
             "--emulator-port",
             str(emulator_port),
             "--scale",
@@ -200,7 +202,9 @@ def test_sandbox_up_prints_endpoints_and_env_and_the_commands_work_against_it() 
             if "/shards/" in line:
                 break
         exports = dict(re.findall(r"^export (\w+)=(\S+)$", "".join(lines), flags=re.MULTILINE))
-        assert exports["DYNASHARD_DYNAMODB_ENDPOINT"] == f"http://127.0.0.1:{emulator_port}"
+        # the variable every AWS SDK reads, so the user's own boto3 code reaches it too
+        assert exports["AWS_ENDPOINT_URL_DYNAMODB"] == f"http://127.0.0.1:{emulator_port}"
+        assert not any(name == "DYNASHARD_DYNAMODB_ENDPOINT" for name in exports)
         assert any(line.startswith("Emulator:") for line in lines), lines
         # The printed environment is all the command needs
         resized = runner.invoke(app, ["resize", "DEPARTURES#JFK", "4"], env=exports)

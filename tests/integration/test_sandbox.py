@@ -351,7 +351,7 @@ def serve_process() -> Iterator[tuple[subprocess.Popen[str], int]]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNASHARD_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sandbox", "up", "--port", str(port)],
+        [sys.executable, "-m", "sandbox", "up", "--port", str(port), "--ddb-port", "0"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

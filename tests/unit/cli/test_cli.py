@@ -45,6 +45,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         names.ENV_DATA_TABLE,
         names.ENV_METADATA_TABLE,
         names.ENV_DYNAMODB_ENDPOINT,
+        names.ENV_ENDPOINT_URL,
+        names.LEGACY_ENV_DYNAMODB_ENDPOINT,
         names.ENV_COOLDOWN_S,
         names.ENV_BUCKETED_KEYS,
         names.ENV_PARTITION_WCU,

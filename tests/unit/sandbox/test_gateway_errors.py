@@ -35,3 +35,18 @@ def test_an_unknown_path_is_a_json_404() -> None:
     assert status == 404
     assert headers["Content-Type"].startswith("application/json")
     assert body["field"] == "path"
+
+
+def test_a_declared_body_above_api_gateways_quota_is_its_413_before_any_route() -> None:
+    # Given a request whose Content-Length is one byte above 10 MB (on a path with no route)
+    from sandbox.local_aws.gateway import MAX_PAYLOAD_BYTES, PAYLOAD_TOO_LARGE
+
+    request = make_mocked_request(
+        "POST", "/nowhere", headers={"Content-Length": str(MAX_PAYLOAD_BYTES + 1)}
+    )
+    # When the gateway answers it
+    response = asyncio.run(Gateway(handlers={}, routes=ROUTES).handle(request))
+    # Then it is API Gateway's 413, in API Gateway's words
+    assert (response.status, response.text) == (413, PAYLOAD_TOO_LARGE)
+    assert PAYLOAD_TOO_LARGE == "HTTP content length exceeded 10485760 bytes."
+    assert response.content_type == "text/plain"

@@ -82,7 +82,11 @@ class DynashardConfig:
     max_workers : int
         Threads for parallel BatchWriteItem calls and shard queries.
     endpoint_url : str or None
-        DynamoDB endpoint (DynamoDB Local or the partition emulator); None for AWS.
+        DynamoDB endpoint of the clients the library makes (DynamoDB Local or the
+        partition emulator). None (the default) leaves it to boto3, which reads it as
+        every AWS SDK does: ``AWS_ENDPOINT_URL_DYNAMODB``, then ``AWS_ENDPOINT_URL``, then
+        the config file's ``services`` section (boto3 1.28 and later; "Service-specific
+        endpoints", AWS SDKs and Tools Reference Guide), else AWS.
     partition_wcu : float
         Per-partition write ceiling used for planning, WCU/s.
     partition_rcu : float
@@ -187,7 +191,8 @@ def make_client(
     Parameters
     ----------
     config : DynashardConfig
-        Endpoint and worker count.
+        Endpoint and worker count. Without an endpoint none is passed to boto3, so the
+        SDK's own variables (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``) apply.
     total_max_attempts : int
         botocore's attempts per call, the first included (``standard`` mode); 1 turns
         botocore's retries off, for a caller that retries on its own.

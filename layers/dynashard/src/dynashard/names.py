@@ -26,7 +26,18 @@ ENV_TIME_BUCKETS: Final = "DYNASHARD_TIME_BUCKETS"
 #: Time-bucketed key families: ``NAME=unit,...`` (e.g. ``OPS_LOG=day,THREAT#=month``); a
 #: name ending in ``#`` is a prefix, any other an exact key (:mod:`dynashard.core.families`).
 ENV_BUCKETED_KEYS: Final = "DYNASHARD_BUCKETED_KEYS"
-ENV_DYNAMODB_ENDPOINT: Final = "DYNASHARD_DYNAMODB_ENDPOINT"
+#: The DynamoDB endpoint as every AWS SDK and the AWS CLI read it (the service-specific
+#: endpoint variable, boto3 1.28 and later): boto3 resolves it when a client is created,
+#: so the library never reads it itself; the sandbox sets it for its functions and
+#: prints it for ``dynashard`` and the user's own code.
+ENV_DYNAMODB_ENDPOINT: Final = "AWS_ENDPOINT_URL_DYNAMODB"
+#: The endpoint of every AWS service (the SDKs' global variable); the service-specific
+#: one wins over it.
+ENV_ENDPOINT_URL: Final = "AWS_ENDPOINT_URL"
+#: The endpoint variable of dynashard before issue 39, which the library's own clients
+#: never read: refused, named, where it is still set (the functions' settings, the
+#: ``dynashard`` command), so a program that sets it cannot reach AWS by mistake.
+LEGACY_ENV_DYNAMODB_ENDPOINT: Final = "DYNASHARD_DYNAMODB_ENDPOINT"
 ENV_PARTITION_WCU: Final = "DYNASHARD_PARTITION_WCU"
 ENV_PARTITION_RCU: Final = "DYNASHARD_PARTITION_RCU"
 ENV_TARGET_UTILIZATION: Final = "DYNASHARD_TARGET_UTILIZATION"

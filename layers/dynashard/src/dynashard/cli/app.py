@@ -1,8 +1,11 @@
 """The ``dynashard`` command line (typer): status, hot, plan, resize, count, compact, and more.
 
-typer gives the options, ``--help`` and shell completion from the signatures; rich draws
-the tables and progress bars. Every read command takes ``--json``; exit codes are those
-of :class:`~dynashard.cli.context.ExitCode`.
+typer gives the options, ``--help`` and shell completion (``--install-completion``)
+from the signatures; rich draws the tables and progress bars. The global options are
+the AWS CLI's (``--output json|table|text``, ``--json`` for ``--output json``,
+``--query``, ``--debug``, ``--version``, ``--profile``, ``--region``,
+``--endpoint-url``), accepted before or after the command; exit codes are those of
+:class:`~dynashard.cli.context.ExitCode`.
 """
 
 from __future__ import annotations
@@ -20,19 +23,24 @@ import typer
 from dynashard import defaults, names
 from dynashard.cli.context import (
     ExitCode,
+    GlobalOptionsGroup,
     Options,
+    Output,
+    check_query,
     console,
-    emit_json,
+    debug_logging,
     env_default,
     fail,
     guarded,
     options,
+    show,
 )
 
 if TYPE_CHECKING:
     from dynashard.core.ordered import OrderedLayout
     from dynashard.core.shard_info import ShardInfo
-    from dynashard.facade import DynashardConfig
+    from dynashard.dynamodb.adoption import BareKeySurvey
+    from dynashard.facade import Dynashard, DynashardConfig
     from dynashard.planning.capacity import CapacityPlan
 
 EXIT_CODES_HELP = (
@@ -43,8 +51,11 @@ EXIT_CODES_HELP = (
     "Contributor Insights)."
 )
 
+#: The sandbox's DynamoDB Local (``python -m sandbox up`` opens it on DynamoDB Local's
+#: own default port, 8000), for the examples of the help.
+SANDBOX_DYNAMODB = "http://127.0.0.1:8000"
+
 # The parameters several commands share (typer reads the option from the annotation).
-_JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 _KeyArgument = Annotated[str, typer.Argument(help="Logical key.")]
 _BucketKeyArgument = Annotated[
     str, typer.Argument(help="Logical key (a bucket key for a bucketed family).")
@@ -56,12 +67,30 @@ app = typer.Typer(
         "Operate dynashard: shard counts, hot keys and capacity plans, "
         "against AWS (--profile/--region) or the sandbox (--endpoint-url).\n\n" + EXIT_CODES_HELP
     ),
-    epilog="Example: dynashard --endpoint-url http://127.0.0.1:8001 status 'DEPARTURES#JFK'",
+    epilog=(
+        f"Example: dynashard --endpoint-url {SANDBOX_DYNAMODB} status 'DEPARTURES#JFK' "
+        "--output json --query number_of_shards (against python -m sandbox up, whose "
+        "DynamoDB Local listens there)"
+    ),
+    cls=GlobalOptionsGroup,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    """Print the installed dynashard's version and exit (``--version``)."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("dynashard")
+        except PackageNotFoundError:  # a checkout on PYTHONPATH, not installed
+            from dynashard import __version__ as installed
+        typer.echo(f"dynashard {installed}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -77,8 +106,9 @@ def root(
     endpoint_url: Annotated[
         str | None,
         typer.Option(
-            envvar=names.ENV_DYNAMODB_ENDPOINT,
-            help="DynamoDB endpoint: the sandbox's DynamoDB Local or partition emulator.",
+            envvar=[names.ENV_DYNAMODB_ENDPOINT, names.ENV_ENDPOINT_URL],
+            help="DynamoDB endpoint: the sandbox's DynamoDB Local or partition emulator "
+            "(default: the AWS SDKs' variables, as boto3 reads them).",
         ),
     ] = None,
     data_table: Annotated[
@@ -87,9 +117,50 @@ def root(
     metadata_table: Annotated[
         str, typer.Option(envvar=names.ENV_METADATA_TABLE, help="Shard metadata table name.")
     ] = names.DEFAULT_METADATA_TABLE,
+    output: Annotated[
+        Output,
+        typer.Option(
+            case_sensitive=False,
+            help="json, table (for people) or text (tab-separated), as the AWS CLI's.",
+        ),
+    ] = Output.TABLE,
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --output json.")] = False,
+    query: Annotated[
+        str | None,
+        typer.Option(help="JMESPath expression applied to the JSON answer, as the AWS CLI's."),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="botocore's debug log and error tracebacks on stderr.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Store the global options for the command."""
-    ctx.obj = Options(profile, region, endpoint_url, data_table, metadata_table)
+    import os
+
+    if os.environ.get(names.LEGACY_ENV_DYNAMODB_ENDPOINT):
+        fail(
+            ExitCode.USAGE,
+            f"{names.LEGACY_ENV_DYNAMODB_ENDPOINT} is not read: set "
+            f"{names.ENV_DYNAMODB_ENDPOINT} (the AWS SDKs' own variable) or pass --endpoint-url",
+        )
+    check_query(query)
+    if debug:
+        debug_logging(ctx)
+    ctx.obj = Options(
+        profile,
+        region,
+        endpoint_url,
+        data_table,
+        metadata_table,
+        output=Output.JSON if json_out else output,
+        query=query,
+        debug=debug,
+    )
 
 
 # --- status ------------------------------------------------------------------------------
@@ -193,7 +264,6 @@ def read_paths(
 def status(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="Logical key, e.g. DEPARTURES#JFK.")],
-    json_out: _JsonFlag = False,
     chart: Annotated[
         Path | None, typer.Option(help="Write the shard history as a PNG here.")
     ] = None,
@@ -234,10 +304,7 @@ def status(
 
         shard_history_chart(info, chart, now=now)
         doc["chart"] = str(chart)
-    if json_out:
-        emit_json(doc)
-    elif info.stored:
-        _print_status(info, doc)
+    show(ctx, doc, (lambda: _print_status(info, doc)) if info.stored else None)
     if not info.stored:
         fail(
             ExitCode.NOT_FOUND,
@@ -303,7 +370,6 @@ def resize(
             "--cooldown", help=f"Cooldown, seconds (default ${names.ENV_COOLDOWN_S} or 60)."
         ),
     ] = None,
-    json_out: _JsonFlag = False,
 ) -> None:
     """Set a key's shard count."""
     opts = options(ctx)
@@ -321,15 +387,17 @@ def resize(
     if result.reason == "cooldown":
         remaining = max(0.0, ds.config.cooldown_s - (time.time() - info.last_updated))
         doc["cooldown_remaining_s"] = round(remaining, 1)
-    if json_out:
-        emit_json(doc)
-    elif result.changed:
-        console().print(
-            f"{key}: N {result.previous} -> {result.current} (readers query shards "
-            f"0..{info.max_count - 1})"
-        )
-    elif result.reason == "already_sufficient":
-        console().print(f"{key}: N is already {result.current}; nothing changed")
+
+    def people() -> None:
+        if result.changed:
+            console().print(
+                f"{key}: N {result.previous} -> {result.current} (readers query shards "
+                f"0..{info.max_count - 1})"
+            )
+        elif result.reason == "already_sufficient":
+            console().print(f"{key}: N is already {result.current}; nothing changed")
+
+    show(ctx, doc, people)
     if result.reason == "cooldown":
         fail(
             ExitCode.REFUSED,
@@ -353,15 +421,24 @@ def resize(
         "writes go to the shards, and N grows from the count in force. Nothing is copied. "
         "Every item under the bare key is surveyed first: items another program wrote are "
         "read through the table's sort-key codec, and the adoption is refused, naming "
-        "them, while any cannot be read."
+        "them, while any cannot be read. A bare key that holds no item at all is refused "
+        "too (exit 3: nothing to adopt, often a mistyped key) unless --force. --dry-run "
+        "surveys and checks, and writes nothing."
     ),
-    epilog="Example: dynashard adopt 'DEPARTURES#JFK'",
+    epilog="Example: dynashard adopt 'DEPARTURES#JFK' --dry-run",
 )
 @guarded
 def adopt(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="Logical key: the bare partition key.")],
-    json_out: _JsonFlag = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Survey and check the adoption; write nothing."),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(help="Adopt even when the bare partition key holds no item."),
+    ] = False,
 ) -> None:
     """Adopt a key with items under its bare partition key."""
     from dynashard import names
@@ -370,22 +447,82 @@ def adopt(
     with closing(options(ctx).facade()) as ds:
         if not key.startswith(names.COUNTER_PREFIX):
             survey = ds.survey_bare_key(key)  # printed below; adopt checks it
-        info = ds.adopt(key, survey=survey if survey is not None else False)
         key_attr = ds.config.schema.key_attr
-    if json_out:
-        emit_json({**info.to_json(), "survey": None if survey is None else survey.to_json()})
-        return
-    if survey is not None:
-        span = f", {survey.first_ts} .. {survey.last_ts}" if survey.first_ts else ""
-        console().print(
-            f"{key}: the bare partition key holds {survey.foreign_items} item(s) in another "
-            f"program's shape{span}, {survey.dynashard_items} in dynashard's, "
-            f"{survey.key_attribute_items} with an attribute named {key_attr!r} (read as "
-            f"data); surveyed with {survey.read_units:g} read units"
+        table = ds.config.data_table
+        empty = survey is not None and (
+            survey.dynashard_items + survey.foreign_items + survey.unreadable_items == 0
         )
+        if empty and not force:
+            _print_survey(ctx, key, survey, key_attr)
+            fail(
+                ExitCode.REFUSED,
+                f"nothing to adopt: the bare partition key {key!r} holds no item in "
+                f"{table} (is the key spelled as the table stores it?); pass --force to "
+                "adopt it anyway",
+            )
+        if dry_run:
+            info = _check_adoption(ds, key, survey)
+        else:
+            info = ds.adopt(key, survey=survey if survey is not None else False)
+    doc = {
+        **info.to_json(),
+        "survey": None if survey is None else survey.to_json(),
+        "dry_run": dry_run,
+    }
+
+    def people() -> None:
+        _print_survey(ctx, key, survey, key_attr)
+        if dry_run:
+            console().print(
+                f"{key}: would be adopted (dry run, nothing written); reads would include "
+                f"the bare partition key {key!r} and shards 0..{info.max_count - 1} "
+                f"(N = {info.number_of_shards})"
+            )
+        else:
+            console().print(
+                f"{key}: adopted; reads include the bare partition key {key!r} and shards "
+                f"0..{info.max_count - 1} (N = {info.number_of_shards})"
+            )
+
+    show(ctx, doc, people)
+
+
+def _check_adoption(ds: Dynashard, key: str, survey: BareKeySurvey | None) -> ShardInfo:
+    """Make every check :meth:`Dynashard.adopt` makes, with reads only (``adopt --dry-run``).
+
+    Returns
+    -------
+    ShardInfo
+        The key's metadata as it stands (``adopted`` as stored: nothing is written).
+
+    Raises
+    ------
+    InvalidInputError
+        As :meth:`Dynashard.adopt` would: a time-bucketed family, items the codec cannot
+        read, or a bare key that is or could become another key's shard (field ``key``).
+    """
+    from dynashard.dynamodb.family_units import ADOPTED_FAMILY
+    from dynashard.errors import InvalidInputError
+
+    if ds.config.bucketed_family(key) is not None:
+        raise InvalidInputError("key", ADOPTED_FAMILY.format(key=key))
+    if survey is not None and not survey.readable:
+        raise InvalidInputError("key", survey.refusal(ds.config.schema.sort_key_codec.name))
+    ds.metadata._refuse_alias(key)  # the metadata's own check of adopt, a read
+    return ds.shard_info(key)
+
+
+def _print_survey(
+    ctx: typer.Context, key: str, survey: BareKeySurvey | None, key_attr: str
+) -> None:
+    if survey is None or options(ctx).output is not Output.TABLE:
+        return
+    span = f", {survey.first_ts} .. {survey.last_ts}" if survey.first_ts else ""
     console().print(
-        f"{key}: adopted; reads include the bare partition key {key!r} and shards "
-        f"0..{info.max_count - 1} (N = {info.number_of_shards})"
+        f"{key}: the bare partition key holds {survey.foreign_items} item(s) in another "
+        f"program's shape{span}, {survey.dynashard_items} in dynashard's, "
+        f"{survey.key_attribute_items} with an attribute named {key_attr!r} (read as "
+        f"data); surveyed with {survey.read_units:g} read units"
     )
 
 
@@ -425,20 +562,20 @@ def count(
     end: Annotated[
         str | None, typer.Option("--to", help="Latest event time, exclusive (ISO-8601).")
     ] = None,
-    json_out: _JsonFlag = False,
 ) -> None:
     """Count a key's distinct events and the extra copies stored."""
     with closing(options(ctx).facade()) as ds:
         result = ds.count_events(key, start=_when(start, "--from"), end=_when(end, "--to"))
-    if json_out:
-        emit_json(result.to_json())
-        return
-    console().print(
-        f"{key}: {result.distinct} distinct events, {result.stored} items stored, "
-        f"{_copies(result.duplicates)} ({result.shards_read} physical keys read)"
-    )
-    if result.duplicates:
-        console().print(f"remove the extra copies with: dynashard compact '{key}'")
+
+    def people() -> None:
+        console().print(
+            f"{key}: {result.distinct} distinct events, {result.stored} items stored, "
+            f"{_copies(result.duplicates)} ({result.shards_read} physical keys read)"
+        )
+        if result.duplicates:
+            console().print(f"remove the extra copies with: dynashard compact '{key}'")
+
+    show(ctx, result.to_json(), people)
 
 
 @app.command(
@@ -459,14 +596,12 @@ def compact(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the copies it would delete; delete none.")
     ] = False,
-    json_out: _JsonFlag = False,
 ) -> None:
     """Delete the extra copies of a key's events."""
     with closing(options(ctx).facade()) as ds:
         result = ds.compact(key, dry_run=dry_run)
-    if json_out:
-        emit_json(result.to_json())
-    else:
+
+    def people() -> None:
         out = console()
         done = result.would_delete if dry_run else result.deleted
         out.print(
@@ -476,6 +611,8 @@ def compact(
         )
         for entry in done:
             out.print(f"  {entry['physical_key']}  {entry['sort_key']}  (kept on {entry['kept']})")
+
+    show(ctx, result.to_json(), people)
     if result.skipped:
         detail = "; ".join(
             f"{e['physical_key']} {e['sort_key']}: {e['reason']}" for e in result.skipped
@@ -507,7 +644,6 @@ def strategy(
     initial_shards: Annotated[
         int | None, typer.Option(help="N if this creates the key (a stored key keeps its N).")
     ] = None,
-    json_out: _JsonFlag = False,
 ) -> None:
     """Set a key's shard strategy."""
     from dynashard.errors import StrategyConflictError
@@ -519,10 +655,13 @@ def strategy(
             )
         except StrategyConflictError as exc:
             fail(ExitCode.REFUSED, exc.message.replace("force=True", "--force"))
-    if json_out:
-        emit_json(info.to_json())
-    else:
-        console().print(f"{key}: strategy {info.strategy_label} (N = {info.number_of_shards})")
+    show(
+        ctx,
+        info.to_json(),
+        lambda: console().print(
+            f"{key}: strategy {info.strategy_label} (N = {info.number_of_shards})"
+        ),
+    )
 
 
 @app.command(
@@ -538,7 +677,6 @@ def cap(
     ctx: typer.Context,
     key: _KeyArgument,
     value: Annotated[str, typer.Argument(metavar="N|none", help="The cap, or none.")],
-    json_out: _JsonFlag = False,
 ) -> None:
     """Set or remove a key's cap on N."""
     from dynashard.errors import InvalidInputError
@@ -552,11 +690,12 @@ def cap(
             raise InvalidInputError("N", f"must be a whole number or none, got {value!r}") from None
     with closing(options(ctx).facade()) as ds:
         info = ds.set_max_shards(key, limit)
-    if json_out:
-        emit_json(info.to_json())
-    else:
-        shown = "none" if info.max_shards is None else str(info.max_shards)
-        console().print(f"{key}: max_shards {shown} (N = {info.number_of_shards})")
+    shown = "none" if info.max_shards is None else str(info.max_shards)
+    show(
+        ctx,
+        info.to_json(),
+        lambda: console().print(f"{key}: max_shards {shown} (N = {info.number_of_shards})"),
+    )
 
 
 # --- plan -------------------------------------------------------------------------------
@@ -611,6 +750,7 @@ def _sample_sizes(path: Path) -> list[int]:
 )
 @guarded
 def plan(
+    ctx: typer.Context,
     writes: Annotated[float, typer.Option(help="Peak items written per second on the key.")],
     reads: Annotated[float, typer.Option(help="Peak items read per second.")] = 0.0,
     item_bytes: Annotated[
@@ -651,7 +791,6 @@ def plan(
             f"{defaults.PARTITION_RCU.default:g})."
         ),
     ] = None,
-    json_out: _JsonFlag = False,
 ) -> None:
     """Plan a key's shard count and its read and monthly cost."""
     from dynashard.errors import InvalidInputError
@@ -678,10 +817,7 @@ def plan(
         wru_price_per_million=wru_price,
         rru_price_per_million=rru_price,
     )
-    if json_out:
-        emit_json(result.to_json())
-        return
-    _print_plan(result)
+    show(ctx, result.to_json(), lambda: _print_plan(result))
 
 
 def _print_plan(result: CapacityPlan) -> None:
@@ -741,6 +877,7 @@ def _sample_values(path: Path, field: str | None) -> list[str]:
 )
 @guarded
 def boundaries(
+    ctx: typer.Context,
     sample: Annotated[
         Path, typer.Option(help="One value per line (or JSON lines with --field); - for stdin.")
     ],
@@ -748,7 +885,6 @@ def boundaries(
     field: Annotated[
         str | None, typer.Option(help="Take the value from this field of JSON lines.")
     ] = None,
-    json_out: _JsonFlag = False,
 ) -> None:
     """Compute ordered range boundaries from a sample."""
     from dynashard.core.ordered import OrderedLayout, normalise, range_shard
@@ -768,17 +904,17 @@ def boundaries(
         }
         for i in range(layout.shard_count)
     ]
-    if json_out:
-        emit_json(
-            {
-                "shards": layout.shard_count,
-                "boundaries": list(layout.boundaries),
-                "sub_shards": list(layout.sub_shards),
-                "sample_values": len(values),
-                "ranges": rows,
-            }
-        )
-        return
+    doc = {
+        "shards": layout.shard_count,
+        "boundaries": list(layout.boundaries),
+        "sub_shards": list(layout.sub_shards),
+        "sample_values": len(values),
+        "ranges": rows,
+    }
+    show(ctx, doc, lambda: _print_boundaries(layout, rows, len(values)))
+
+
+def _print_boundaries(layout: OrderedLayout, rows: list[dict[str, Any]], values: int) -> None:
     from rich.table import Table
 
     table = Table(
@@ -787,7 +923,7 @@ def boundaries(
         "to (excl.)",
         "sample values",
         "sub-shards",
-        title=f"{layout.shard_count} range shards from {len(values)} values",
+        title=f"{layout.shard_count} range shards from {values} values",
         title_justify="left",
     )
     for row in rows:
@@ -810,7 +946,10 @@ def boundaries(
         "Insights (or the partition emulator's top-N, against --endpoint-url), mapped to "
         "logical keys, with each key's shard count and the count the planner would give it."
     ),
-    epilog="Example: dynashard --endpoint-url http://127.0.0.1:8001 hot --minutes 10",
+    epilog=(
+        "Example: dynashard --endpoint-url http://127.0.0.1:8001 hot --minutes 10 (against "
+        "python -m sandbox up --emulator, whose partition emulator listens there)"
+    ),
 )
 @guarded
 def hot(
@@ -834,7 +973,6 @@ def hot(
         ),
     ] = "auto",
     read: Annotated[bool, typer.Option(help="Read capacity instead of write.")] = False,
-    json_out: _JsonFlag = False,
 ) -> None:
     """Show the hottest keys and what the planner would do about them."""
     from dynashard.cli.hot import hot_report
@@ -853,9 +991,10 @@ def hot(
             + (f" index {index}" if index else "")
             + " (aws dynamodb update-contributor-insights --contributor-insights-action ENABLE)",
         )
-    if json_out:
-        emit_json(report)
-        return
+    show(ctx, report, lambda: _print_hot(report, minutes))
+
+
+def _print_hot(report: dict[str, Any], minutes: float) -> None:
     from rich.table import Table
 
     out = console()

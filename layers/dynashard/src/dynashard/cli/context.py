@@ -1,20 +1,26 @@
-"""What every command shares: the global options, the AWS session, the exit codes.
+"""What every command shares: the global options, the AWS session, the output, the exit codes.
 
 Nothing here runs at import time; clients are created when a command asks for them.
+The global options and the output formats are the AWS CLI's: ``--output json|table|text``
+(``--json`` is ``--output json``), ``--query`` (a JMESPath expression applied to the JSON
+document before it is printed), ``--debug`` (botocore's debug log and the traceback of an
+error on stderr), each accepted before or after the command (:class:`GlobalOptionsGroup`).
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
+from typer.core import TyperGroup
 
 from dynashard import defaults, names
 from dynashard.errors import DynashardError, InvalidInputError
@@ -32,6 +38,14 @@ if TYPE_CHECKING:
 #: Region used against a local endpoint when none is configured (DynamoDB Local and
 #: the emulator accept any).
 LOCAL_REGION = "us-east-1"
+
+
+class Output(enum.StrEnum):
+    """The output formats, as the AWS CLI's ``--output`` names them."""
+
+    JSON = "json"
+    TABLE = "table"
+    TEXT = "text"
 
 
 class ExitCode(enum.IntEnum):
@@ -56,6 +70,12 @@ class Options:
         DynamoDB endpoint (the sandbox's DynamoDB Local or partition emulator).
     data_table, metadata_table : str
         Table names.
+    output : Output
+        How a command prints its answer (``table``: the tables and lines for people).
+    query : str or None
+        A JMESPath expression applied to the JSON document before it is printed.
+    debug : bool
+        botocore's debug log and error tracebacks on stderr.
     """
 
     profile: str | None = None
@@ -63,6 +83,9 @@ class Options:
     endpoint_url: str | None = None
     data_table: str = names.DEFAULT_DATA_TABLE
     metadata_table: str = names.DEFAULT_METADATA_TABLE
+    output: Output = Output.TABLE
+    query: str | None = None
+    debug: bool = False
     _session: boto3.Session | None = field(default=None, repr=False)
 
     def session(self) -> boto3.Session:
@@ -254,29 +277,48 @@ def fail(code: ExitCode, message: str) -> NoReturn:
 
 
 @contextmanager
-def failures() -> Iterator[None]:
+def failures(*, debug: bool = False) -> Iterator[None]:
     """Map the library's, boto3's and the file system's errors to exit codes.
+
+    Parameters
+    ----------
+    debug : bool
+        Print the error's traceback on stderr too (``--debug``).
 
     Yields
     ------
     None
         Inside the block, :class:`~dynashard.errors.InvalidInputError` exits 2 and
         every other :class:`~dynashard.errors.DynashardError`, boto3 error or
-        ``OSError`` exits 1, each with its message on stderr; nothing is swallowed.
+        ``OSError`` exits 1, each with its message on stderr (and its traceback
+        under ``--debug``); nothing is swallowed.
     """
     try:
         yield
     except InvalidInputError as exc:
+        _traceback(debug)
         fail(ExitCode.USAGE, exc.message)
     except DynashardError as exc:
+        _traceback(debug)
         fail(ExitCode.ERROR, exc.message)
     except ClientError as exc:
+        _traceback(debug)
         error = exc.response.get("Error", {})
         fail(ExitCode.ERROR, f"{error.get('Code', 'ClientError')}: {error.get('Message', exc)}")
     except BotoCoreError as exc:
+        _traceback(debug)
         fail(ExitCode.ERROR, str(exc))
     except OSError as exc:
+        _traceback(debug)
         fail(ExitCode.ERROR, str(exc))
+
+
+def _traceback(debug: bool) -> None:
+    """Print the traceback of the error being handled on stderr under ``--debug``."""
+    if debug:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
 
 
 def guarded(command: Callable[..., None]) -> Callable[..., None]:
@@ -285,7 +327,8 @@ def guarded(command: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> None:
-        with failures():
+        ctx = kwargs.get("ctx")  # every command takes it (typer passes it by name)
+        with failures(debug=ctx is not None and options(ctx).debug):
             command(*args, **kwargs)
 
     return run
@@ -294,3 +337,234 @@ def guarded(command: Callable[..., None]) -> Callable[..., None]:
 def is_interactive() -> bool:
     """Tell whether stderr is a terminal (progress bars show only then)."""
     return sys.stderr.isatty()
+
+
+# --- the AWS CLI's global options and output formats -------------------------------------
+def hoist_global_options(params: Sequence[Any], args: Sequence[str]) -> list[str]:
+    """Move the global options found after the command in front of it, as the AWS CLI takes them.
+
+    click reads a group's options before its subcommand only; the AWS CLI takes its
+    global options anywhere (``aws s3 ls --region eu-west-1``). So are dynashard's.
+
+    Parameters
+    ----------
+    params : sequence of click parameters
+        The group's parameters (the global options; typer's own copy of click's
+        classes, read by their attributes).
+    args : sequence of str
+        The command line after the program name.
+
+    Returns
+    -------
+    list of str
+        The same arguments, each global option (and its value) moved before the
+        command; unchanged when there is no command or ``--`` comes first.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as Opt
+    >>> region = Opt(param_type_name="option", opts=["--region"], secondary_opts=[],
+    ...              is_flag=False, count=False)
+    >>> hoist_global_options([region], ["status", "K", "--region", "eu-west-1"])
+    ['--region', 'eu-west-1', 'status', 'K']
+    """
+    takes_value: dict[str, bool] = {}
+    for param in params:
+        if getattr(param, "param_type_name", None) == "option":
+            for name in param.opts:
+                takes_value[name] = not (param.is_flag or param.count)
+            for name in param.secondary_opts:
+                takes_value[name] = False
+    args = list(args)
+    i = 0
+    while i < len(args):  # the global options before the command, then the command
+        name, eq, _ = args[i].partition("=")
+        if name in takes_value:
+            i += 2 if takes_value[name] and not eq else 1
+        elif args[i].startswith("-"):
+            return args  # "--", or an option click will report
+        else:
+            break
+    if i >= len(args):
+        return args
+    moved: list[str] = []
+    kept: list[str] = []
+    rest = args[i + 1 :]
+    j = 0
+    while j < len(rest):
+        if rest[j] == "--":
+            kept += rest[j:]
+            break
+        name, eq, _ = rest[j].partition("=")
+        width = (2 if takes_value[name] and not eq else 1) if name in takes_value else 0
+        if width:
+            moved += rest[j : j + width]
+            j += width
+        else:
+            kept.append(rest[j])
+            j += 1
+    return [*args[:i], *moved, args[i], *kept]
+
+
+class GlobalOptionsGroup(TyperGroup):
+    """The ``dynashard`` group: global options accepted after the command too."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse the arguments with the global options moved before the command."""
+        return super().parse_args(ctx, hoist_global_options(self.params, args))
+
+
+def debug_logging(ctx: typer.Context) -> None:
+    """Log botocore, boto3 and dynashard at DEBUG on stderr until the command ends (``--debug``).
+
+    Parameters
+    ----------
+    ctx : typer.Context
+        The root context; the handler is removed when it closes.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
+    loggers = [logging.getLogger(name) for name in ("botocore", "boto3", "urllib3", "dynashard")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+
+    def restore() -> None:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+    ctx.call_on_close(restore)
+
+
+def check_query(expression: str | None) -> None:
+    """Refuse a ``--query`` that is not a JMESPath expression, before any AWS call.
+
+    Raises
+    ------
+    typer.BadParameter
+        Naming the expression and jmespath's reason (exit 2).
+    """
+    if expression is None:
+        return
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        jmespath.compile(expression)
+    except JMESPathError as exc:
+        raise typer.BadParameter(
+            f"not a JMESPath expression: {exc}", param_hint="--query"
+        ) from None
+
+
+def text_lines(value: Any, identifier: str | None = None) -> list[str]:
+    r"""Return a document as the AWS CLI's ``--output text`` prints it.
+
+    A mapping's scalar values (by sorted key) go on one tab-separated line, prefixed by
+    the upper-cased key it sits under; its lists and mappings follow, each under its
+    key. A list of scalars is one line; a list of mappings is one block per item.
+    ``null`` is ``None``, as the AWS CLI prints it.
+
+    Parameters
+    ----------
+    value : Any
+        The (queried) JSON document.
+    identifier : str, optional
+        The key the value sits under.
+
+    Returns
+    -------
+    list of str
+        The lines.
+
+    Examples
+    --------
+    >>> text_lines({"key": "K", "counts": [1, 2], "paths": [{"path": "base", "ok": True}]})
+    ['K', 'COUNTS\t1\t2', 'PATHS\tTrue\tbase']
+    """
+    prefix = [identifier.upper()] if identifier else []
+    if isinstance(value, dict):
+        scalars = [k for k in sorted(value) if not isinstance(value[k], dict | list)]
+        lines = ["\t".join(prefix + [_scalar(value[k]) for k in scalars])] if scalars else []
+        for k in sorted(value):
+            if isinstance(value[k], dict | list):
+                lines += text_lines(value[k], k)
+        return lines
+    if isinstance(value, list):
+        if all(not isinstance(v, dict | list) for v in value):
+            return ["\t".join(prefix + [_scalar(v) for v in value])] if value else []
+        return [line for v in value for line in text_lines(v, identifier)]
+    return ["\t".join([*prefix, _scalar(value)])]
+
+
+def _scalar(value: Any) -> str:
+    from decimal import Decimal
+
+    if isinstance(value, Decimal | float):
+        return format(value, "f") if isinstance(value, Decimal) else repr(value)
+    return str(value)
+
+
+def _generic_table(value: Any) -> None:
+    """Print a queried document as a rich table (``--output table`` with ``--query``)."""
+    from rich.table import Table
+
+    out = console()
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        columns = list(dict.fromkeys(k for v in value for k in v))
+        table = Table(*columns)
+        for v in value:
+            table.add_row(*(_cell(v.get(c)) for c in columns))
+        out.print(table)
+    elif isinstance(value, dict):
+        table = Table("key", "value")
+        for k, v in value.items():
+            table.add_row(str(k), _cell(v))
+        out.print(table)
+    elif isinstance(value, list):
+        table = Table("value")
+        for v in value:
+            table.add_row(_cell(v))
+        out.print(table)
+    else:
+        out.print(_cell(value))
+
+
+def _cell(value: Any) -> str:
+    from dynashard.model import dumps
+
+    return dumps(value, default=str) if isinstance(value, dict | list) else _scalar(value)
+
+
+def show(ctx: typer.Context, doc: Any, table: Callable[[], None] | None = None) -> None:
+    """Print a command's answer in the format the global options ask for.
+
+    Parameters
+    ----------
+    ctx : typer.Context
+        The command's context (its root holds the options).
+    doc : Any
+        The answer as a JSON document (what ``--output json`` prints).
+    table : callable, optional
+        Prints the answer for people (``--output table``, the default, without
+        ``--query``); None prints nothing then.
+    """
+    opts = options(ctx)
+    if opts.output is Output.TABLE and opts.query is None:
+        if table is not None:
+            table()
+        return
+    value = doc
+    if opts.query is not None:
+        import jmespath
+
+        value = jmespath.search(opts.query, doc)
+    if opts.output is Output.JSON:
+        emit_json(value)
+    elif opts.output is Output.TEXT:
+        for line in text_lines(value):
+            typer.echo(line)
+    else:
+        _generic_table(value)

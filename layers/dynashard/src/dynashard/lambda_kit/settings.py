@@ -185,8 +185,10 @@ class FunctionSettings(TableSchemaSettings):
         a name ending in ``#`` is a prefix, any other an exact key): events under them
         are written to the logical key of their time bucket
         (:mod:`dynashard.core.families`).
-    dynamodb_endpoint : str or None
-        DynamoDB endpoint URL (the local sandbox only).
+    legacy_dynamodb_endpoint : str or None
+        ``DYNASHARD_DYNAMODB_ENDPOINT``, refused when set: the endpoint is
+        ``AWS_ENDPOINT_URL_DYNAMODB`` (or ``AWS_ENDPOINT_URL``), which boto3 reads
+        itself when the client is created, as every AWS SDK does.
     partition_wcu, partition_rcu : float
         Per-partition limits, WCU/s and RCU/s (1,000 and 3,000 on DynamoDB).
     target_utilization : float
@@ -247,7 +249,9 @@ class FunctionSettings(TableSchemaSettings):
     )
     time_buckets: str = Field("", validation_alias=names.ENV_TIME_BUCKETS)
     bucketed_keys: str = Field("", validation_alias=names.ENV_BUCKETED_KEYS)
-    dynamodb_endpoint: str | None = Field(None, validation_alias=names.ENV_DYNAMODB_ENDPOINT)
+    legacy_dynamodb_endpoint: str | None = Field(
+        None, validation_alias=names.LEGACY_ENV_DYNAMODB_ENDPOINT, exclude=True
+    )
     partition_wcu: float = defaults.PARTITION_WCU.field(from_env=True)
     partition_rcu: float = defaults.PARTITION_RCU.field(from_env=True)
     target_utilization: float = defaults.TARGET_UTILIZATION.field(from_env=True)
@@ -267,7 +271,13 @@ class FunctionSettings(TableSchemaSettings):
 
     @model_validator(mode="after")
     def _hysteresis(self) -> FunctionSettings:
-        """Keep the shrink threshold below the growth one."""
+        """Keep the shrink threshold below the growth one; refuse the old endpoint variable."""
+        if self.legacy_dynamodb_endpoint is not None:
+            raise ValueError(
+                f"{names.LEGACY_ENV_DYNAMODB_ENDPOINT} is not read: set "
+                f"{names.ENV_DYNAMODB_ENDPOINT} (the AWS SDKs' own variable) to "
+                f"{self.legacy_dynamodb_endpoint!r} instead"
+            )
         if self.shrink_utilization is not None and (
             self.shrink_utilization >= self.target_utilization
         ):
@@ -314,7 +324,7 @@ class FunctionSettings(TableSchemaSettings):
             time_bucket=TimeBucket(self.time_bucket),
             time_buckets=parse_time_buckets(self.time_buckets),
             bucketed_keys=parse_bucketed_keys(self.bucketed_keys),
-            endpoint_url=self.dynamodb_endpoint,
+            endpoint_url=None,  # boto3 reads AWS_ENDPOINT_URL_DYNAMODB itself, as the SDKs do
             partition_wcu=self.partition_wcu,
             partition_rcu=self.partition_rcu,
             target_utilization=self.target_utilization,
