@@ -111,12 +111,12 @@ openapi: install ## write the query and ingest APIs' OpenAPI document to openapi
 	$(PY) -m functions.openapi > openapi.json
 
 .PHONY: bench bench-fleet bench-hot-key bench-emulator bench-ingest bench-reads bench-parser bench-cold-start bench-memory bench-charts bench-report
-# The benchmarks `make bench` runs, in this order (about 15 minutes on 2 cores, the sum of
+# The benchmarks `make bench` runs, in this order (about 17 minutes on 2 cores, the sum of
 # their JSONs' wall times). One that exits non-zero (cold start and memory do when a target
 # is missed) does not stop the others; the report then says which targets are missed, and a
 # benchmark that wrote no result in this run is "not run" there and fails `make bench`.
 BENCHES := bench-hot-key bench-reads bench-parser bench-ingest bench-cold-start bench-memory bench-emulator
-bench: install ## every benchmark in sequence (hot key, reads, parser, ingest, cold start, memory, emulator overhead; about 12 minutes), then bench/REPORT.md (DEMO=demo-report.json adds the demo's times)
+bench: install ## every benchmark in sequence (hot key, reads, parser, ingest, cold start, memory, emulator overhead; about 17 minutes, measured in docs/benchmarks.md), then bench/REPORT.md (DEMO=demo-report.json adds the demo's times)
 	@start=$$(date -u +%Y-%m-%dT%H:%M:%SZ); failed=""; \
 	for target in $(BENCHES); do \
 		$(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \

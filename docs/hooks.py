@@ -10,6 +10,12 @@ repository paths to site paths, so the same Markdown links work on GitHub and in
 site: ``docs/api.md`` in the README becomes ``api.md``, ``../bench/REPORT.md`` in a
 page of ``docs/`` becomes ``bench/REPORT.md``. A link to a file that is neither in
 ``docs/`` nor mounted is left as it is, and ``mkdocs build --strict`` fails on it.
+
+It also keeps the site offline when it is viewed: each built page is checked
+(`offline_problems`), and the build fails on a page that loads a script or a stylesheet
+from another host, or draws a mermaid diagram without the mermaid script the site
+ships (``docs/javascripts/``, ``extra_javascript`` in ``mkdocs.yml``): without it,
+mkdocs-material fetches mermaid from a CDN in the reader's browser.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 if TYPE_CHECKING:
@@ -35,6 +42,12 @@ MOUNTED_GLOBS = (
 )
 _LINK = re.compile(r"(\]\()([^)\s#]*)(#[^)\s]*)?(\s+\"[^\"]*\")?(\))")
 _mounted: set[str] = set()
+_SCRIPT = re.compile(r"<script\b([^>]*)>", re.I)
+_LINK_TAG = re.compile(r"<link\b([^>]*)>", re.I)
+_ATTR = re.compile(r"""([a-z-]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""", re.I)
+_MERMAID_BLOCK = re.compile(r"""<(?:pre|div)\b[^>]*\bclass=["'][^"']*\bmermaid\b""", re.I)
+#: The file name of the mermaid script the site ships (docs/javascripts/).
+MERMAID_SCRIPT = re.compile(r"(?:^|/)mermaid[-.\w]*\.min\.js$")
 
 
 def _repo_root(config: MkDocsConfig) -> Path:
@@ -142,3 +155,94 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         The Markdown with its links rewritten by `rewrite_links`.
     """
     return rewrite_links(markdown, page.file.src_uri)
+
+
+def _attributes(tag_body: str) -> dict[str, str]:
+    return {
+        match.group(1).lower(): next((g for g in match.group(2, 3, 4) if g is not None), "")
+        for match in _ATTR.finditer(tag_body)
+    }
+
+
+def _external(url: str) -> bool:
+    return url.startswith("//") or re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I) is not None
+
+
+def offline_problems(html: str) -> list[str]:
+    """Say what in a built page would fetch something from another host when viewed.
+
+    Parameters
+    ----------
+    html : str
+        A built page.
+
+    Returns
+    -------
+    list[str]
+        One sentence per problem, empty when the page needs nothing from another host:
+        a ``<script src>`` or a stylesheet ``<link>`` whose URL has a scheme or starts
+        with ``//``, and a mermaid diagram on a page that loads no local mermaid script
+        synchronously (mkdocs-material's bundle looks for ``window.mermaid`` once the
+        document is loaded and fetches mermaid from a CDN when it is not there; an
+        ``async`` or ``defer`` script may come too late).
+
+    Examples
+    --------
+    >>> offline_problems('<script src="https://unpkg.com/x.js"></script>')
+    ['loads the script https://unpkg.com/x.js from another host']
+    >>> offline_problems('<pre class="mermaid"><code>flowchart LR</code></pre>')[0][:40]
+    'draws a mermaid diagram but loads no loc'
+    >>> page = '<pre class="mermaid"></pre><script src="javascripts/mermaid-11.1.0.min.js">'
+    >>> offline_problems(page)
+    []
+    """
+    problems = []
+    local_mermaid = False
+    for match in _SCRIPT.finditer(html):
+        attrs = _attributes(match.group(1))
+        src = attrs.get("src")
+        if src is None:
+            continue
+        if _external(src):
+            problems.append(f"loads the script {src} from another host")
+        elif MERMAID_SCRIPT.search(src) and "async" not in attrs and "defer" not in attrs:
+            local_mermaid = True
+    for match in _LINK_TAG.finditer(html):
+        attrs = _attributes(match.group(1))
+        href = attrs.get("href", "")
+        if "stylesheet" in attrs.get("rel", "").lower().split() and _external(href):
+            problems.append(f"loads the stylesheet {href} from another host")
+    if _MERMAID_BLOCK.search(html) and not local_mermaid:
+        problems.append(
+            "draws a mermaid diagram but loads no local mermaid script: mkdocs-material "
+            "would fetch mermaid from a CDN (add it to extra_javascript in mkdocs.yml)"
+        )
+    return problems
+
+
+def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:
+    """Fail the build on a page that would fetch anything from another host.
+
+    Parameters
+    ----------
+    output : str
+        The built page.
+    page : Page
+        The page.
+    config : MkDocsConfig
+        The loaded ``mkdocs.yml``.
+
+    Returns
+    -------
+    str
+        The page, unchanged.
+
+    Raises
+    ------
+    PluginError
+        Naming the page and each problem `offline_problems` found.
+    """
+    problems = offline_problems(output)
+    if problems:
+        raise PluginError(f"{page.file.src_uri} is not offline: " + "; ".join(problems))
+    return output

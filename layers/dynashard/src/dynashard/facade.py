@@ -445,6 +445,11 @@ class Dynashard:
     def query_events(self, key: str, **options: Unpack[ReadOptions]) -> Page:
         """Read one page of a logical key's events; see :meth:`PlannedReader.query`.
 
+        A time-bucketed family (``config.bucketed_keys``) needs both ``start`` and
+        ``end``; its window's bucket keys are read one after another in the page's
+        order (:class:`~dynashard.dynamodb.bucketed_reader.BucketedReader`), from the base
+        table, and its items carry the family key.
+
         Parameters
         ----------
         key : str
@@ -454,12 +459,6 @@ class Dynashard:
             ``attribute_value`` (a targeted read of a ``calculated`` key), as
             :meth:`ShardedReader.query` takes them; ``consistent`` (default True: base
             table, strongly consistent) and ``path`` (``auto``, ``base``, ``gsi1``).
-
-        A time-bucketed family (``config.bucketed_keys``) needs both ``start`` and
-        ``end``; its window's bucket keys are read one after another in the page's
-        order (:class:`~dynashard.dynamodb.bucketed_reader.BucketedReader`), from the base
-        table, and
-        its items carry the family key.
 
         Returns
         -------
