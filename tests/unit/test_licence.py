@@ -16,14 +16,16 @@ from packaging.licenses import canonicalize_license_expression
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "layers" / "dynashard"
+CONSTRUCT = ROOT / "packages" / "dynashard-cdk"
 #: SHA-256 of the Apache License 2.0 as the Apache Software Foundation publishes it
 #: (LICENSE-2.0.txt), unaltered: a changed word is a different licence.
 APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 
+@pytest.mark.parametrize("package", [LIBRARY, CONSTRUCT])
 @pytest.mark.parametrize("name", ["LICENSE", "NOTICE"])
-def test_the_librarys_licence_files_are_the_repositorys(name: str) -> None:
-    assert (LIBRARY / name).read_bytes() == (ROOT / name).read_bytes(), f"copy {name} again"
+def test_the_packages_licence_files_are_the_repositorys(package: Path, name: str) -> None:
+    assert (package / name).read_bytes() == (ROOT / name).read_bytes(), f"copy {name} again"
 
 
 def test_the_licence_is_the_apache_2_0_text_unaltered() -> None:
@@ -36,7 +38,10 @@ def test_the_notice_carries_the_copyright_line() -> None:
     assert lines[1].startswith("Copyright ") and lines[1].endswith(" dynashard contributors")
 
 
-@pytest.mark.parametrize("pyproject", [ROOT / "pyproject.toml", LIBRARY / "pyproject.toml"])
+@pytest.mark.parametrize(
+    "pyproject",
+    [ROOT / "pyproject.toml", LIBRARY / "pyproject.toml", CONSTRUCT / "pyproject.toml"],
+)
 def test_both_packages_declare_apache_2_0_with_their_files(pyproject: Path) -> None:
     project = tomllib.loads(pyproject.read_text())["project"]
     # PEP 639: an SPDX expression, the files beside the pyproject, no licence classifier
