@@ -29,18 +29,21 @@ from aws_cdk import aws_iam as iam
 #: idempotent counter increment, ``UpdateItem`` (``ADD``) for counters and the GSI
 #: bucket and family-unit markers, ``ConditionCheckItem`` for the idempotent counter
 #: variant, ``GetItem`` for its marker (when a cancelled transaction does not say which
-#: condition failed). No Query, no Scan, no deletes.
+#: condition failed), ``BatchGetItem`` for a writer whose sort key holds no event id
+#: (``epoch_ms_number``): it looks for a redelivered event on the key's other shards
+#: (``ShardedWriter._find_stored``), in every ingest function (API, queue, stream), since
+#: any of them may run on such a table. No Query, no Scan, no deletes.
 DATA_WRITE_ACTIONS: Final = (
     "dynamodb:BatchWriteItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
 )
 #: What a writer needs more for an ordered index (``POST /index/{key}``): ``BatchGetItem``
-#: reads the per-id pointers, ``DeleteItem`` (inside ``TransactWriteItems``) removes an
-#: entry that moved. ``BatchGetItem`` is also how a writer whose sort key holds no event
-#: id looks for the event already stored on another shard (``ShardedWriter``).
+#: reads the per-id pointers (already a writer's, above), ``DeleteItem`` (inside
+#: ``TransactWriteItems``) removes an entry that moved.
 ORDERED_INDEX_ACTIONS: Final = ("dynamodb:BatchGetItem", "dynamodb:DeleteItem")
 #: Reads of the data table and its GSI: ``Query`` for scatter-gather reads and the GSI
 #: bucket fan-out, ``GetItem``/``BatchGetItem`` for sharded counters (100 keys a call).

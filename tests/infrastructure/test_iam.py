@@ -17,6 +17,9 @@ DATA_WRITES = {
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:GetItem",  # an idempotent counter increment's marker
+    # an epoch_ms_number table's redelivered event, looked for on the key's other shards:
+    # every ingest function (the queue's and the stream's redeliver the most)
+    "dynamodb:BatchGetItem",
 }
 #: The API function's more: the ordered index's per-id pointers, and the Delete of an
 #: entry that moved on a re-put (POST /index/{key}).
