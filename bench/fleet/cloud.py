@@ -55,7 +55,9 @@ class MemoryMetadataStore:
         self.reads += 1
         return self.items.get(key)
 
-    def create(self, key: str, count: int, now: int) -> ShardInfo | None:
+    def create(
+        self, key: str, count: int, now: int, *, gsi1: tuple[str, str] | None = None
+    ) -> ShardInfo | None:
         self.writes += 1
         if key in self.items:
             return None

@@ -15,6 +15,11 @@ Entry points (deployed as ``app.api_handler``, ``app.sqs_handler``, ``app.kinesi
   (:func:`dynashard.lambda_kit.ingest.write_batch`); each invalid or unwritten record is
   reported back. A FIFO queue's batch stops each message group at its first failure.
 
+At init (the module's import) the function builds its settings, its facade with both
+of its clients and the write path (:meth:`~dynashard.lambda_kit.kit.FunctionKit.warm`):
+a SnapStart snapshot or a provisioned environment holds them, and a misconfiguration
+is logged and left to the first invocation's error path.
+
 Before a container's first write, the stack's key settings (``DYNASHARD_KEY_SETTINGS``)
 create the keys they list that have no metadata yet
 (:class:`~dynashard.lambda_kit.key_settings.KeySettingsApplier`).
@@ -198,6 +203,15 @@ def kinesis_handler(event: dict[str, Any], context: LambdaContext) -> PartialIte
     """
     return _process(event, context, EventType.KinesisDataStreams)
 
+
+# --- init: built before the first invocation (SnapStart, provisioned concurrency) -------------
+def _write_path() -> object:
+    """Build the first write's own parts: the writer's client and the writer's module."""
+    importlib.import_module("dynashard.dynamodb.writer")
+    return get_facade().write_client
+
+
+kit.warm(get_settings, get_table_schema, get_key_settings, get_facade, _write_path)
 
 __all__ = [
     "IngestPort",

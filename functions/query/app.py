@@ -258,3 +258,7 @@ def get_index(
 # --- errors, in one place; the entry point ------------------------------------------------
 handler = kit.rest_api_handler(app, facade_of, fallback_field="request")
 """Entry point of the read routes (REST API proxy events); tests pass ``facade=``."""
+
+# Built at init (SnapStart, provisioned concurrency): the settings and the facade's client;
+# a misconfiguration is logged here and answered by the first request's error path.
+kit.warm(get_settings, get_facade)

@@ -99,6 +99,25 @@ def get_offered_load_source() -> InsightRuleOfferedLoad | None:
     return InsightRuleOfferedLoad(rules) if rules else None
 
 
+def _sweep_client() -> object:
+    """Build the sweep's CloudWatch client (``DescribeAlarms`` every minute), if it has alarms.
+
+    The DynamoDB facade is not built at init: a sweep with nothing due and nothing to
+    shrink never calls DynamoDB (:func:`dynashard.planning.scaling.ignored_outcome`).
+    """
+    from dynashard.cloudwatch.alarms import CloudWatchAlarmStates
+
+    states = get_alarm_states()
+    if get_settings().alarm_name_list and isinstance(states, CloudWatchAlarmStates):
+        return states.client
+    return None
+
+
+# Built at init (provisioned concurrency keeps it): the settings and the sweep's client; a
+# misconfiguration is logged here and raised by the first invocation.
+kit.warm(get_settings, _sweep_client)
+
+
 def _from_lambda_action(event: CloudWatchAlarmEvent) -> scaling.Alarm:
     # Lenient, as the SNS shape is: metric-math alarms list expressions without metricStat.
     data = event.alarm_data

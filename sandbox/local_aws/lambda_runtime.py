@@ -136,8 +136,9 @@ class LocalFunction:
         Variables of this function alone (``POWERTOOLS_SERVICE_NAME``), set while each
         execution environment's module copy executes.
     role : RolePolicy, optional
-        Its execution role: clients created during its invocations are checked against
-        it (:mod:`sandbox.twin.iam`); None leaves them unchecked.
+        Its execution role: clients created while an environment initialises (its
+        module's import) and during its invocations are checked against it
+        (:mod:`sandbox.twin.iam`); None leaves them unchecked.
 
     Attributes
     ----------
@@ -201,7 +202,11 @@ class LocalFunction:
         )
 
     def _load(self) -> Handler:
-        with _module_environment(self.environment):
+        # Lambda's Init phase runs with the execution role too: the clients a module
+        # builds at import (kit.warm) are checked against it, as an invocation's are.
+        from sandbox.twin.iam import role_scope
+
+        with _module_environment(self.environment), role_scope(self.role):
             handler: Handler = getattr(load_module_copy(self._module), self._attr)
         return handler
 

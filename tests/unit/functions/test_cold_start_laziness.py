@@ -44,10 +44,54 @@ def test_a_reading_function_does_not_import_the_write_path(module: str) -> None:
 
 
 def test_the_probe_sees_the_write_path_of_the_ingest_function() -> None:
-    # The check above could not fail if the probe never saw the write path; the writer
-    # itself is loaded by the first write (Dynashard._writer)
+    # The check above could not fail if the probe never saw the write path; the ingest
+    # function builds it at init (kit.warm: the writer's module and client)
     loaded = probe(LOADED.format(statement="import functions.ingest.app", modules=set(WRITE_PATH)))
-    assert loaded == ["dynashard.lambda_kit.ingest"]
+    assert loaded == sorted(WRITE_PATH)
+
+
+#: Whether a function module's import built its settings and facade (kit.warm), and the
+#: ingest facade its writer's client.
+WARMED = (
+    "import json\n"
+    "from functions.{name} import app as m\n"
+    "f = m.get_facade() if m.get_facade.cached else None\n"
+    "print(json.dumps([m.get_settings.cached, m.get_facade.cached,"
+    " f is not None and f._write_client is not None]))"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "built"),
+    [
+        ("ingest", [True, True, True]),  # both clients: the first write's too
+        ("query", [True, True, False]),  # one client: it only reads
+        ("scaler", [True, False, False]),  # a sweep with nothing due needs no DynamoDB
+    ],
+)
+def test_each_function_builds_its_settings_and_clients_at_init(
+    name: str, built: list[bool]
+) -> None:
+    # Given the environment of a function (tables and region set by the fixtures)
+    # When its module is imported, as Lambda's Init phase does
+    # Then what every invocation needs is built and cached before the first one
+    assert probe(WARMED.format(name=name)) == built
+
+
+def test_a_misconfigured_function_still_imports_and_builds_on_first_use() -> None:
+    # Given no region (botocore cannot make a client): the import logs it and goes on,
+    # and the first invocation builds again (and would raise through its error path)
+    env = {k: v for k, v in os.environ.items() if k not in ("AWS_DEFAULT_REGION", "AWS_REGION")}
+    out = subprocess.run(
+        [sys.executable, "-c", WARMED.format(name="query")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=env,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [True, False, False]
+    assert "init: build deferred" in out.stdout and "NoRegionError" in out.stdout
 
 
 def test_the_ingest_function_does_not_build_powertools_batch_parser_models() -> None:

@@ -432,3 +432,36 @@ def test_the_facades_own_client_is_checked_against_the_role() -> None:
     assert error["Code"] == "AccessDeniedException"
     assert "dynamodb:BatchWriteItem" in error["Message"]
     assert role.checked == 1
+
+
+def test_clients_a_function_builds_at_init_are_checked_against_its_role(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the checks installed, a function's environment, and a role that may only Query
+    import sys
+
+    from dynashard import names
+    from sandbox.local_aws.lambda_runtime import LocalFunction
+    from sandbox.twin.iam import install_default
+
+    install_default()
+    monkeypatch.setenv(names.ENV_DATA_TABLE, "data-t")
+    monkeypatch.setenv(names.ENV_METADATA_TABLE, "meta-t")
+    monkeypatch.setenv(names.ENV_DYNAMODB_ENDPOINT, "http://127.0.0.1:9")
+    role = _role({"Effect": "Allow", "Action": "dynamodb:Query", "Resource": "*"})
+    function = LocalFunction("functions.query.app:handler", role=role, name="q")
+    # When an execution environment is initialised (the module copy builds its facade)
+    assert function.provision(1) == 1
+    copy = sys.modules[
+        max(
+            (m for m in sys.modules if m.startswith("functions.query.app__env")),
+            key=lambda m: int(m.rsplit("env", 1)[1]),
+        )
+    ]
+    assert copy.get_facade.cached
+    # Then the client built at init is the role's: a read it was not granted is refused
+    with pytest.raises(ClientError) as denied:
+        copy.get_facade().client.get_item(TableName="meta-t", Key={"key": {"S": "K"}})
+    assert denied.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert "dynamodb:GetItem" in denied.value.response["Error"]["Message"]
+    copy.get_facade().close()

@@ -79,8 +79,59 @@ def test_recorder_caches_and_never_creates_an_item(ddb_client: Any) -> None:
     assert client.updates == 1
 
 
+class CallLog:
+    """Delegates to a real client; logs the name of every operation called."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr) or name.startswith(("get_paginator", "meta", "_")):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def test_a_new_keys_first_batch_creates_its_metadata_with_its_gsi1_records(
+    ddb_client: Any,
+) -> None:
+    # Given a facade whose every DynamoDB call is logged, and a key never written
+    from dynashard import DynashardConfig
+    from infra.table_specs import DATA_TABLE
+
+    log = CallLog(ddb_client)
+    ds = Dynashard(
+        DynashardConfig(DATA_TABLE.default_name, METADATA_TABLE.default_name, max_workers=2),
+        client=log,  # type: ignore[arg-type]
+    )
+    key = f"NEW#{uuid.uuid4().hex[:6]}"
+    # When its first batch, of one day, is written
+    assert all(o.ok for o in ds.put_events([Event(key=key, id=f"a{i}", ts=T0) for i in range(3)]))
+    # Then the metadata is read, then created with the key's GSI1 unit and the bucket's
+    # record (one PutItem), then the items written: no UpdateItem for the records
+    assert log.calls == ["get_item", "put_item", "batch_write_item"]
+    info = ds.shard_info(key)
+    assert dict(info.gsi1_shards) == {"2013-01-01": 1}
+    assert info.gsi1_units == frozenset({"day"})
+    # And a bucket the creation did not cover is recorded as before, by one UpdateItem
+    log.calls.clear()
+    assert ds.put_events([Event(key=key, id="b", ts=T0 + timedelta(days=1))])[0].ok
+    assert log.calls == ["update_item", "batch_write_item"]
+    assert dict(ds.shard_info(key).gsi1_shards) == {"2013-01-01": 1, "2013-01-02": 1}
+    ds.close()
+
+
 def test_failed_record_fails_the_bucket_events_not_the_others(facade: Dynashard) -> None:
-    # Given the metadata table failing the bucket records
+    # Given a key whose metadata exists without GSI1 records (a key created with its
+    # first batch's records takes no UpdateItem for them), and the metadata table
+    # failing the bucket records
+    facade.metadata.for_writer("K")
     facade.gsi1_recorder = Gsi1BucketRecorder(
         CountingClient(facade.client, fail=True),  # type: ignore[arg-type]
         METADATA_TABLE.default_name,

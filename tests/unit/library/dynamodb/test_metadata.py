@@ -38,7 +38,9 @@ class MemoryStore:
             self.gets += 1
             return self.items.get(key)
 
-    def create(self, key: str, count: int, now: int) -> ShardInfo | None:
+    def create(
+        self, key: str, count: int, now: int, *, gsi1: tuple[str, str] | None = None
+    ) -> ShardInfo | None:
         with self.lock:
             if key in self.items:
                 return None

@@ -357,15 +357,17 @@ def test_a_batch_over_several_buckets_of_a_key_records_them_in_one_update(
     recorder = Gsi1BucketRecorder(client, METADATA_TABLE.default_name)  # type: ignore[arg-type]
     # When a batch spanning 4 day buckets of one key is written
     outcomes = _writer(facade, recorder).write(_days(4))
-    # Then the unit and the 4 records took one update each, and every event is durable
+    # Then the key was created with its unit and day 1's record (the batch's first
+    # event), the 3 other records took one update, and every event is durable
     assert all(o.ok for o in outcomes), outcomes
     days = [f"gsi1_shards#2013-01-0{d + 1}" for d in range(4)]
-    assert len(client.updates) == 2
-    assert set(days) <= set(client.updates[1])
+    assert len(client.updates) == 1
+    assert set(days[1:]) <= set(client.updates[0])
+    assert days[0] not in client.updates[0]
     assert dict(facade.shard_info("K").gsi1_shards) == {d[-10:]: 1 for d in days}
     # And a second batch of the same buckets writes no record again (cached)
     assert all(o.ok for o in _writer(facade, recorder).write(_days(4)))
-    assert len(client.updates) == 2
+    assert len(client.updates) == 1
 
 
 def test_a_refused_combined_record_retries_what_the_refusal_shows_is_missing(
@@ -477,9 +479,9 @@ def test_a_single_key_is_recorded_without_the_pool(facade: Dynashard) -> None:
 
     # When it is written
     outcomes = _writer(facade, Noting()).write(_days(2))
-    # Then the unit and the records ran on the calling thread, once each, and the events
-    # are durable
-    assert threads == [threading.current_thread().name] * 2
+    # Then the records ran on the calling thread, once (the key was created with its
+    # unit: no ensure_unit), and the events are durable
+    assert threads == [threading.current_thread().name]
     assert all(o.ok for o in outcomes)
 
 

@@ -197,6 +197,57 @@ def test_missing_settings_fail_loudly_at_first_use_not_at_kit_creation(
     assert not KIT.get_settings.cached
 
 
+def test_warm_builds_the_getters_at_init_so_the_first_call_finds_them_cached(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a function's kit in a valid environment, its caches cold
+    monkeypatch.setenv(names.ENV_DATA_TABLE, "data-w")
+    monkeypatch.setenv(names.ENV_METADATA_TABLE, "meta-w")
+    assert not KIT.get_settings.cached and not KIT.get_facade.cached
+    order: list[str] = []
+    # When the module warms its settings, its facade and one builder of its own
+    warmed = KIT.warm(KIT.get_settings, KIT.get_facade, lambda: order.append("own"))
+    # Then every builder ran, in order, and the getters serve what was built
+    assert warmed is True and order == ["own"]
+    assert KIT.get_settings.cached and KIT.get_facade.cached
+    facade = KIT.get_facade()
+    assert facade.config.data_table == "data-w"
+    facade.close()
+
+
+def test_warm_defers_a_misconfiguration_to_the_first_call_and_logs_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import pydantic
+
+    # Given an environment without the data table (invalid settings)
+    monkeypatch.delenv(names.ENV_DATA_TABLE, raising=False)
+    later: list[str] = []
+    # When the module warms at init
+    with caplog.at_level("WARNING"):
+        warmed = KIT.warm(KIT.get_settings, lambda: later.append("ran"))
+    # Then the import does not fail: the error is logged, naming it, and the builders
+    # after the failing one are skipped
+    assert warmed is False and later == []
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("init: build deferred")]
+    assert record.error_type == "ValidationError"  # type: ignore[attr-defined]
+    assert record.builder == "tests.fake_function.get_settings"  # type: ignore[attr-defined]
+    assert names.ENV_DATA_TABLE in record.error  # type: ignore[attr-defined]
+    # And nothing was cached: the first call raises the same error (not swallowed)
+    assert not KIT.get_settings.cached
+    with pytest.raises(pydantic.ValidationError, match=names.ENV_DATA_TABLE):
+        KIT.get_settings()
+
+
+def test_warm_lets_an_unexpected_error_fail_the_import() -> None:
+    # A bug is not a misconfiguration: it fails init as it would fail every call
+    def broken() -> None:
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError, match="bug"):
+        KIT.warm(broken)
+
+
 def test_entry_point_passes_injected_arguments_through() -> None:
     kit = KIT
     seen: dict[str, Any] = {}

@@ -42,7 +42,10 @@ Before the first record of a key under a time-bucket unit, the recorder also add
 unit to the key's ``gsi1_units`` string set (:meth:`Gsi1BucketRecorder.ensure_unit`),
 so readers build GSI1 keys with the unit the data was written with, not the one
 configured now, and refuse GSI1 for a key written under several
-(:func:`dynashard.planning.reads.gsi1_unit`).
+(:func:`dynashard.planning.reads.gsi1_unit`). A key the writer creates is created with
+both, its unit and its first item's bucket record, in the one conditional ``PutItem``
+of :meth:`~dynashard.dynamodb.metadata_store.DynamoDBMetadataStore.create`: the writer
+finds them in the metadata it got back and records neither again.
 
 A recorder's cache (a count it knows is recorded) may outlive the record: that is safe,
 for a pruned bucket is read over every shard whatever it holds. Keys pruned by a version

@@ -54,8 +54,15 @@ class MetadataStore(Protocol):
         """Read a key's metadata, strongly consistent; None when never stored."""
         ...
 
-    def create(self, key: str, count: int, now: int) -> ShardInfo | None:
-        """Store a new key with N = ``count``; None when another writer created it first."""
+    def create(
+        self, key: str, count: int, now: int, *, gsi1: tuple[str, str] | None = None
+    ) -> ShardInfo | None:
+        """Store a new key with N = ``count``; None when another writer created it first.
+
+        ``gsi1`` = ``(unit, bucket)``: the new item also holds the key's GSI1 unit and the
+        bucket's record (``gsi1_shards#{bucket}`` = ``count``), as the writer of the key's
+        first items would record them next (:mod:`dynashard.dynamodb.gsi_buckets`).
+        """
         ...
 
     def update(
@@ -148,7 +155,9 @@ class DynamoDBMetadataStore:
         item = self._get_item(key, f"reading shard metadata of {key!r}")
         return None if item is None else _from_item(key, item)
 
-    def create(self, key: str, count: int, now: int) -> ShardInfo | None:
+    def create(
+        self, key: str, count: int, now: int, *, gsi1: tuple[str, str] | None = None
+    ) -> ShardInfo | None:
         """Store a new key, conditional on it not existing yet.
 
         Parameters
@@ -159,6 +168,12 @@ class DynamoDBMetadataStore:
             Initial N.
         now : int
             Epoch seconds.
+        gsi1 : tuple of (str, str), optional
+            ``(unit, bucket)`` of the writer's first item of the key: the item is
+            created with ``gsi1_units`` = ``{unit}`` and ``gsi1_shards#{bucket}`` =
+            ``count``, the two records the writer would otherwise add by two
+            ``UpdateItem`` calls before its first items (the unit before any record, the
+            record before its items: both hold, atomically, in the one ``PutItem``).
 
         Returns
         -------
@@ -170,9 +185,23 @@ class DynamoDBMetadataStore:
         MetadataError
             On any other DynamoDB error.
         """
-        if not self._put_new(f"creating shard metadata of {key!r}", _new_item(key, count, now)):
+        item = _new_item(key, count, now)
+        if gsi1 is not None:
+            unit, bucket = gsi1
+            item[names.ATTR_GSI1_UNITS] = {"SS": [unit]}
+            item[f"{names.ATTR_GSI1_SHARDS_PREFIX}{bucket}"] = {"N": str(count)}
+        if not self._put_new(f"creating shard metadata of {key!r}", item):
             return None
-        return ShardInfo(key, count, now, ((now, count),))
+        if gsi1 is None:
+            return ShardInfo(key, count, now, ((now, count),))
+        return ShardInfo(
+            key,
+            count,
+            now,
+            ((now, count),),
+            gsi1_shards=((gsi1[1], count),),
+            gsi1_units=frozenset((gsi1[0],)),
+        )
 
     def update(
         self,

@@ -144,7 +144,7 @@ class ShardMetadata:
             return ShardInfo(key, self.default_shards, 0, ((0, self.default_shards),), stored=False)
         return info
 
-    def for_writer(self, key: str) -> ShardInfo:
+    def for_writer(self, key: str, *, gsi1: tuple[str, str] | None = None) -> ShardInfo:
         """Return a key's metadata for a writer: cached up to ``cache_ttl_s`` seconds.
 
         A key never seen is created with N = ``default_shards`` (get-or-create).
@@ -153,6 +153,10 @@ class ShardMetadata:
         ----------
         key : str
             Logical key.
+        gsi1 : tuple of (str, str), optional
+            ``(unit, bucket)`` of the writer's item: a key created here is created with
+            its GSI1 unit and that bucket's record (:meth:`MetadataStore.create`), so
+            the key's first batch takes no ``UpdateItem`` for them.
 
         Returns
         -------
@@ -171,7 +175,12 @@ class ShardMetadata:
                 return entry.info
         info = self.store.get(key)
         if info is None:
-            info = self.store.create(key, self.default_shards, int(now)) or self.store.get(key)
+            created = (
+                self.store.create(key, self.default_shards, int(now))
+                if gsi1 is None
+                else self.store.create(key, self.default_shards, int(now), gsi1=gsi1)
+            )
+            info = created or self.store.get(key)
             if info is None:
                 raise MetadataError(f"shard metadata of {key!r} vanished while being created")
         self._remember(info, now)

@@ -507,7 +507,13 @@ class ShardedWriter:
         stored_units: dict[str, frozenset[str]] = {}
         for index, event in enumerate(events):
             try:
-                info = self.metadata.for_writer(event.key)
+                unit = self.bucket_of(event.key)
+                label = time_bucket(event.ts, unit)
+                # A key created here is created with its GSI1 unit and this bucket's
+                # record: its first batch records neither by an UpdateItem of its own.
+                info = self.metadata.for_writer(
+                    event.key, gsi1=None if self.gsi1_recorder is None else (unit.value, label)
+                )
                 if event.key not in recorded:
                     recorded[event.key] = dict(info.gsi1_shards)
                     pruned[event.key] = info.gsi1_pruned
@@ -515,8 +521,6 @@ class ShardedWriter:
                 shard = choose_shard(
                     info.strategy, info.number_of_shards, event.id, event.data, info.shard_attribute
                 )
-                unit = self.bucket_of(event.key)
-                label = time_bucket(event.ts, unit)
                 item, size = build_item(event, shard, unit, label=label, schema=self.schema)
             except DynashardError as exc:
                 outcomes[index] = WriteOutcome.refused(event, exc)

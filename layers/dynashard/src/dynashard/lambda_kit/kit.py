@@ -23,9 +23,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel
 
 from dynashard import names
+from dynashard.errors import DynashardError
 from dynashard.lambda_kit.cache import ContainerCache, container_cache
 
 if TYPE_CHECKING:
@@ -50,6 +52,13 @@ M = TypeVar("M", bound=BaseModel)
 #: requests, sqlite3 and other libraries the functions never use, importing each one
 #: that is installed at cold start (the X-Ray SDK's ``patcher.NO_DOUBLE_PATCH``).
 TRACED_MODULES: tuple[str, ...] = ("botocore",)
+
+#: What :meth:`FunctionKit.warm` defers to the first invocation instead of failing init:
+#: invalid settings (pydantic's ``ValidationError`` is a ``ValueError``), a configuration
+#: the library refuses (``DynashardError``), and botocore's own errors (no region, a
+#: malformed endpoint, a schema check that cannot reach the table). Anything else is a
+#: bug, and fails the import.
+INIT_ERRORS: tuple[type[Exception], ...] = (ValueError, DynashardError, BotoCoreError, ClientError)
 
 #: Correlation id of a REST API (v1) proxy event, for :meth:`FunctionKit.entry_point`.
 API_GATEWAY_REST_REQUEST_ID = "requestContext.requestId"
@@ -144,8 +153,9 @@ class FunctionKit(Generic[S]):
     logger, tracer, metrics : Logger, Tracer, Metrics
         The function's Powertools singletons.
     get_settings : ContainerCache of settings
-        The function's settings, validated on first use (not at import) and cached;
-        raises :class:`~dynashard.errors.ConfigurationError` (its cause the
+        The function's settings, validated on first use (a function's module asks for
+        it at import, :meth:`warm`) and cached; raises
+        :class:`~dynashard.errors.ConfigurationError` (its cause the
         ``pydantic.ValidationError``) if a variable is missing or invalid
         (:func:`misconfiguration_reported`).
     get_facade : ContainerCache of Dynashard
@@ -162,6 +172,51 @@ class FunctionKit(Generic[S]):
     get_settings: ContainerCache[S]
     get_facade: ContainerCache[Dynashard]
     module: str = __name__
+
+    def warm(self, *builders: Callable[[], object]) -> bool:
+        """Build now, in Lambda's Init phase, what the first invocation would otherwise build.
+
+        Call it at the end of the function's module, with the container-cached getters
+        (and other builders) every invocation needs: the settings, the facade and its
+        boto3 clients. Built at init, they belong to a SnapStart snapshot and to a
+        provisioned-concurrency environment, as the Lambda Developer Guide recommends
+        ("Maximize Lambda SnapStart performance": initialise the resources that
+        contribute to startup latency in the initialization code, not in the handler).
+        Nothing here calls AWS (a connection opened at init would be a stale one in a
+        restored snapshot), except :meth:`~dynashard.Dynashard.check` when
+        ``config.check_schema`` is set.
+
+        A build that fails with a configuration or SDK error (:data:`INIT_ERRORS`) does
+        not fail the import: it is logged as a warning and the remaining builders are
+        skipped, and since a failed container-cache build caches nothing, the first
+        invocation builds again and raises the same error through the handler's own
+        error path (a misconfigured function answers its callers, it does not crash
+        its init).
+
+        Parameters
+        ----------
+        *builders : callable
+            Called in order, their results dropped (a getter caches its own).
+
+        Returns
+        -------
+        bool
+            True when every builder ran, False when one failed (logged).
+        """
+        for build in builders:
+            try:
+                build()
+            except INIT_ERRORS as exc:
+                self.logger.warning(
+                    "init: build deferred to the first invocation",
+                    extra={
+                        "builder": getattr(build, "name", None) or getattr(build, "__name__", ""),
+                        "error_type": type(exc).__name__,
+                        "error": str(exc),
+                    },
+                )
+                return False
+        return True
 
     def entry_point(self, *, correlation_id_path: str | None = None) -> Callable[[F], F]:
         """Decorate a handler with Powertools' logger context, tracing and metrics flush.
