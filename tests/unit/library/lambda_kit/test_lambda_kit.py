@@ -230,13 +230,14 @@ def test_warm_defers_a_misconfiguration_to_the_first_call_and_logs_it(
     # after the failing one are skipped
     assert warmed is False and later == []
     (record,) = [r for r in caplog.records if r.getMessage().startswith("init: build deferred")]
-    assert record.error_type == "ValidationError"  # type: ignore[attr-defined]
+    assert record.error_type == "ConfigurationError"  # type: ignore[attr-defined]
     assert record.builder == "tests.fake_function.get_settings"  # type: ignore[attr-defined]
     assert names.ENV_DATA_TABLE in record.error  # type: ignore[attr-defined]
     # And nothing was cached: the first call raises the same error (not swallowed)
     assert not KIT.get_settings.cached
-    with pytest.raises(pydantic.ValidationError, match=names.ENV_DATA_TABLE):
+    with pytest.raises(ConfigurationError, match=names.ENV_DATA_TABLE) as raised:
         KIT.get_settings()
+    assert isinstance(raised.value.__cause__, pydantic.ValidationError)
 
 
 def test_warm_lets_an_unexpected_error_fail_the_import() -> None:

@@ -83,13 +83,9 @@ app = typer.Typer(
 def _version(value: bool) -> None:
     """Print the installed dynashard's version and exit (``--version``)."""
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from dynashard._version import installed_version
 
-        try:
-            installed = version("dynashard")
-        except PackageNotFoundError:  # a checkout on PYTHONPATH, not installed
-            from dynashard import __version__ as installed
-        typer.echo(f"dynashard {installed}")
+        typer.echo(f"dynashard {installed_version()}")
         raise typer.Exit()
 
 
