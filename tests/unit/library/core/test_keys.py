@@ -193,3 +193,54 @@ def test_an_item_over_400kb_is_reported_as_field_data_by_default() -> None:
     with pytest.raises(KeyLimitExceededError) as info:
         validate_item_size(item, "events[2].data")
     assert info.value.field == "events[2].data"
+
+
+# --- survivors of make mutate's seed-39 sample (issue 38) ---------------------------------
+
+
+def test_a_logical_key_whose_widest_physical_key_is_2048_bytes_is_accepted() -> None:
+    # Given a logical key of 2044 bytes: with "#999", the widest shard suffix, its
+    # partition key is exactly DynamoDB's 2,048-byte limit (the limit is inclusive)
+    logical = "k" * 2044
+    assert len(physical_key(logical, 999).encode()) == 2048
+    # When it is validated, it is accepted; one byte more is refused, naming both sizes
+    validate_logical_key(logical)
+    with pytest.raises(KeyLimitExceededError) as info:
+        validate_logical_key(logical + "k")
+    assert str(info.value) == (
+        "key: is 2045 bytes; with the shard suffix the partition key would be 2049 bytes, "
+        "over DynamoDB's limit of 2048 bytes"
+    )
+
+
+def test_an_empty_logical_key_is_refused_naming_dynamodb_s_minimum() -> None:
+    # Given an empty logical key
+    # When it is validated
+    with pytest.raises(KeyLimitExceededError) as info:
+        validate_logical_key("", "events[0].key")
+    # Then the error names the field and DynamoDB's 1-byte minimum for key values
+    assert info.value.field == "events[0].key"
+    assert str(info.value) == (
+        "events[0].key: must not be empty (DynamoDB key values are 1+ bytes)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        # text that is no time: the value alone, no parser's detail after it
+        ("yesterday", "got 'yesterday'"),
+        ("2013-13-01T00:00:00Z", "got '2013-13-01T00:00:00Z'"),
+        # a value of another type: its type is named
+        ([1], "got [1] (list is not a time)"),
+        (True, "got True (bool is not a time)"),
+    ],
+)
+def test_parse_ts_names_a_type_error_only(bad: object, message: str) -> None:
+    # When a value that is not a time is parsed
+    with pytest.raises(InvalidInputError) as info:
+        parse_ts(bad)
+    # Then the message ends with the value; only a wrong type adds why
+    assert str(info.value) == (
+        "ts: must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, " + message
+    )

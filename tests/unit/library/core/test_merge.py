@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynashard.core.merge import Cursor, merge_page, query_fingerprint
+from dynashard.core.merge import Cursor, encode_token, merge_page, query_fingerprint
 from dynashard.errors import CursorError
 
 sort_keys = st.text(alphabet="abcdef0123", min_size=1, max_size=4)
@@ -121,4 +121,21 @@ def test_a_garbage_cursor_is_refused_saying_who_makes_cursors() -> None:
     with pytest.raises(CursorError) as info:
         Cursor.decode("not-a-cursor", "fp")
     # Then the error says cursors come from this API (a caller's own token is no cursor)
+    assert str(info.value) == "cursor: is not a cursor returned by this API"
+
+
+@pytest.mark.parametrize(
+    ("position", "done"),
+    [(12, [0, 3]), ("2013-01-01T00:00:00.000000Z#e1", ["0"]), (None, ["x"])],
+    ids=["position-not-text", "done-not-shards", "neither"],
+)
+def test_a_cursor_with_a_field_of_the_wrong_type_is_refused(position: object, done: object) -> None:
+    # Given a well-formed token of this query whose position is not text, or whose done
+    # shards are not integers (either alone is wrong)
+    fp = query_fingerprint("K", "0", ":", False)
+    text = encode_token({"v": 1, "q": fp, "p": position, "d": done})
+    # When it is decoded
+    with pytest.raises(CursorError) as info:
+        Cursor.decode(text, fp)
+    # Then it is refused as no cursor of this API, not taken as a position
     assert str(info.value) == "cursor: is not a cursor returned by this API"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from moto import mock_aws
 
 from dynashard import Dynashard, DynashardConfig
 from dynashard.core.buckets import TimeBucket
+from dynashard.core.retry import Backoff
 from dynashard.core.schema import (
     DEFAULT_SCHEMA,
     EPOCH_MS_NUMBER,
@@ -273,6 +275,40 @@ def test_a_throttled_conditional_put_is_retried_and_counted(client: Any) -> None
     assert outcome.ok and outcome.physical_key == "DEVICE#7#0"
     assert counting.calls["put_item"] == 3
     assert writer.throttles["TableWriteKeyRangeThroughputExceeded"] == 2
+    ds.close()
+
+
+@dataclass(frozen=True)
+class CeilingBackoff(Backoff):
+    """The back-off at the top of its jitter: each delay is its ceiling, known in advance."""
+
+    def delay(self, attempt: int) -> float:
+        return min(self.cap_s, self.base_s * 2**attempt)
+
+
+def test_a_throttled_conditional_put_backs_off_from_the_first_delay(client: Any) -> None:
+    # Given an epoch table whose first two puts are throttled, and a writer that records
+    # its sleeps under a back-off of 10 ms doubling
+    counting: Any = CountingClient(client, throttle=2)
+    ds = facade_for(client, EPOCH_FLAT, shards=1)
+    slept: list[float] = []
+    writer = ShardedWriter(
+        counting,
+        DEVICES,
+        ds.metadata,
+        ds.executor,
+        backoff=CeilingBackoff(base_s=0.01, cap_s=5.0, max_attempts=4),
+        sleep=slept.append,
+        grow_on_key_range_throttle=False,
+        schema=EPOCH_FLAT,
+    )
+    # When an event is written
+    (outcome,) = writer.write(readings(1))
+    # Then it is written on the third put, after the first and second retries' delays
+    # (retry 0: 10 ms, retry 1: 20 ms), not later ones
+    assert outcome.ok
+    assert counting.calls["put_item"] == 3
+    assert slept == [0.01, 0.02]
     ds.close()
 
 

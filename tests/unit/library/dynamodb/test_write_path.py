@@ -43,7 +43,7 @@ from dynashard.dynamodb.writer import (
     event_write_units,
     serialize_value,
 )
-from dynashard.errors import KeyLimitExceededError, MetadataError
+from dynashard.errors import InvalidInputError, KeyLimitExceededError, MetadataError
 from dynashard.model import Event, dynamodb_number, to_dynamodb_numbers
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
@@ -271,6 +271,22 @@ def test_build_item_takes_the_callers_label_without_computing_it_again(
     item, _ = build_item(_READING, 3, TimeBucket.DAY, label=label, schema=schema)
     # Then the GSI key is built from it
     assert item[schema.gsi_partition_key] == {"S": f"DEVICE#7#{label}#3"}
+
+
+def test_a_flat_payload_field_named_like_a_schema_attribute_is_refused_saying_why() -> None:
+    # Given a flat-payload table, and an event whose data has a field named like its
+    # partition key
+    schema = _OTHER_SCHEMAS["epoch-flat"]
+    event = Event(key="DEVICE#7", id="r-001", ts=_READING.ts, data={"device": "x"})
+    # When its item is built
+    with pytest.raises(InvalidInputError) as info:
+        build_item(event, 0, TimeBucket.DAY, schema=schema)
+    # Then the error names the field, says why it cannot be stored, and what to do
+    assert info.value.field == "data.device"
+    assert str(info.value) == (
+        "data.device: is an attribute of the table's own schema; a flat payload cannot use "
+        "its name (rename the field, or store the payload nested)"
+    )
 
 
 def test_an_event_the_writer_refuses_does_not_stop_the_rest_of_its_batch(
