@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
 
 from dynashard.lambda_kit import bodies as api
+from dynashard.lambda_kit.rest import ERROR_DESCRIPTIONS
 
 #: Title of the merged document.
 TITLE = "dynashard API"
@@ -52,28 +53,26 @@ def _error_body_too(response: dict[str, Any] | None, ref: dict[str, str]) -> Non
 
 
 def _document_errors(schema: dict[str, Any]) -> dict[str, Any]:
-    # Powertools documents its own 422 body (HTTPValidationError); both functions answer
-    # validation errors with {"message", "field", "errors"} instead (their handlers).
-    # Bodies parsed by dynashard.lambda_kit.bodies (api.REQUEST_MODELS) answer 400, never 422; their
-    # schemas join the components here, as Powertools never saw them.
+    # Powertools documents its own 422 body (HTTPValidationError) on every validated
+    # route; both functions answer invalid input, whichever layer notices it, with 400
+    # and {"message", "field", "errors"} (dynashard.lambda_kit.rest.INVALID_INPUT_STATUS).
+    # A route's own 422 (an Idempotency-Key reused with another body) is declared by the
+    # route with the ErrorResponse body and kept. Bodies parsed by
+    # dynashard.lambda_kit.bodies (api.REQUEST_MODELS) join the components here, as
+    # Powertools never saw them.
     ref = {"$ref": "#/components/schemas/ErrorResponse"}
-    parsed = {f"#/components/schemas/{m.__name__}" for m in api.REQUEST_MODELS}
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
+            responses = operation.setdefault("responses", {})
             if "requestBody" in operation:
-                operation.setdefault("responses", {})["415"] = {
+                responses["415"] = {
                     "description": "The body is not application/json: `field` is Content-Type",
                     "content": {"application/json": {"schema": ref}},
                 }
-            _error_body_too(operation.get("responses", {}).get("400"), ref)
-            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
-            if body is not None and body["schema"].get("$ref") in parsed:
-                operation["responses"].pop("422", None)
-                continue
-            operation.setdefault("responses", {})["422"] = {
-                "description": "Validation error: `field` names the offending input",
-                "content": {"application/json": {"schema": ref}},
-            }
+            if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+                responses.pop("422")
+            invalid = responses.setdefault("400", {"description": ERROR_DESCRIPTIONS[400]})
+            _error_body_too(invalid, ref)
     schemas = schema.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(api.request_schemas())
     if "HTTPValidationError" not in json.dumps(schema["paths"]):

@@ -150,6 +150,11 @@ def build(
             200: {"description": "Counted"},
             400: {"description": "A dynashard rule was broken", "content": ERROR_CONTENT},
             409: {"description": "by would take a shard past 38 digits", "content": ERROR_CONTENT},
+            422: {
+                "description": "The Idempotency-Key was applied with another `by` (nothing "
+                "is applied; IETF Idempotency-Key draft): `field` is Idempotency-Key",
+                "content": ERROR_CONTENT,
+            },
             500: {"description": "The increment failed", "content": ERROR_CONTENT},
         },
     )
@@ -180,7 +185,9 @@ def build(
         Returns
         -------
         CounterResponse
-            ``{"name", "by", "applied"}``.
+            ``{"name", "by", "applied"}``; ``applied`` is false for a retry of an
+            increment already applied with the same key and ``by``. The same key with
+            another ``by`` is a 422 naming ``Idempotency-Key``.
         """
         counter = lambda_kit.path_value(name)
         applied = facade_of().increment_counter(

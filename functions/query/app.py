@@ -8,11 +8,12 @@ deployed handler string is ``app.handler``.
 Status codes:
 
 - 200: the answer.
-- 400: a dynashard rule was broken, e.g. a malformed ``cursor``, ``from`` after ``to``,
-  ``attr`` on a key whose strategy is not ``calculated``, or ``path=gsi1`` where GSI1
-  cannot serve the read (``{"message", "field"}``).
-- 422: a parameter failed validation (``{"message", "field", "errors"}``), e.g.
-  ``limit`` outside 1..1000 or a missing ``key``.
+- 400: invalid input, whichever layer notices it (``{"message", "field"}``, and
+  ``errors`` when a parameter failed validation): ``limit`` outside 1..1000, a missing
+  ``key``, a ``cursor`` the server did not issue, ``from`` after ``to``, ``attr`` on a
+  key whose strategy is not ``calculated``, ``path=gsi1`` where GSI1 cannot serve the
+  read.
+- 404: ``GET /shards/{key}`` of a key without metadata (``field`` is ``key``).
 - 503: a shard query failed and partial results were not asked for; ``shards`` names
   the physical keys that failed (never a silent empty page).
 - 500: any other dynashard error.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -35,7 +37,7 @@ from dynashard.core.keys import parse_ts
 from dynashard.lambda_kit import bodies as api
 from dynashard.lambda_kit.bodies import CounterBody, EventsPage, OrderedPageBody, ShardsBody
 from dynashard.lambda_kit.kit import Dependency
-from dynashard.lambda_kit.rest import ERROR_CONTENT
+from dynashard.lambda_kit.rest import ERROR_CONTENT, error_response
 from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.model import dumps, loads
 
@@ -195,8 +197,22 @@ def get_counter(name: Annotated[str, Path(min_length=1)]) -> CounterBody:
     return CounterBody(name=value.name, value=value.value, shards=value.shards)
 
 
-@app.get("/shards/<key>", summary="Read a key's shard count, history and strategy")
-def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
+@app.get(
+    "/shards/<key>",
+    summary="Read a key's shard count, history and strategy",
+    responses={
+        200: {
+            "description": "The key's metadata",
+            "content": {"application/json": {"model": ShardsBody}},
+        },
+        404: {
+            "description": "The key has no metadata (never written nor configured): "
+            "`field` is key, as the CLI's `status` exits 4",
+            "content": ERROR_CONTENT,
+        },
+    },
+)
+def get_shards(key: Annotated[str, Path(min_length=1)]) -> Response[Any]:
     """Read a logical key's shard metadata, fresh.
 
     Parameters
@@ -206,10 +222,20 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
 
     Returns
     -------
-    ShardsBody
-        ``{"key", "number_of_shards", "last_updated", "shard_history", "strategy", ...}``.
+    Response
+        200 ``ShardsBody`` (``{"key", "number_of_shards", "last_updated",
+        "shard_history", "strategy", ...}``); 404 naming ``key`` when the key has no
+        metadata (a read would see one shard, the default, but nothing is stored).
     """
-    return ShardsBody.model_validate(facade_of().shard_info(lambda_kit.path_value(key)).to_json())
+    logical = lambda_kit.path_value(key)
+    info = facade_of().shard_info(logical)
+    if not info.stored:
+        return error_response(
+            HTTPStatus.NOT_FOUND,
+            f"key: {logical!r} has no shard metadata (never written nor configured)",
+            "key",
+        )
+    return lambda_kit.json_response(HTTPStatus.OK, ShardsBody.model_validate(info.to_json()))
 
 
 @app.get(

@@ -157,15 +157,32 @@ def test_get_events_emits_latency_and_shards_queried(
         ({"path": "lsi"}, "path"),
     ],
 )
-def test_bad_parameter_is_422_naming_it(
+def test_bad_parameter_is_400_naming_it(
     context: LambdaContext, params: dict[str, str | None], field: str
 ) -> None:
+    # Powertools' validation notices these (its default answer is a 422): one status
+    # for invalid input, 400, whichever layer notices it
     facade = FakeFacade()
     response = query.handler(_get_events(**params), context, facade=facade)
-    assert response["statusCode"] == 422
+    assert response["statusCode"] == 400
     body = _body(response)
     assert body["field"] == field
     assert body["message"].startswith(f"{field}: ")
+    assert facade.query_calls == []
+
+
+@pytest.mark.parametrize("field", ["from", "to"])
+def test_a_bound_in_epoch_seconds_is_400_naming_the_parameter(
+    context: LambdaContext, field: str
+) -> None:
+    # Given 2013-01-01T10:15Z in epoch seconds, which as milliseconds is 1970-01-16
+    facade = FakeFacade()
+    response = query.handler(_get_events(**{field: "1357035300"}), context, facade=facade)
+    # Then it is refused naming the parameter, not read as a window in 1970
+    assert response["statusCode"] == 400
+    body = _body(response)
+    assert body["field"] == field
+    assert "what epoch seconds look like" in body["message"]
     assert facade.query_calls == []
 
 
@@ -230,6 +247,18 @@ def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
     }
 
 
+def test_get_shards_of_a_key_without_metadata_is_404_naming_it(context: LambdaContext) -> None:
+    # Given a key nothing was written to nor configured (the CLI's status exits 4)
+    facade = FakeFacade(stored=False)
+    # When its metadata is read
+    response = query.handler(load_event("api_get_shards"), context, facade=facade)
+    # Then the answer says so, naming the key, instead of a default N=1
+    assert response["statusCode"] == 404
+    body = _body(response)
+    assert body["field"] == "key"
+    assert "'DEPARTURES#JFK' has no shard metadata" in body["message"]
+
+
 def test_query_function_does_not_serve_writes(context: LambdaContext) -> None:
     facade = FakeFacade()
     response = query.handler(load_event("api_post_events"), context, facade=facade)
@@ -273,14 +302,14 @@ def test_openapi_document_lists_every_route() -> None:
     assert set(plan["required"]) == {"path", "requests", "expected_rcu", "reason"}
     # error bodies are documented as the handlers answer them, not Powertools' default
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
-    # (the ordered index's bodies are parsed by dynashard.lambda_kit.bodies: a 400, never a 422)
-    parsed = {("/index/{key}/layout", "put"), ("/index/{key}", "post")}
+    # invalid input is a 400 on every route, whichever layer notices it; the one 422 is
+    # an Idempotency-Key reused with another body
     for path, ops in document["paths"].items():
         for method, op in ops.items():
-            if (path, method) in parsed:
-                assert "422" not in op["responses"]
-                continue
-            assert op["responses"]["422"]["content"]["application/json"]["schema"] == error_ref
+            invalid = op["responses"]["400"]["content"]["application/json"]["schema"]
+            assert invalid == error_ref or error_ref in invalid["anyOf"], (path, method)
+            assert ("422" in op["responses"]) == ((path, method) == ("/counters/{name}", "post"))
+    assert "HTTPValidationError" not in document["components"]["schemas"]
     assert document["paths"]["/events"]["post"]["responses"]["503"]["content"]["application/json"][
         "schema"
     ] == {"$ref": "#/components/schemas/PostEventsResponse"}

@@ -73,9 +73,9 @@ def test_strategy_is_set_shown_and_a_different_one_is_409_unless_forced(
     [
         ({"strategy": "calculated"}, 400, "attribute"),  # the library's rule
         ({"strategy": "random", "attribute": "carrier"}, 400, "attribute"),
-        ({"strategy": "ordered"}, 422, "strategy"),  # only random or calculated here
-        ({"strategy": "random", "initial_shards": 0}, 422, "initial_shards"),
-        ({"strategy": "random", "extra": 1}, 422, "extra"),
+        ({"strategy": "ordered"}, 400, "strategy"),  # only random or calculated here
+        ({"strategy": "random", "initial_shards": 0}, 400, "initial_shards"),
+        ({"strategy": "random", "extra": 1}, 400, "extra"),
     ],
 )
 def test_a_bad_strategy_body_names_its_field(
@@ -96,13 +96,13 @@ def test_max_shards_is_set_removed_and_refused_below_n(
     assert status == 200 and doc["max_shards"] == 8, doc
     assert _call(facade, context, "GET")[1]["max_shards"] == 8
     assert facade.grow(KEY, 64).current == 8
-    # A cap below N is a 400 naming max_shards; a cap out of range a 422
+    # A cap below N is a 400 naming max_shards; a cap out of range too (one status)
     status, low = _call(facade, context, "PUT", "/max-shards", {"max_shards": 2})
     assert (status, low["field"]) == (400, "max_shards")
     status, bad = _call(facade, context, "PUT", "/max-shards", {"max_shards": 0})
-    assert (status, bad["field"]) == (422, "max_shards")
+    assert (status, bad["field"]) == (400, "max_shards")
     status, missing = _call(facade, context, "PUT", "/max-shards", {})
-    assert (status, missing["field"]) == (422, "max_shards")
+    assert (status, missing["field"]) == (400, "max_shards")
     # null removes the cap
     status, removed = _call(facade, context, "PUT", "/max-shards", {"max_shards": None})
     assert status == 200 and removed["max_shards"] is None
