@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from dynashard import names
 from infra.config import StackParameters
 from sandbox.twin import LocalTwin
 from sandbox.twin.iam import RolePolicy, request_checks
 from sandbox.twin.intrinsics import LocalResource, Resolver, UnresolvedReferenceError
+from sandbox.twin.runtime import resolve_dynamic_references
 from sandbox.twin.stack import TemplateError, rate_seconds
 from tests.infrastructure.conftest import PROD_CONTEXT
 
@@ -432,3 +434,36 @@ def test_the_facades_own_client_is_checked_against_the_role() -> None:
     assert error["Code"] == "AccessDeniedException"
     assert "dynamodb:BatchWriteItem" in error["Message"]
     assert role.checked == 1
+
+
+# --- issue 39: the query function's cursor key, a secret the stack generates -------------------
+def test_the_cursor_key_is_the_templates_secret_resolved_to_a_local_value(dev: LocalTwin) -> None:
+    # Given the template: the query function's DYNASHARD_CURSOR_KEY is a dynamic reference
+    # to the AWS::SecretsManager::Secret the stack generates (64 letters and digits)
+    [query] = [
+        fid for fid, fn in dev.spec.functions.items() if names.ENV_CURSOR_KEY in fn.environment
+    ]
+    assert dev.spec.functions[query].handler == "functions.query.app:handler"
+    raw = dev.spec.functions[query].environment[names.ENV_CURSOR_KEY]
+    assert "{{resolve:secretsmanager:" in json.dumps(raw)
+    # When the twin resolves the function's environment
+    key = dev.function_environment(query)[names.ENV_CURSOR_KEY]
+    # Then it is a local value of the generated secret's shape, the same for every twin of
+    # this process, in the environment the sandbox sets for every function
+    assert len(key) == 64 and key.isalnum()
+    assert list(LocalTwin.load(region=REGION).secrets.values()) == [key]
+    assert dev.environment({})[names.ENV_CURSOR_KEY] == key
+
+
+def test_a_dynamic_reference_the_twin_does_not_model_is_an_error() -> None:
+    values = {"arn:s": "v"}
+    assert (
+        resolve_dynamic_references("a{{resolve:secretsmanager:arn:s:SecretString:::}}", values)
+        == "av"
+    )
+    for text in (
+        "{{resolve:secretsmanager:arn:other:SecretString:::}}",  # no such secret
+        "{{resolve:secretsmanager:arn:s:SecretString:password::}}",  # a JSON key
+    ):
+        with pytest.raises(TemplateError, match="not modelled locally"):
+            resolve_dynamic_references(text, values)

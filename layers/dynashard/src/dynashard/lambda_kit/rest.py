@@ -79,6 +79,14 @@ ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
 #: IETF Idempotency-Key draft says).
 INVALID_INPUT_STATUS: HTTPStatus = HTTPStatus.BAD_REQUEST
 
+#: Every 503 says when to try again (RFC 9110, section 10.2.3), in seconds.
+RETRY_AFTER_HEADER = "Retry-After"
+#: Seconds a client should wait before reading again after a 503 (a shard query failed;
+#: the ingest function's 503, events not written, says the same, its ``RETRY_AFTER_S``):
+#: one second, the window DynamoDB counts a partition's throughput over (1,000 WCU and
+#: 3,000 RCU per second).
+RETRY_AFTER_S = 1
+
 #: The header that makes a retried request apply once (IETF Idempotency-Key draft).
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 
@@ -356,8 +364,9 @@ def register_error_handlers(
     counter shard would overflow) -> 409 and ``NotAnIndexError`` -> 404;
     ``StrategyConflictError`` (the key has another strategy and ``force`` was not
     given) -> 409 naming ``strategy``; ``IdempotentParameterMismatchError`` (an
-    ``Idempotency-Key`` reused with another body) -> 422 naming the header; ``ShardQueryError``
-    -> 503 naming the failed shards; any other ``DynashardError`` -> 500. Registered
+    ``Idempotency-Key`` reused with another body) -> 422 naming the header;
+    ``ShardQueryError`` -> 503 naming the failed shards, with ``Retry-After``; any
+    other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
     A body of another content type than JSON is a 415 naming ``Content-Type``, one that
     is not UTF-8 a 400 naming ``body``, a path no route of ``app`` has a 404 naming
@@ -422,7 +431,11 @@ def register_error_handlers(
 
     def shard_failed(exc: ShardQueryError) -> Response[Any]:
         logger.error("shard query failed", extra={"failures": exc.failures})
-        return error_response(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
+        answer = error_response(
+            HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards)
+        )
+        answer.headers[RETRY_AFTER_HEADER] = str(RETRY_AFTER_S)
+        return answer
 
     def too_deep(exc: RecursionError) -> Response[Any]:
         depth = json_nesting_depth(app.current_event.body)
