@@ -177,6 +177,18 @@ def test_bad_parameter_is_400_naming_it(
     assert facade.query_calls == []
 
 
+def test_an_unknown_query_parameter_is_400_naming_it(context: LambdaContext) -> None:
+    # Given a misspelled parameter (form for from), which was ignored: the whole key read
+    facade = FakeFacade()
+    response = query.handler(_get_events(form="2013-01-01T00:00:00Z"), context, facade=facade)
+    # Then it is invalid input naming it, and nothing is read (schemathesis found it)
+    assert response["statusCode"] == 400
+    body = _body(response)
+    assert body["field"] == "form"
+    assert body["message"].startswith("form: is not a query parameter of GET /events (it takes:")
+    assert facade.query_calls == []
+
+
 @pytest.mark.parametrize("field", ["from", "to"])
 def test_a_bound_in_epoch_seconds_is_400_naming_the_parameter(
     context: LambdaContext, field: str

@@ -11,6 +11,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+import jsonschema
 import pytest
 
 from dynashard import Dynashard, Event, names
@@ -188,3 +189,29 @@ def test_key_settings_never_change_a_stored_key(
     after = facade.shard_info(KEY)
     assert (after.strategy_label, after.max_shards) == (before.strategy_label, None)
     assert [(o.action, "strategy random" in o.detail) for o in outcomes] == [("differs", True)]
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"strategy": "random"}, True),
+        ({"strategy": "random", "attribute": None}, True),  # found by schemathesis, issue 39
+        ({"strategy": "random", "attribute": "carrier"}, False),
+        ({"strategy": "calculated", "attribute": "carrier"}, True),
+        ({"strategy": "calculated"}, False),
+    ],
+)
+def test_the_strategy_schema_accepts_exactly_what_the_route_accepts(
+    facade: Dynashard, context: LambdaContext, body: dict[str, Any], valid: bool
+) -> None:
+    # Given the document's schema of the body, with its components
+    document = openapi.openapi_schema()
+    schema = {
+        **document["components"]["schemas"]["StrategyBody"],
+        "components": document["components"],
+    }
+    # Then a body is schema-valid exactly when the route takes it
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(body))
+    status, answer = _call(facade, context, "PUT", "/strategy", body)
+    assert (not errors) == valid, errors
+    assert (status == 200) == valid, answer

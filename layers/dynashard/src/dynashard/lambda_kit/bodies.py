@@ -457,16 +457,20 @@ class StrategyBody(BaseModel):
         N of the key if this request creates it, 1..1000; a stored key keeps its N.
     """
 
-    # The schema says what the library checks: an attribute with calculated, none with
-    # random (a schema-valid body is never refused for its shape).
+    # The schema says what the library checks: an attribute with calculated, none (absent
+    # or null) with random (a schema-valid body is never refused for its shape, and a
+    # refused one never schema-valid: schemathesis found {"attribute": null} with random
+    # accepted while the schema refused it, issue 39).
     model_config = ConfigDict(
         defer_build=True,
         extra="forbid",
         json_schema_extra={
             "oneOf": [
                 {
-                    "properties": {"strategy": {"const": "random"}},
-                    "not": {"required": ["attribute"]},
+                    "properties": {
+                        "strategy": {"const": "random"},
+                        "attribute": {"type": "null"},
+                    },
                 },
                 {
                     "properties": {

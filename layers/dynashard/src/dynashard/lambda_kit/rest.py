@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
@@ -352,6 +352,46 @@ def error_response(
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
 
 
+def refuse_unknown_query_parameters(
+    app: APIGatewayRestResolver, next_middleware: Callable[[APIGatewayRestResolver], Response[Any]]
+) -> Response[Any]:
+    """Refuse a query parameter the route does not take (a Powertools global middleware).
+
+    A misspelled parameter (``form`` for ``from``, ``limt``) was ignored, and the answer
+    was a silently wrong one (the whole key, a default page); now it is invalid input
+    naming it. Runs after Powertools' validation of the declared parameters.
+
+    Parameters
+    ----------
+    app : APIGatewayRestResolver
+        The resolver, its route matched (``app.context["_route"]``, set by Powertools).
+    next_middleware : callable
+        The rest of the chain.
+
+    Returns
+    -------
+    Response
+        The route's answer.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first unknown parameter (sorted), listing those the route takes.
+    """
+    route = app.context.get("_route")
+    if route is not None:
+        declared = {str(p.alias) for p in route.dependant.query_params}
+        sent = set(app.current_event.query_string_parameters or {})
+        unknown = sorted(sent - declared)
+        if unknown:
+            takes = ", ".join(sorted(declared)) or "none"
+            path = str(route.path).replace("<", "{").replace(">", "}")
+            raise InvalidInputError(
+                unknown[0], f"is not a query parameter of {route.method} {path} (it takes: {takes})"
+            )
+    return next_middleware(app)
+
+
 def register_error_handlers(
     app: APIGatewayRestResolver, logger: Logger, fallback_field: str = "body"
 ) -> None:
@@ -370,8 +410,9 @@ def register_error_handlers(
     most specific first, as Powertools looks handlers up along the exception's MRO.
     A body of another content type than JSON is a 415 naming ``Content-Type``, one that
     is not UTF-8 a 400 naming ``body``, a path no route of ``app`` has a 404 naming
-    ``path`` (Powertools answered its own bodies, or a 502). A ``RecursionError`` raised
-    while the body is decoded (Python's ``json`` gives up
+    ``path`` (Powertools answered its own bodies, or a 502), a query parameter the route
+    does not take a 400 naming it (:func:`refuse_unknown_query_parameters`). A
+    ``RecursionError`` raised while the body is decoded (Python's ``json`` gives up
     past about a thousand levels) is a 400 naming ``body`` and DynamoDB's 32-level
     nesting limit when the body is nested that deep; any other one propagates.
 
@@ -477,6 +518,7 @@ def register_error_handlers(
         return error_response(INVALID_INPUT_STATUS, f"body: not UTF-8 text ({exc.reason})", "body")
 
     app.exception_handler(UnicodeDecodeError)(not_utf8)
+    app.use([refuse_unknown_query_parameters])
 
     def no_route(_exc: Exception) -> Response[Any]:
         event = app.current_event
