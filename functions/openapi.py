@@ -190,8 +190,14 @@ def _document_errors(schema: dict[str, Any]) -> dict[str, Any]:
             operation["responses"] = dict(sorted(responses.items()))
     schemas = schema.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(api.request_schemas())
-    if "HTTPValidationError" not in json.dumps(schema["paths"]):
-        schemas.pop("HTTPValidationError", None)
+    # Powertools' own error bodies (and the ValidationError they refer to) go when no
+    # answer uses them: a generated client found ResponseValidationError's reference
+    # dangling once ValidationError was gone.
+    paths = json.dumps(schema["paths"])
+    unused = [n for n in ("HTTPValidationError", "ResponseValidationError") if n not in paths]
+    for name in unused:
+        schemas.pop(name, None)
+    if len(unused) == 2:
         schemas.pop("ValidationError", None)
     _plain_descriptions(schema)
     return schema

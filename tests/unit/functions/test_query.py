@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -421,6 +422,9 @@ def test_openapi_operations_have_ids_tags_and_every_status_the_server_sends() ->
     }
     text = json.dumps(document)
     assert ">>>" not in text and "----------" not in text and "``" not in text
+    # every reference resolves (a generated client dropped a model whose did not)
+    for ref in set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', text)):
+        assert ref in schemas, ref
 
 
 def test_a_read_503_sends_retry_after(context: LambdaContext) -> None:
