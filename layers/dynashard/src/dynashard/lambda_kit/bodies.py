@@ -820,7 +820,7 @@ class OrderedPageBody(BaseModel):
         """
         return cls(
             key=key,
-            items=page.items,
+            items=[OrderedEntry.model_validate(item) for item in page.items],
             cursor=page.cursor,
             shards_in_range=page.shards_in_range,
             shards_queried=page.shards_queried,
