@@ -3124,6 +3124,7 @@ class DynashardModel(RuleBasedStateMachine):
             "negative": -seconds,
         }[form]
         key = (self.k("A"), self.calc_key)[which]
+        self.report.observe("epoch seconds sent")
         try:
             Event(key=key, id=event_id, ts=value, data={})
         except ValueError as exc:
@@ -3152,6 +3153,7 @@ class DynashardModel(RuleBasedStateMachine):
         if by == 0:
             by = delta * 2
         self._touch(f"COUNTER#{name}")
+        self.report.observe("idempotency key reused")
         try:
             answer = self.facade.increment_counter(name, by, idem)
         except IdempotentParameterMismatchError as exc:
