@@ -90,6 +90,8 @@ def build(
     @app.post(
         "/events",
         summary="Write one event or up to 100",
+        operation_id="write_events",
+        tags=["events"],
         responses={
             200: {"description": "Every event is durable"},
             400: {
@@ -146,10 +148,17 @@ def build(
     @app.post(
         "/counters/<name>",
         summary="Add to a sharded counter",
+        operation_id="increment_counter",
+        tags=["counters"],
         responses={
             200: {"description": "Counted"},
             400: {"description": "A dynashard rule was broken", "content": ERROR_CONTENT},
             409: {"description": "by would take a shard past 38 digits", "content": ERROR_CONTENT},
+            422: {
+                "description": "The Idempotency-Key was applied with another `by` (nothing "
+                "is applied; IETF Idempotency-Key draft): `field` is Idempotency-Key",
+                "content": ERROR_CONTENT,
+            },
             500: {"description": "The increment failed", "content": ERROR_CONTENT},
         },
     )
@@ -180,7 +189,9 @@ def build(
         Returns
         -------
         CounterResponse
-            ``{"name", "by", "applied"}``.
+            ``{"name", "by", "applied"}``; ``applied`` is false for a retry of an
+            increment already applied with the same key and ``by``. The same key with
+            another ``by`` is a 422 naming ``Idempotency-Key``.
         """
         counter = lambda_kit.path_value(name)
         applied = facade_of().increment_counter(
@@ -191,6 +202,8 @@ def build(
     @app.put(
         "/index/<key>/layout",
         summary="Configure a key's ordered index (range shards), once",
+        operation_id="configure_index",
+        tags=["ordered index"],
         openapi_extensions=api.request_body_doc(api.OrderedLayoutBody),
         responses=lambda_kit.openapi_responses("The layout in force", 400, 409, 500),
     )
@@ -209,6 +222,8 @@ def build(
     @app.post(
         "/index/<key>",
         summary="Write 1 to 100 entries to a key's ordered index",
+        operation_id="write_index_entries",
+        tags=["ordered index"],
         openapi_extensions=api.request_body_doc(api.OrderedPutBody),
         responses=lambda_kit.openapi_responses("Every entry is durable", 400, 404, 500),
     )
@@ -226,6 +241,8 @@ def build(
     @app.put(
         "/shards/<key>/strategy",
         summary="Set how writers pick a key's shard: random, or calculated by a data attribute",
+        operation_id="set_strategy",
+        tags=["shards"],
         responses=lambda_kit.openapi_responses(
             "The key's metadata, strategy in force", 400, 409, 500
         ),
@@ -255,6 +272,8 @@ def build(
     @app.put(
         "/shards/<key>/max-shards",
         summary="Set or remove a key's own cap on its shard count",
+        operation_id="set_max_shards",
+        tags=["shards"],
         responses=lambda_kit.openapi_responses("The key's metadata, max_shards in force", 400, 500),
     )
     def put_max_shards(

@@ -8,11 +8,12 @@ deployed handler string is ``app.handler``.
 Status codes:
 
 - 200: the answer.
-- 400: a dynashard rule was broken, e.g. a malformed ``cursor``, ``from`` after ``to``,
-  ``attr`` on a key whose strategy is not ``calculated``, or ``path=gsi1`` where GSI1
-  cannot serve the read (``{"message", "field"}``).
-- 422: a parameter failed validation (``{"message", "field", "errors"}``), e.g.
-  ``limit`` outside 1..1000 or a missing ``key``.
+- 400: invalid input, whichever layer notices it (``{"message", "field"}``, and
+  ``errors`` when a parameter failed validation): ``limit`` outside 1..1000, a missing
+  ``key``, a ``cursor`` the server did not issue, ``from`` after ``to``, ``attr`` on a
+  key whose strategy is not ``calculated``, ``path=gsi1`` where GSI1 cannot serve the
+  read.
+- 404: ``GET /shards/{key}`` of a key without metadata (``field`` is ``key``).
 - 503: a shard query failed and partial results were not asked for; ``shards`` names
   the physical keys that failed (never a silent empty page).
 - 500: any other dynashard error.
@@ -24,18 +25,21 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import Field, SecretStr
 
-from dynashard import lambda_kit
+from dynashard import lambda_kit, names
 from dynashard.core.keys import parse_ts
 from dynashard.lambda_kit import bodies as api
 from dynashard.lambda_kit.bodies import CounterBody, EventsPage, OrderedPageBody, ShardsBody
+from dynashard.lambda_kit.cursors import MIN_KEY_LENGTH, CursorSigner
 from dynashard.lambda_kit.kit import Dependency
-from dynashard.lambda_kit.rest import ERROR_CONTENT
+from dynashard.lambda_kit.rest import ERROR_CONTENT, error_response
 from dynashard.lambda_kit.settings import FunctionSettings
 from dynashard.model import dumps, loads
 
@@ -46,8 +50,21 @@ if TYPE_CHECKING:
     from dynashard.dynamodb.ordered_index import OrderedIndex
     from dynashard.dynamodb.planned_reader import ReadOptions
 
-Settings = FunctionSettings
-"""The function's settings: the library's model (``dynashard.lambda_kit.settings``)."""
+
+class Settings(FunctionSettings):
+    """The function's settings: the library's model plus the key its cursors are signed with.
+
+    Attributes
+    ----------
+    cursor_key : SecretStr
+        ``DYNASHARD_CURSOR_KEY``: the stack's generated secret
+        (``infra/constructs/cursor_key.py``), at least 32 characters.
+    """
+
+    cursor_key: SecretStr = Field(
+        min_length=MIN_KEY_LENGTH, validation_alias=names.ENV_CURSOR_KEY, repr=False
+    )
+
 
 kit = lambda_kit.function_kit(__name__, Settings)
 logger, tracer, metrics = kit.logger, kit.tracer, kit.metrics
@@ -82,6 +99,22 @@ class QueryPort(Protocol):
 facade_of: Dependency[QueryPort] = Dependency("facade", get_facade)
 
 
+@lambda_kit.container_cache
+def get_cursor_signer() -> CursorSigner:
+    """Return the signer of this container's cursors, keyed by the settings (built once)."""
+    return CursorSigner(get_settings().cursor_key.get_secret_value())
+
+
+def _opened(cursor: str | None) -> str | None:
+    """Return the library's cursor inside a cursor this API signed (else a 400 naming it)."""
+    return None if cursor is None else get_cursor_signer().open(cursor)
+
+
+def _signed(cursor: str | None) -> str | None:
+    """Return the library's cursor of a page, signed for the client."""
+    return None if cursor is None else get_cursor_signer().sign(cursor)
+
+
 # --- routes ------------------------------------------------------------------------------
 def _time(value: str | None, field: str) -> datetime | None:
     return None if value is None else parse_ts(value, field=field)
@@ -90,6 +123,8 @@ def _time(value: str | None, field: str) -> datetime | None:
 @app.get(
     "/events",
     summary="Read a key's events in order, one page at a time",
+    operation_id="read_events",
+    tags=["events"],
     responses={
         200: {
             "description": "One page; `missing_shards` only when partial=true",
@@ -158,7 +193,7 @@ def get_events(
         end=_time(end, "to"),
         limit=limit,
         descending=order == "desc",
-        cursor=cursor,
+        cursor=_opened(cursor),
         allow_partial=partial,
         attribute_value=attr,
         consistent=consistent,
@@ -174,10 +209,17 @@ def get_events(
     metrics.add_metric(name="ShardsQueried", unit=MetricUnit.Count, value=page.shards_queried)
     if partial and page.missing_shards:
         logger.warning("partial page", extra={"missing_shards": page.missing_shards})
-    return lambda_kit.exact_json_response(api.events_body(page, partial=partial))
+    body = api.events_body(page, partial=partial)
+    body["cursor"] = _signed(page.cursor)
+    return lambda_kit.exact_json_response(body)
 
 
-@app.get("/counters/<name>", summary="Read a sharded counter")
+@app.get(
+    "/counters/<name>",
+    summary="Read a sharded counter",
+    operation_id="read_counter",
+    tags=["counters"],
+)
 def get_counter(name: Annotated[str, Path(min_length=1)]) -> CounterBody:
     """Read the counter ``name`` (the sum over its shards).
 
@@ -195,8 +237,24 @@ def get_counter(name: Annotated[str, Path(min_length=1)]) -> CounterBody:
     return CounterBody(name=value.name, value=value.value, shards=value.shards)
 
 
-@app.get("/shards/<key>", summary="Read a key's shard count, history and strategy")
-def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
+@app.get(
+    "/shards/<key>",
+    summary="Read a key's shard count, history and strategy",
+    operation_id="read_shard_info",
+    tags=["shards"],
+    responses={
+        200: {
+            "description": "The key's metadata",
+            "content": {"application/json": {"model": ShardsBody}},
+        },
+        404: {
+            "description": "The key has no metadata (never written nor configured): "
+            "`field` is key, as the CLI's `status` exits 4",
+            "content": ERROR_CONTENT,
+        },
+    },
+)
+def get_shards(key: Annotated[str, Path(min_length=1)]) -> Response[Any]:
     """Read a logical key's shard metadata, fresh.
 
     Parameters
@@ -206,15 +264,27 @@ def get_shards(key: Annotated[str, Path(min_length=1)]) -> ShardsBody:
 
     Returns
     -------
-    ShardsBody
-        ``{"key", "number_of_shards", "last_updated", "shard_history", "strategy", ...}``.
+    Response
+        200 ``ShardsBody`` (``{"key", "number_of_shards", "last_updated",
+        "shard_history", "strategy", ...}``); 404 naming ``key`` when the key has no
+        metadata (a read would see one shard, the default, but nothing is stored).
     """
-    return ShardsBody.model_validate(facade_of().shard_info(lambda_kit.path_value(key)).to_json())
+    logical = lambda_kit.path_value(key)
+    info = facade_of().shard_info(logical)
+    if not info.stored:
+        return error_response(
+            HTTPStatus.NOT_FOUND,
+            f"key: {logical!r} has no shard metadata (never written nor configured)",
+            "key",
+        )
+    return lambda_kit.json_response(HTTPStatus.OK, ShardsBody.model_validate(info.to_json()))
 
 
 @app.get(
     "/index/<key>",
     summary="Read a key's ordered index in value order: all, a prefix, or [from, to)",
+    operation_id="read_index",
+    tags=["ordered index"],
     responses={
         **lambda_kit.openapi_responses("One page, in order", 400, 404, 503),
         200: {
@@ -250,9 +320,11 @@ def get_index(
         "shards_queried", "queries"}``; numbers exact.
     """
     index = facade_of().ordered_index(lambda_kit.path_value(key))
-    page = index.query(prefix=prefix, start=start, end=end, limit=limit, cursor=cursor)
+    page = index.query(prefix=prefix, start=start, end=end, limit=limit, cursor=_opened(cursor))
     metrics.add_metric(name="ShardsQueried", unit=MetricUnit.Count, value=len(page.shards_queried))
-    return lambda_kit.exact_json_response(OrderedPageBody.of(index.key, page))
+    body = OrderedPageBody.of(index.key, page)
+    body.cursor = _signed(page.cursor)
+    return lambda_kit.exact_json_response(body)
 
 
 # --- errors, in one place; the entry point ------------------------------------------------

@@ -74,7 +74,7 @@ def _build_json_model(api: apigw.RestApi) -> apigw.Model:
 
     Every body is an object (one event, ``{"events": [...]}``, ``{"by": n}``, a layout
     or ``{"items": [...]}``). Their fields are checked by the function (pydantic, a
-    422 or 400 naming the field);
+    400 naming the field);
     the model keeps non-JSON, scalar and array bodies away from it.
     """
     return api.add_model(

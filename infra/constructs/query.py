@@ -11,6 +11,7 @@ from dynashard import names
 from ..config import DynashardParameters
 from ..deploy_checks import API_CONCURRENCY, SYNC_NO_DLQ, skip_checkov
 from .api import EventsApi
+from .cursor_key import CursorKey
 from .functions import (
     DynashardFunction,
     build_function,
@@ -67,6 +68,9 @@ class Query(Construct):
     ----------
     function : DynashardFunction
         The query function (handler ``app.handler``).
+    cursor_key : CursorKey
+        The generated secret its pagination cursors are signed with
+        (``DYNASHARD_CURSOR_KEY``).
     """
 
     def __init__(
@@ -95,6 +99,9 @@ class Query(Construct):
             snap_start=config.snap_start,
         )
         grant_data_table_key(self.function, tables.data_table, write=False)
+        # The key its cursors are signed with (issue 39: a cursor it did not issue is a 400).
+        self.cursor_key = CursorKey(self, "CursorKey")
+        self.cursor_key.pass_to(self.function.function)
         skip_checkov(self.function.function, SYNC_NO_DLQ, API_CONCURRENCY)
         fn = self.function.invoke_target  # the SnapStart alias, when on
         api.add_route("GET", "/events", fn, required_query=(EVENTS_KEY_PARAM,))

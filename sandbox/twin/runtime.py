@@ -25,6 +25,9 @@ at start-up.
 
 from __future__ import annotations
 
+import re
+import secrets
+import string
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,6 +98,81 @@ def match_tables(
     return matched
 
 
+#: The template type of a secret the sandbox generates a local value for.
+SECRET_TYPE: Final = "AWS::SecretsManager::Secret"
+#: A CloudFormation dynamic reference to a Secrets Manager secret ("Using dynamic
+#: references to specify template values", CloudFormation User Guide):
+#: ``{{resolve:secretsmanager:secret-id:SecretString:json-key:version-stage:version-id}}``.
+_SECRET_REFERENCE: Final = re.compile(r"\{\{resolve:secretsmanager:(.+?)\}\}")
+#: One local value per stack and secret in this process, whichever twin asks.
+_LOCAL_SECRETS: dict[tuple[str, str], str] = {}
+_LOCAL_SECRETS_LOCK = threading.Lock()
+
+
+def local_secret_value(owner: tuple[str, str], generate: Mapping[str, Any]) -> str:
+    """Return the local value of a generated secret, as ``GenerateSecretString`` describes it.
+
+    Parameters
+    ----------
+    owner : tuple of str
+        (stack name, logical id): the same value for every twin of this process.
+    generate : mapping
+        The secret's ``GenerateSecretString`` (``PasswordLength``, default 32;
+        ``ExcludePunctuation``; ``ExcludeCharacters``); a secret without one gets 32
+        letters and digits.
+
+    Returns
+    -------
+    str
+        Random text from :mod:`secrets`, new in each process (as a new stack's).
+    """
+    alphabet = string.ascii_letters + string.digits
+    if not generate.get("ExcludePunctuation", False):
+        alphabet += string.punctuation
+    alphabet = "".join(c for c in alphabet if c not in str(generate.get("ExcludeCharacters", "")))
+    length = int(generate.get("PasswordLength", 32))
+    with _LOCAL_SECRETS_LOCK:
+        if owner not in _LOCAL_SECRETS:
+            _LOCAL_SECRETS[owner] = "".join(secrets.choice(alphabet) for _ in range(length))
+        return _LOCAL_SECRETS[owner]
+
+
+def resolve_dynamic_references(value: str, values: Mapping[str, str]) -> str:
+    """Replace each ``{{resolve:secretsmanager:...}}`` in ``value`` with the secret's value.
+
+    Parameters
+    ----------
+    value : str
+        A resolved template value.
+    values : mapping of str to str
+        Secret id (its ``Ref``) to its local value.
+
+    Returns
+    -------
+    str
+        The value with every reference resolved, as CloudFormation does at deploy time.
+
+    Raises
+    ------
+    TemplateError
+        For a reference to a secret the twin did not generate, or one that selects a
+        JSON key, a version stage or a version id (not modelled).
+
+    Examples
+    --------
+    >>> resolve_dynamic_references("{{resolve:secretsmanager:s:SecretString:::}}", {"s": "v"})
+    'v'
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        secret_id, sep, selectors = match.group(1).rpartition(":SecretString:")
+        if not sep or secret_id not in values or selectors.strip(":"):
+            raise TemplateError(f"dynamic reference {match.group(0)!r} is not modelled locally")
+        return values[secret_id]
+
+    return _SECRET_REFERENCE.sub(replace, value)
+
+
 @dataclass
 class LocalTwin:
     """The synthesized stack, resolved against the local resources (module docstring).
@@ -117,6 +195,10 @@ class LocalTwin:
         :meth:`environment`).
     roles : dict of str to RolePolicy
         Function logical id to its role, built on first use.
+    secrets : dict of str to str
+        Each generated secret of the template (``AWS::SecretsManager::Secret``, its
+        ``Ref``, a local ARN) to its local value (:func:`local_secret_value`), which
+        the dynamic references of the functions' environment resolve to.
     """
 
     source: SynthesizedTemplate
@@ -125,6 +207,7 @@ class LocalTwin:
     resolver: Resolver = field(init=False)
     overrides: dict[str, str] = field(default_factory=dict)
     roles: dict[str, RolePolicy] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -139,6 +222,14 @@ class LocalTwin:
                 group = f"/aws/lambda/{self.resolver.ref(fn.logical_id)}"
                 arn = f"arn:aws:logs:{self.region}:{LOCAL_ACCOUNT_ID}:log-group:{group}:*"
                 self.resolver.resources[fn.log_group_id] = LocalResource(group, {"Arn": arn})
+        for rid, resource in self.source.template.get("Resources", {}).items():
+            if resource.get("Type") == SECRET_TYPE:
+                name = f"{prefix}-{rid}"
+                arn = f"arn:aws:secretsmanager:{self.region}:{LOCAL_ACCOUNT_ID}:secret:{name}"
+                self.resolver.resources[rid] = LocalResource(arn, {"Id": arn})
+                self.secrets[arn] = local_secret_value(
+                    (prefix, rid), resource.get("Properties", {}).get("GenerateSecretString", {})
+                )
 
     @classmethod
     def load(
@@ -268,7 +359,7 @@ class LocalTwin:
             Name to value.
         """
         env = self.resolver.resolve(self.spec.functions[function_id].environment)
-        return {k: str(v) for k, v in env.items()}
+        return {k: resolve_dynamic_references(str(v), self.secrets) for k, v in env.items()}
 
     def environment(self, overrides: Mapping[str, str]) -> dict[str, str]:
         """Return the process environment: every function's variables, with ``overrides``.

@@ -36,6 +36,7 @@ MODELLED_TYPES: Final = frozenset(
         "AWS::Events::Rule",
         "AWS::IAM::Role",
         "AWS::IAM::Policy",
+        "AWS::SecretsManager::Secret",
         "AWS::ApiGateway::RestApi",
         "AWS::ApiGateway::Resource",
         "AWS::ApiGateway::Method",
@@ -562,6 +563,13 @@ def read_stack(template: Mapping[str, Any], repo_root: PurePath) -> StackSpec:
                     target_ids=tuple(_id(t["Arn"]) for t in props.get("Targets", [])),
                     enabled=props.get("State", "ENABLED") == "ENABLED",
                 )
+            )
+        elif kind == "AWS::SecretsManager::Secret":
+            # Generated locally by the twin (LocalTwin.secrets), for the dynamic references
+            # of the functions' environment; no Secrets Manager API is run.
+            spec.unmodelled.append(
+                f"{rid}: a secret generated locally for the functions' environment "
+                "(a new value each run); the Secrets Manager API is not run"
             )
         elif kind == "AWS::IAM::Policy":
             for role in props.get("Roles", []):

@@ -119,6 +119,20 @@ def test_environment_uses_the_shared_names(dev: Synth, prod: Synth) -> None:
             assert names.ENV_SHRINK_UTILIZATION not in env
         if services[name] == "ingest":  # the writers put each key's part in their lines
             assert env.pop(names.ENV_WRITE_LOAD_PARTS) == str(parts)
+        if name == "query":  # the key its cursors are signed with: the generated secret's
+            secret_id = dev.logical_id(dev.stack.query.cursor_key.secret)
+            assert env.pop(names.ENV_CURSOR_KEY) == {
+                "Fn::Join": [
+                    "",
+                    ["{{resolve:secretsmanager:", {"Ref": secret_id}, ":SecretString:::}}"],
+                ]
+            }
+            generate = dev.resources[secret_id]["Properties"]["GenerateSecretString"]
+            assert generate == {
+                "ExcludePunctuation": True,
+                "IncludeSpace": False,
+                "PasswordLength": 64,
+            }
         assert env == {
             names.ENV_DATA_TABLE: {"Ref": data_id},
             names.ENV_METADATA_TABLE: {"Ref": meta_id},

@@ -38,6 +38,8 @@ def test_every_suppression_has_a_substantial_reason(
         "AwsSolutions-APIG3",
         "AwsSolutions-APIG6",
         "AwsSolutions-COG4",
+        # the cursor key: rotated by hand, then deployed (infra/constructs/cursor_key.py)
+        "AwsSolutions-SMG4",
     }
     if variant == "prod":
         expected.add("AwsSolutions-APIG4")

@@ -74,7 +74,7 @@ def test_an_adopted_key_s_38_digit_number_reads_back_exactly(
     data, meta = tables
     ds = facade(dynamodb_local, data, meta)
     # Given another program's item under the bare key, holding a 38-digit number
-    item, _ = build_item(Event(key="OLD", id="x", ts=0), 0, TimeBucket.DAY)
+    item, _ = build_item(Event(key="OLD", id="x", ts=1357035300000), 0, TimeBucket.DAY)
     item["PK"] = {"S": "OLD"}
     item["data"] = {"M": {"amount": {"N": DIGITS38}}}
     dynamodb_local.client().put_item(TableName=data, Item=item)

@@ -117,6 +117,15 @@ under every layout, hence every codec) and redelivers acknowledged events of it;
 refused redelivery of an event the model holds acknowledged is a divergence
 (``write:redelivery-refused``, in ``_put``), whatever holds its millisecond.
 
+Input times and idempotency keys (issue 39)
+-------------------------------------------
+:meth:`DynashardModel.put_epoch_seconds` gives an event's time as epoch seconds (an int,
+digits, a ``Decimal``, small and negative numbers): every number below 10**11 in
+magnitude is refused when the event is built, naming ``ts``, never stored in 1970.
+:meth:`DynashardModel.reuse_idempotency_key` sends an applied idempotency key again with
+another ``by``: ``IdempotentParameterMismatchError`` naming ``idempotency_key``, nothing
+applied (P4's sum).
+
 Properties checked
 ------------------
 P1 (completeness and order)
@@ -209,7 +218,8 @@ The facade, :class:`~dynashard.Dynashard`:
 - ``Dynashard.count_events(key, start, end)``: drawn by ``count_window`` and the audit.
 - ``Dynashard.compact(key, dry_run)``: drawn by the audit and ``compact_dry_run``.
 - ``Dynashard.increment_counter(name, by, idempotency_key)``: drawn by ``increment``
-  and ``increment_at_bound`` (redelivered tokens, 38 digits).
+  and ``increment_at_bound`` (redelivered tokens, 38 digits), and
+  ``reuse_idempotency_key`` (an applied token with another ``by``: refused).
 - ``Dynashard.get_counter(name)``: drawn by ``read_counter``.
 - ``Dynashard.shard_info(key)``: drawn by ``inspect_shard_info`` and ``grow_for_reason``.
 - ``Dynashard.grow(key, target, reason)``: drawn by ``resize`` and ``grow_for_reason``
@@ -278,6 +288,16 @@ The configuration, :class:`~dynashard.DynashardConfig`:
   never throttle
   (``tests/unit/library/core/test_throttling.py::test_key_range_throttling_grows_the_key_and_the_write_lands``,
   ``tests/unit/library/core/test_throttling.py::test_the_facade_writer_owns_its_retries``).
+
+The functions the facade's inputs go through:
+
+- ``Event(key, id, ts, data)``: drawn by every ``put_*`` rule; ``ts`` as epoch
+  milliseconds by ``put_edge_times``, as epoch seconds (refused) by
+  ``put_epoch_seconds``.
+- ``parse_ts(value, field, min_epoch_ms)``: ``min_epoch_ms`` at its default through
+  ``Event`` (``put_epoch_seconds``); None, how the readers parse a time already stored,
+  is not drawn: the model's times are near 2013
+  (``tests/unit/library/core/test_exact_times.py::test_a_stored_time_of_any_magnitude_is_read``).
 
 The routes (``python -m functions.openapi``) are not drawn: each maps its parameters onto
 one facade call above, and that mapping is tested in ``tests/unit/functions/``:
@@ -383,6 +403,7 @@ from dynashard.dynamodb.ordered_index import OrderedItem
 from dynashard.errors import (
     CounterOverflowError,
     CursorError,
+    IdempotentParameterMismatchError,
     InvalidInputError,
     StrategyConflictError,
     TableSchemaError,
@@ -3079,6 +3100,72 @@ class DynashardModel(RuleBasedStateMachine):
                 for r in again
             ]
         )
+
+    # -- issue 39: epoch seconds refused; an idempotency key reused with another by ----------
+    @rule(
+        which=st.integers(0, 1),
+        event_id=st.sampled_from(IDS),
+        when=times.filter(lambda t: t.year < 5000),  # seconds of year 5138+ are >= 10**11
+        form=st.sampled_from(("int", "digits", "decimal", "small", "negative")),
+    )
+    def put_epoch_seconds(self, which: int, event_id: str, when: datetime, form: str) -> None:
+        """An event time below 10**11 in magnitude (epoch seconds) is refused, naming ``ts``.
+
+        ``Event`` refuses it when built (``ValueError`` naming ``ts``; the library's
+        :data:`~dynashard.core.keys.MIN_EPOCH_MS_MAGNITUDE`), so nothing is written and
+        P1 finds no event in 1970; before issue 39 it was stored at ``seconds`` ms.
+        """
+        seconds = (micros(when) - micros(UNIX_EPOCH)) // 1_000_000
+        value: object = {
+            "int": seconds,
+            "digits": str(seconds),
+            "decimal": Decimal(seconds) + Decimal("0.5"),
+            "small": seconds % 1000,
+            "negative": -seconds,
+        }[form]
+        key = (self.k("A"), self.calc_key)[which]
+        self.report.observe("epoch seconds sent")
+        try:
+            Event(key=key, id=event_id, ts=value, data={})
+        except ValueError as exc:
+            if "ts" not in str(exc) or "epoch seconds" not in str(exc):
+                self.diverge("time:epoch-seconds", f"ts={value!r} refused otherwise: {exc}")
+            return
+        self.diverge("time:epoch-seconds", f"ts={value!r} (epoch seconds) was accepted")
+
+    @precondition(
+        lambda self: (
+            self.layout.is_default
+            and any(name in self.counter_names for name, _ in self.model.applied)
+        )
+    )
+    @rule(data=st.data(), delta=st.integers(-3, 3).filter(bool))
+    def reuse_idempotency_key(self, data: st.DataObject, delta: int) -> None:
+        """An applied idempotency key sent again with another ``by`` is refused (P4).
+
+        ``IdempotentParameterMismatchError`` naming ``idempotency_key``, nothing applied
+        (``read_counter`` checks the sum); before issue 39 it answered False, "already
+        applied", as if the other ``by`` had been.
+        """
+        applied = sorted(k for k in self.model.applied if k[0] in self.counter_names)
+        name, idem = data.draw(st.sampled_from(applied))
+        by = self.model.applied[(name, idem)] + delta
+        if by == 0:
+            by = delta * 2
+        self._touch(f"COUNTER#{name}")
+        self.report.observe("idempotency key reused")
+        try:
+            answer = self.facade.increment_counter(name, by, idem)
+        except IdempotentParameterMismatchError as exc:
+            if exc.field != "idempotency_key":
+                self.diverge("counter:reused-key", f"{exc!r} names {exc.field}")
+            return
+        except Exception as exc:
+            self.diverge("counter:raised", f"increment({name}, {by}, {idem}) raised {exc!r}")
+            return
+        self.diverge("counter:reused-key", f"increment({name}, {by}, {idem}) returned {answer}")
+        if answer:
+            self.model.counters[name] = self.model.counters.get(name, 0) + by
 
     @invariant()
     def count_step(self) -> None:

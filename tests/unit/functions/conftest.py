@@ -29,6 +29,9 @@ from sandbox.env_vars import reset_function_caches
 
 from .support import LambdaContext
 
+#: The query function's cursor key in these tests (the stack generates 64 characters).
+CURSOR_KEY = "test-cursor-key-" + "k" * 48
+
 
 @pytest.fixture(autouse=True)
 def _function_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -36,6 +39,7 @@ def _function_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
     monkeypatch.setenv(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE)
     monkeypatch.setenv(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE)
+    monkeypatch.setenv(names.ENV_CURSOR_KEY, CURSOR_KEY)
     reset_function_caches()
     yield
     reset_function_caches()

@@ -86,8 +86,10 @@ class FakeFacade:
         raises: Exception | None = None,
         shards: dict[str, int] | None = None,
         grow_raises: dict[str, Exception] | None = None,
+        stored: bool = True,
     ) -> None:
         self.fail_ids = set(fail_ids)
+        self.stored = stored
         self.raises = raises
         self.shards = dict(shards or {})
         self.grow_raises = dict(grow_raises or {})
@@ -155,6 +157,8 @@ class FakeFacade:
     def shard_info(self, key: str) -> ShardInfo:
         if self.raises:
             raise self.raises
+        if not self.stored:
+            return ShardInfo(key, 1, 0, (), stored=False)
         return ShardInfo(key, self.shards.get(key, 1), 1_700_000_000, ((1_700_000_000, 1),))
 
     def grow(self, key: str, target: int, *, reason: str | None = None) -> FakeGrowth:

@@ -226,7 +226,8 @@ def test_increment_whose_sum_would_pass_38_digits_is_a_4xx_and_the_counter_still
     assert "38" in json.loads(response["body"])["message"]
     assert facade.get_counter("CARRIER#UA").value == largest
     # (moto adds with 28 digits of precision, so the decrement's sum is not checked here)
-    again = ingest.api_handler(_post_counter(-1), context, facade=facade)
+    # (a new Idempotency-Key: the template's was applied with another by, a 422)
+    again = ingest.api_handler(_post_counter(-1, "decrement-1"), context, facade=facade)
     assert again["statusCode"] == 200, again["body"]
 
 
@@ -264,3 +265,20 @@ def test_a_redelivered_increment_to_a_counter_at_38_digits_is_already_applied(
     # Then it answers "already applied" (200), not a 409 overflow
     assert again["statusCode"] == 200, again["body"]
     assert json.loads(again["body"])["applied"] is False
+
+
+def test_an_idempotency_key_reused_with_another_body_is_422_naming_the_header(
+    facade: Dynashard, context: LambdaContext
+) -> None:
+    # Given an increment applied under an Idempotency-Key
+    first = ingest.api_handler(_post_counter(5, "msg-1"), context, facade=facade)
+    assert first["statusCode"] == 200, first["body"]
+    # When the key is reused with another by
+    reused = ingest.api_handler(_post_counter(3, "msg-1"), context, facade=facade)
+    # Then it is refused (IETF Idempotency-Key draft: 422), naming the header, not a
+    # 200 "applied: false" echoing a by that was never applied; the counter keeps 5
+    assert reused["statusCode"] == 422, reused["body"]
+    body = json.loads(reused["body"])
+    assert body["field"] == "Idempotency-Key"
+    assert body["message"].startswith("Idempotency-Key: 'msg-1' was applied")
+    assert facade.get_counter("CARRIER#UA").value == 5

@@ -121,22 +121,32 @@ def test_all_events_failing_is_503_listing_each(context: LambdaContext) -> None:
     assert _body(response)["written"] == 0
 
 
+#: 2013-01-01T10:15:00Z in epoch milliseconds.
+T = 1357035300000
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
         ({"key": "DEPARTURES#JFK", "id": "1", "ts": "yesterday"}, "ts"),
         ({"key": "DEPARTURES#JFK", "ts": "2013-01-01T05:40:00Z"}, "id"),
-        ({"key": "", "id": "1", "ts": 1}, "key"),
-        ({"key": "K", "id": "1", "ts": 1, "data": []}, "data"),
-        ({"key": "K", "id": "1", "ts": 1, "colour": "red"}, "colour"),
-        ({"events": [{"key": "K", "id": "1", "ts": 1}, {"key": "K", "ts": 1}]}, "events[1].id"),
+        ({"key": "", "id": "1", "ts": T}, "key"),
+        ({"key": "K", "id": "1", "ts": T, "data": []}, "data"),
+        ({"key": "K", "id": "1", "ts": T, "colour": "red"}, "colour"),
+        ({"events": [{"key": "K", "id": "1", "ts": T}, {"key": "K", "ts": T}]}, "events[1].id"),
         ({"events": [{"key": "K", "id": "1", "ts": "13/01/2013"}]}, "events[0].ts"),
+        # epoch seconds (2013-01-01T10:15Z), not stored in 1970 (issue 39)
+        ({"key": "K", "id": "1", "ts": 1357035300}, "ts"),
+        (
+            {"events": [{"key": "K", "id": "1", "ts": T}, {"key": "K", "id": "2", "ts": 0}]},
+            "events[1].ts",
+        ),
         ({"events": []}, "events"),
         ({"events": [{"key": "K", "id": str(i), "ts": i} for i in range(101)]}, "events"),
         ("{not json", "body"),
     ],
 )
-def test_bad_post_events_body_is_422_naming_the_field_and_writes_nothing(
+def test_bad_post_events_body_is_400_naming_the_field_and_writes_nothing(
     context: LambdaContext, body: Any, field: str
 ) -> None:
     # Given a request body that breaks the event contract
@@ -144,7 +154,7 @@ def test_bad_post_events_body_is_422_naming_the_field_and_writes_nothing(
     # When it is handled
     response = ingest.api_handler(_with_body("api_post_events", body), context, facade=facade)
     # Then nothing is written and the JSON answer names the field
-    assert response["statusCode"] == 422
+    assert response["statusCode"] == 400
     answer = _body(response)
     assert answer["field"] == field
     assert answer["message"].startswith(f"{field}: ")
@@ -208,10 +218,10 @@ def test_post_counter_without_idempotency_key(context: LambdaContext) -> None:
     ("body", "field"),
     [({"by": 0}, "by"), ({"by": "5"}, "by"), ({"by": 1.5}, "by"), ({"by": True}, "by"), ({}, "by")],
 )
-def test_bad_counter_body_is_422(context: LambdaContext, body: Any, field: str) -> None:
+def test_bad_counter_body_is_400(context: LambdaContext, body: Any, field: str) -> None:
     facade = FakeFacade()
     response = ingest.api_handler(_with_body("api_post_counter", body), context, facade=facade)
-    assert response["statusCode"] == 422
+    assert response["statusCode"] == 400
     assert _body(response)["field"] == field
     assert facade.increments == []
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from dynashard import names
 from dynashard.errors import CursorError, MetadataError, ShardQueryError
+from dynashard.lambda_kit.cursors import CursorSigner
 from functions import openapi
 from functions.query import app as query
 
@@ -63,7 +67,9 @@ def test_get_events_passes_the_parsed_window_and_answers_items_and_cursor(
     assert body["plan"]["path"] == "base"
     assert body["plan"]["reason"].startswith("consistent=true")
     assert body["shards_queried"] == 4
-    assert body["cursor"] == "opaque-cursor"
+    # the library's cursor, signed for the client (issue 39)
+    assert body["cursor"] != "opaque-cursor"
+    assert query.get_cursor_signer().open(body["cursor"]) == "opaque-cursor"
     assert body["items"][0]["data"] == {"dep_delay": -1.5}
 
 
@@ -81,10 +87,11 @@ def test_get_events_defaults(context: LambdaContext) -> None:
 
 def test_get_events_desc_and_cursor_are_passed_through(context: LambdaContext) -> None:
     facade = FakeFacade()
-    query.handler(_get_events(order="desc", cursor="abc"), context, facade=facade)
+    signed = query.get_cursor_signer().sign("abc")
+    query.handler(_get_events(order="desc", cursor=signed), context, facade=facade)
     [(_key, kwargs)] = facade.query_calls
     assert kwargs["descending"] is True
-    assert kwargs["cursor"] == "abc"
+    assert kwargs["cursor"] == "abc"  # the library gets its own cursor back
 
 
 def test_attr_is_passed_through_as_the_targeted_value(context: LambdaContext) -> None:
@@ -157,15 +164,44 @@ def test_get_events_emits_latency_and_shards_queried(
         ({"path": "lsi"}, "path"),
     ],
 )
-def test_bad_parameter_is_422_naming_it(
+def test_bad_parameter_is_400_naming_it(
     context: LambdaContext, params: dict[str, str | None], field: str
 ) -> None:
+    # Powertools' validation notices these (its default answer is a 422): one status
+    # for invalid input, 400, whichever layer notices it
     facade = FakeFacade()
     response = query.handler(_get_events(**params), context, facade=facade)
-    assert response["statusCode"] == 422
+    assert response["statusCode"] == 400
     body = _body(response)
     assert body["field"] == field
     assert body["message"].startswith(f"{field}: ")
+    assert facade.query_calls == []
+
+
+def test_an_unknown_query_parameter_is_400_naming_it(context: LambdaContext) -> None:
+    # Given a misspelled parameter (form for from), which was ignored: the whole key read
+    facade = FakeFacade()
+    response = query.handler(_get_events(form="2013-01-01T00:00:00Z"), context, facade=facade)
+    # Then it is invalid input naming it, and nothing is read (schemathesis found it)
+    assert response["statusCode"] == 400
+    body = _body(response)
+    assert body["field"] == "form"
+    assert body["message"].startswith("form: is not a query parameter of GET /events (it takes:")
+    assert facade.query_calls == []
+
+
+@pytest.mark.parametrize("field", ["from", "to"])
+def test_a_bound_in_epoch_seconds_is_400_naming_the_parameter(
+    context: LambdaContext, field: str
+) -> None:
+    # Given 2013-01-01T10:15Z in epoch seconds, which as milliseconds is 1970-01-16
+    facade = FakeFacade()
+    response = query.handler(_get_events(**{field: "1357035300"}), context, facade=facade)
+    # Then it is refused naming the parameter, not read as a window in 1970
+    assert response["statusCode"] == 400
+    body = _body(response)
+    assert body["field"] == field
+    assert "what epoch seconds look like" in body["message"]
     assert facade.query_calls == []
 
 
@@ -181,11 +217,49 @@ def test_unparseable_time_is_400_naming_the_parameter(context: LambdaContext, fi
 
 
 def test_bad_cursor_is_400(context: LambdaContext) -> None:
+    signed = query.get_cursor_signer().sign("zzz")
     response = query.handler(
-        _get_events(cursor="zzz"), context, facade=FakeFacade(raises=CursorError("not ours"))
+        _get_events(cursor=signed), context, facade=FakeFacade(raises=CursorError("not ours"))
     )
     assert response["statusCode"] == 400
     assert _body(response) == {"message": "cursor: not ours", "field": "cursor"}
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda signed: signed.rpartition(".")[0],  # the library's cursor, unsigned
+        lambda signed: "eyJ2IjoxLCJwIjoiISJ9" + signed[signed.index(".") :],  # edited position
+        lambda signed: signed[:-1] + ("A" if signed[-1] != "A" else "B"),  # edited signature
+        lambda signed: CursorSigner("another-deployment-" + "x" * 32).sign("opaque-cursor"),
+        lambda signed: signed + "é",
+    ],
+)
+def test_a_cursor_the_server_did_not_issue_is_400_and_reads_nothing(
+    context: LambdaContext, forge: Callable[[str], str]
+) -> None:
+    # Given a cursor this API handed out, then forged, edited or signed by another key
+    facade = FakeFacade()
+    first = query.handler(_get_events(), context, facade=facade)
+    cursor = forge(_body(first)["cursor"])
+    # When it is sent back
+    response = query.handler(_get_events(cursor=cursor), context, facade=facade)
+    # Then it is a 400 naming cursor, and DynamoDB is never asked (before issue 39 a
+    # forged position came back as a retryable 503 with DynamoDB's ValidationException)
+    assert response["statusCode"] == 400
+    assert _body(response)["field"] == "cursor"
+    assert "was not issued by this API" in _body(response)["message"]
+    assert len(facade.query_calls) == 1
+
+
+def test_a_missing_cursor_key_is_refused_at_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The function's settings require the stack's key (no unsigned fallback)
+    monkeypatch.delenv(names.ENV_CURSOR_KEY)
+    with pytest.raises(ValueError, match=names.ENV_CURSOR_KEY):
+        query.Settings()
+    monkeypatch.setenv(names.ENV_CURSOR_KEY, "short")
+    with pytest.raises(ValueError, match="at least 32"):
+        query.Settings()
 
 
 def test_failed_shard_is_503_naming_it_never_an_empty_page(context: LambdaContext) -> None:
@@ -228,6 +302,18 @@ def test_get_shards_answers_count_and_history(context: LambdaContext) -> None:
         "adopted": False,
         "max_shards": None,
     }
+
+
+def test_get_shards_of_a_key_without_metadata_is_404_naming_it(context: LambdaContext) -> None:
+    # Given a key nothing was written to nor configured (the CLI's status exits 4)
+    facade = FakeFacade(stored=False)
+    # When its metadata is read
+    response = query.handler(load_event("api_get_shards"), context, facade=facade)
+    # Then the answer says so, naming the key, instead of a default N=1
+    assert response["statusCode"] == 404
+    body = _body(response)
+    assert body["field"] == "key"
+    assert "'DEPARTURES#JFK' has no shard metadata" in body["message"]
 
 
 def test_query_function_does_not_serve_writes(context: LambdaContext) -> None:
@@ -273,17 +359,81 @@ def test_openapi_document_lists_every_route() -> None:
     assert set(plan["required"]) == {"path", "requests", "expected_rcu", "reason"}
     # error bodies are documented as the handlers answer them, not Powertools' default
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
-    # (the ordered index's bodies are parsed by dynashard.lambda_kit.bodies: a 400, never a 422)
-    parsed = {("/index/{key}/layout", "put"), ("/index/{key}", "post")}
+    # invalid input is a 400 on every route, whichever layer notices it; the one 422 is
+    # an Idempotency-Key reused with another body
     for path, ops in document["paths"].items():
         for method, op in ops.items():
-            if (path, method) in parsed:
-                assert "422" not in op["responses"]
-                continue
-            assert op["responses"]["422"]["content"]["application/json"]["schema"] == error_ref
+            invalid = op["responses"]["400"]["content"]["application/json"]["schema"]
+            assert invalid == error_ref or error_ref in invalid["anyOf"], (path, method)
+            assert ("422" in op["responses"]) == ((path, method) == ("/counters/{name}", "post"))
+    assert "HTTPValidationError" not in document["components"]["schemas"]
     assert document["paths"]["/events"]["post"]["responses"]["503"]["content"]["application/json"][
         "schema"
     ] == {"$ref": "#/components/schemas/PostEventsResponse"}
+
+
+def test_openapi_operations_have_ids_tags_and_every_status_the_server_sends() -> None:
+    document = openapi.openapi_schema()
+    operations = [(p, m, op) for p, ops in document["paths"].items() for m, op in ops.items()]
+    # readable method names for a generated client, one group (module) each
+    ids = [op["operationId"] for _, _, op in operations]
+    assert sorted(ids) == sorted(
+        [
+            "write_events",
+            "read_events",
+            "increment_counter",
+            "read_counter",
+            "read_shard_info",
+            "set_strategy",
+            "set_max_shards",
+            "configure_index",
+            "write_index_entries",
+            "read_index",
+        ]
+    )
+    tags = {t["name"] for t in document["tags"]}
+    for path, method, op in operations:
+        assert len(op["tags"]) == 1 and op["tags"][0] in tags, (path, method)
+        # API Gateway's 403 (IAM) and 429 (throttling), the function's 500, everywhere
+        assert {"400", "403", "429", "500"} <= set(op["responses"]), (path, method)
+        if "requestBody" in op:
+            assert {"413", "415"} <= set(op["responses"]), (path, method)
+        # every 503 says when to try again
+        if "503" in op["responses"]:
+            assert "Retry-After" in op["responses"]["503"]["headers"], (path, method)
+    # the deployed default, SigV4 (API Gateway IAM authorization), for every operation
+    assert document["security"] == [{"sigv4": []}]
+    scheme = document["components"]["securitySchemes"]["sigv4"]
+    assert scheme["x-amazon-apigateway-authtype"] == "awsSigv4"
+    assert (scheme["type"], scheme["in"], scheme["name"]) == ("apiKey", "header", "Authorization")
+    urls = [s["url"] for s in document["servers"]]
+    assert urls == [
+        "https://{restApiId}.execute-api.{region}.amazonaws.com/{stage}",
+        "http://127.0.0.1:{port}",
+    ]
+    # typed page items, descriptions without numpydoc sections or doctests
+    schemas = document["components"]["schemas"]
+    assert schemas["EventsPage"]["properties"]["items"]["items"] == {
+        "$ref": "#/components/schemas/EventItem"
+    }
+    assert set(schemas["EventItem"]["required"]) == {"key", "id", "ts", "data"}
+    assert schemas["OrderedPageBody"]["properties"]["items"]["items"] == {
+        "$ref": "#/components/schemas/OrderedEntry"
+    }
+    text = json.dumps(document)
+    assert ">>>" not in text and "----------" not in text and "``" not in text
+    # every reference resolves (a generated client dropped a model whose did not)
+    for ref in set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', text)):
+        assert ref in schemas, ref
+
+
+def test_a_read_503_sends_retry_after(context: LambdaContext) -> None:
+    failure = ShardQueryError({"DEPARTURES#JFK#2": "ProvisionedThroughputExceededException"})
+    response = query.handler(
+        load_event("api_get_events"), context, facade=FakeFacade(raises=failure)
+    )
+    assert response["statusCode"] == 503
+    assert response["multiValueHeaders"]["Retry-After"] == ["1"]
 
 
 def test_openapi_module_prints_json(capsys: pytest.CaptureFixture[str]) -> None:

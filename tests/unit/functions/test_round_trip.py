@@ -106,7 +106,9 @@ def test_shard_info_of_a_written_and_a_grown_key(facade: Dynashard, context: Lam
     assert body["number_of_shards"] == 4
     assert body["shard_history"][-1]["count"] == 4
     never = _get("api_get_shards", path="/shards/" + quote("NEVER#SEEN", safe=""))
-    assert json.loads(query.handler(never, context, facade=facade)["body"])["number_of_shards"] == 1
+    # a key never written nor configured: a 404 naming it (the CLI's status exits 4)
+    unknown = query.handler(never, context, facade=facade)
+    assert (unknown["statusCode"], json.loads(unknown["body"])["field"]) == (404, "key")
 
 
 def test_bad_cursor_from_the_real_library_is_400(facade: Dynashard, context: LambdaContext) -> None:

@@ -11,6 +11,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+import jsonschema
 import pytest
 
 from dynashard import Dynashard, Event, names
@@ -73,9 +74,9 @@ def test_strategy_is_set_shown_and_a_different_one_is_409_unless_forced(
     [
         ({"strategy": "calculated"}, 400, "attribute"),  # the library's rule
         ({"strategy": "random", "attribute": "carrier"}, 400, "attribute"),
-        ({"strategy": "ordered"}, 422, "strategy"),  # only random or calculated here
-        ({"strategy": "random", "initial_shards": 0}, 422, "initial_shards"),
-        ({"strategy": "random", "extra": 1}, 422, "extra"),
+        ({"strategy": "ordered"}, 400, "strategy"),  # only random or calculated here
+        ({"strategy": "random", "initial_shards": 0}, 400, "initial_shards"),
+        ({"strategy": "random", "extra": 1}, 400, "extra"),
     ],
 )
 def test_a_bad_strategy_body_names_its_field(
@@ -96,13 +97,13 @@ def test_max_shards_is_set_removed_and_refused_below_n(
     assert status == 200 and doc["max_shards"] == 8, doc
     assert _call(facade, context, "GET")[1]["max_shards"] == 8
     assert facade.grow(KEY, 64).current == 8
-    # A cap below N is a 400 naming max_shards; a cap out of range a 422
+    # A cap below N is a 400 naming max_shards; a cap out of range too (one status)
     status, low = _call(facade, context, "PUT", "/max-shards", {"max_shards": 2})
     assert (status, low["field"]) == (400, "max_shards")
     status, bad = _call(facade, context, "PUT", "/max-shards", {"max_shards": 0})
-    assert (status, bad["field"]) == (422, "max_shards")
+    assert (status, bad["field"]) == (400, "max_shards")
     status, missing = _call(facade, context, "PUT", "/max-shards", {})
-    assert (status, missing["field"]) == (422, "max_shards")
+    assert (status, missing["field"]) == (400, "max_shards")
     # null removes the cap
     status, removed = _call(facade, context, "PUT", "/max-shards", {"max_shards": None})
     assert status == 200 and removed["max_shards"] is None
@@ -188,3 +189,29 @@ def test_key_settings_never_change_a_stored_key(
     after = facade.shard_info(KEY)
     assert (after.strategy_label, after.max_shards) == (before.strategy_label, None)
     assert [(o.action, "strategy random" in o.detail) for o in outcomes] == [("differs", True)]
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"strategy": "random"}, True),
+        ({"strategy": "random", "attribute": None}, True),  # found by schemathesis, issue 39
+        ({"strategy": "random", "attribute": "carrier"}, False),
+        ({"strategy": "calculated", "attribute": "carrier"}, True),
+        ({"strategy": "calculated"}, False),
+    ],
+)
+def test_the_strategy_schema_accepts_exactly_what_the_route_accepts(
+    facade: Dynashard, context: LambdaContext, body: dict[str, Any], valid: bool
+) -> None:
+    # Given the document's schema of the body, with its components
+    document = openapi.openapi_schema()
+    schema = {
+        **document["components"]["schemas"]["StrategyBody"],
+        "components": document["components"],
+    }
+    # Then a body is schema-valid exactly when the route takes it
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(body))
+    status, answer = _call(facade, context, "PUT", "/strategy", body)
+    assert (not errors) == valid, errors
+    assert (status == 200) == valid, answer

@@ -109,7 +109,7 @@ def test_queue_and_stream_bodies_keep_every_digit() -> None:
 def test_a_number_dynamodb_cannot_keep_exactly_is_refused_naming_its_field(
     number: str, field: str
 ) -> None:
-    body = f'{{"key": "K", "id": "e1", "ts": 0, "data": {{"x": {number}}}}}'
+    body = f'{{"key": "K", "id": "e1", "ts": 1357035300000, "data": {{"x": {number}}}}}'
     with pytest.raises(ValidationError) as raised:
         parse_event(body)
     assert f"{field}:" in str(raised.value)
@@ -119,18 +119,23 @@ def test_a_number_dynamodb_cannot_keep_exactly_is_refused_naming_its_field(
 
 def test_trailing_zeros_past_38_digits_are_not_significant() -> None:
     # 1.5 written with 41 digits is 1.5: kept, not refused (nor rounded)
-    body = '{"key": "K", "id": "e1", "ts": 0, "data": {"x": 1.5' + "0" * 40 + "}}"
+    body = '{"key": "K", "id": "e1", "ts": 1357035300000, "data": {"x": 1.5' + "0" * 40 + "}}"
     assert parse_event(body).data["x"] == Decimal("1.5")
     assert to_dynamodb_numbers({"x": 10**40})["x"] == 10**40
 
 
 def test_floats_from_python_callers_are_taken_by_their_repr() -> None:
     # 0.1 is 0.1000000000000000055511151231257827... in binary: the caller wrote 0.1
-    assert Event(key="K", id="e", ts=0, data={"x": 0.1}).data["x"] == Decimal("0.1")
+    assert Event(key="K", id="e", ts=1357035300000, data={"x": 0.1}).data["x"] == Decimal("0.1")
 
 
 def test_a_record_nested_too_deep_to_parse_fails_alone_naming_the_limit() -> None:
-    deep = '{"key": "K", "id": "e1", "ts": 0, "data": ' + '{"a": ' * 5000 + "1" + "}" * 5001
+    deep = (
+        '{"key": "K", "id": "e1", "ts": 1357035300000, "data": '
+        + '{"a": ' * 5000
+        + "1"
+        + "}" * 5001
+    )
     with pytest.raises(ValueError, match="32 levels"):
         parse_event(deep)
 

@@ -72,3 +72,6 @@ def test_the_library_matches_its_model(library_client: Any, layout: str) -> None
     assert 0 < report.observations["hedged"] < report.sequences
     if layout == "default":  # the most reads: some Queries ran late and were hedged
         assert report.observations.get("hedges sent", 0) > 0
+        # issue 39's rules ran: epoch seconds refused, a reused idempotency key refused
+        assert report.observations.get("epoch seconds sent", 0) > 0
+        assert report.observations.get("idempotency key reused", 0) > 0

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from dynashard import names
 from infra.config import StackParameters
 from sandbox.twin import LocalTwin
 from sandbox.twin.iam import RolePolicy, request_checks
 from sandbox.twin.intrinsics import LocalResource, Resolver, UnresolvedReferenceError
+from sandbox.twin.runtime import resolve_dynamic_references
 from sandbox.twin.stack import TemplateError, rate_seconds
 from tests.infrastructure.conftest import PROD_CONTEXT
 
@@ -448,6 +450,7 @@ def test_clients_a_function_builds_at_init_are_checked_against_its_role(
     monkeypatch.setenv(names.ENV_DATA_TABLE, "data-t")
     monkeypatch.setenv(names.ENV_METADATA_TABLE, "meta-t")
     monkeypatch.setenv(names.ENV_DYNAMODB_ENDPOINT, "http://127.0.0.1:9")
+    monkeypatch.setenv(names.ENV_CURSOR_KEY, "k" * 64)
     role = _role({"Effect": "Allow", "Action": "dynamodb:Query", "Resource": "*"})
     function = LocalFunction("functions.query.app:handler", role=role, name="q")
     # When an execution environment is initialised (the module copy builds its facade)
@@ -465,3 +468,36 @@ def test_clients_a_function_builds_at_init_are_checked_against_its_role(
     assert denied.value.response["Error"]["Code"] == "AccessDeniedException"
     assert "dynamodb:GetItem" in denied.value.response["Error"]["Message"]
     copy.get_facade().close()
+
+
+# --- issue 39: the query function's cursor key, a secret the stack generates -------------------
+def test_the_cursor_key_is_the_templates_secret_resolved_to_a_local_value(dev: LocalTwin) -> None:
+    # Given the template: the query function's DYNASHARD_CURSOR_KEY is a dynamic reference
+    # to the AWS::SecretsManager::Secret the stack generates (64 letters and digits)
+    [query] = [
+        fid for fid, fn in dev.spec.functions.items() if names.ENV_CURSOR_KEY in fn.environment
+    ]
+    assert dev.spec.functions[query].handler == "functions.query.app:handler"
+    raw = dev.spec.functions[query].environment[names.ENV_CURSOR_KEY]
+    assert "{{resolve:secretsmanager:" in json.dumps(raw)
+    # When the twin resolves the function's environment
+    key = dev.function_environment(query)[names.ENV_CURSOR_KEY]
+    # Then it is a local value of the generated secret's shape, the same for every twin of
+    # this process, in the environment the sandbox sets for every function
+    assert len(key) == 64 and key.isalnum()
+    assert list(LocalTwin.load(region=REGION).secrets.values()) == [key]
+    assert dev.environment({})[names.ENV_CURSOR_KEY] == key
+
+
+def test_a_dynamic_reference_the_twin_does_not_model_is_an_error() -> None:
+    values = {"arn:s": "v"}
+    assert (
+        resolve_dynamic_references("a{{resolve:secretsmanager:arn:s:SecretString:::}}", values)
+        == "av"
+    )
+    for text in (
+        "{{resolve:secretsmanager:arn:other:SecretString:::}}",  # no such secret
+        "{{resolve:secretsmanager:arn:s:SecretString:password::}}",  # a JSON key
+    ):
+        with pytest.raises(TemplateError, match="not modelled locally"):
+            resolve_dynamic_references(text, values)

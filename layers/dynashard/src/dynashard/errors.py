@@ -86,6 +86,18 @@ class CounterOverflowError(StateConflictError):
     """
 
 
+class IdempotentParameterMismatchError(StateConflictError):
+    """An idempotency key was reused with another request (an HTTP 422 Unprocessable Content).
+
+    Named after DynamoDB's ``IdempotentParameterMismatchException`` (a
+    ``ClientRequestToken`` of ``TransactWriteItems`` reused with another request); the
+    IETF Idempotency-Key draft (draft-ietf-httpapi-idempotency-key-header, "Error
+    Scenarios") answers it 422, as Powertools' idempotency utility with
+    ``payload_validation_jmespath`` raises ``IdempotencyValidationError``. Nothing was
+    applied: the earlier request stands.
+    """
+
+
 class NotAnIndexError(InvalidInputError):
     """A logical key has no ordered layout, so no ordered index (an HTTP 404 Not Found)."""
 

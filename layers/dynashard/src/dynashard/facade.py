@@ -609,7 +609,12 @@ class Dynashard:
         Returns
         -------
         bool
-            False when ``idempotency_key`` had already been applied.
+            False when ``idempotency_key`` had already been applied (with this ``by``).
+
+        Raises
+        ------
+        IdempotentParameterMismatchError
+            Naming ``idempotency_key``, if it was applied with another ``by``.
         """
         return self._counters().increment(name, by, idempotency_key)
 

@@ -32,7 +32,13 @@ from pydantic import (
     field_validator,
 )
 
-from dynashard.core.keys import format_ts, parse_ts, sort_key, validate_logical_key
+from dynashard.core.keys import (
+    MIN_EPOCH_MS_MAGNITUDE,
+    format_ts,
+    parse_ts,
+    sort_key,
+    validate_logical_key,
+)
 from dynashard.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -67,14 +73,17 @@ NUMBER_RANGE: Final = (
 
 
 #: The JSON schema of ``ts`` as the API accepts it: RFC 3339 text, or epoch milliseconds
-#: within the years 1..9999 (what :func:`dynashard.core.keys.parse_ts` takes; ISO-8601 text
-#: that is not RFC 3339, e.g. a date alone, is accepted too but left undocumented).
+#: within the years 1..9999 and of magnitude 10**11 or more, not epoch seconds (what
+#: :func:`dynashard.core.keys.parse_ts` takes; ISO-8601 text that is not RFC 3339, e.g. a
+#: date alone, is accepted too but left undocumented).
 TS_SCHEMA: Final[dict[str, Any]] = {
     "anyOf": [
         {"type": "string", "format": "date-time"},
-        {"type": "number", "minimum": -62_135_596_800_000, "maximum": 253_402_300_799_999},
+        {"type": "number", "minimum": MIN_EPOCH_MS_MAGNITUDE, "maximum": 253_402_300_799_999},
+        {"type": "number", "minimum": -62_135_596_800_000, "maximum": -MIN_EPOCH_MS_MAGNITUDE},
     ],
-    "description": "Event time: RFC 3339 (naive is UTC) or epoch milliseconds",
+    "description": "Event time: RFC 3339 (naive is UTC) or epoch milliseconds; a number "
+    "below 10**11 in magnitude (1973-03-03T09:46:40Z) is refused as epoch seconds",
 }
 
 
@@ -104,7 +113,9 @@ class Event(BaseModel):
         1,024 bytes.
     ts : datetime
         Event time, an aware UTC datetime. Given as :data:`TimeInput`: ISO-8601 text
-        (naive is UTC), a datetime, or epoch milliseconds.
+        (naive is UTC), a datetime, or epoch milliseconds of magnitude 10**11 or more (a
+        smaller number is what epoch seconds look like, and is refused:
+        :data:`~dynashard.core.keys.MIN_EPOCH_MS_MAGNITUDE`).
     data : dict
         Payload, a JSON object. Numbers are stored exactly as DynamoDB numbers (up to
         38 significant digits): a ``Decimal`` as it is, a float as ``Decimal(repr(f))``;

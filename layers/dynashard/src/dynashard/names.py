@@ -81,6 +81,9 @@ ENV_SHARD_ATTR: Final = "DYNASHARD_SHARD_ATTR"
 ENV_DATA_ATTR: Final = "DYNASHARD_DATA_ATTR"
 #: ``nested`` (default: under the data attribute) or ``flat`` (the item's own attributes).
 ENV_PAYLOAD: Final = "DYNASHARD_PAYLOAD"
+#: The query function's key for signing the cursors it hands out
+#: (:mod:`dynashard.lambda_kit.cursors`): the stack's generated secret.
+ENV_CURSOR_KEY: Final = "DYNASHARD_CURSOR_KEY"
 ENV_POWERTOOLS_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_POWERTOOLS_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 

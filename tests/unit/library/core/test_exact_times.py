@@ -4,7 +4,8 @@
 about 1698..2242 the float cannot hold the millisecond, so the stored time was
 microseconds off, and under the millisecond codecs (``epoch_ms_number``,
 ``iso_ms_then_id``) that is another millisecond: two events sent 1 ms apart then
-shared one, and the second was refused.
+shared one, and the second was refused. Issue 39: a number below 10**11 in magnitude
+(epoch seconds) given as an input time is refused, naming the field.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from moto import mock_aws
 
 from dynashard import Dynashard, DynashardConfig
-from dynashard.core.keys import format_ts, parse_ts
+from dynashard.core.keys import MIN_EPOCH_MS_MAGNITUDE, format_ts, parse_ts
 from dynashard.core.schema import EPOCH, EPOCH_MS_NUMBER, MAX_EPOCH_MS, MIN_EPOCH_MS, TableSchema
 from dynashard.core.schema import epoch_ms as epoch_ms_of
 from dynashard.errors import InvalidInputError
@@ -47,8 +48,8 @@ def test_epoch_milliseconds_parse_to_that_millisecond_exactly(millis: int) -> No
     expected = EPOCH + timedelta(milliseconds=millis)
     # Given the millisecond as an int, as digits, as a Decimal and as an integral float
     for value in (millis, str(millis), Decimal(millis), float(millis)):
-        # When parsed
-        parsed = parse_ts(value)
+        # When parsed (as a stored time: any magnitude; an input's is bounded, below)
+        parsed = parse_ts(value, min_epoch_ms=None)
         # Then it is that millisecond, to the microsecond
         assert parsed == expected, (value, format_ts(parsed))
         assert epoch_ms_of(parsed) == millis
@@ -56,10 +57,58 @@ def test_epoch_milliseconds_parse_to_that_millisecond_exactly(millis: int) -> No
 
 def test_fractional_milliseconds_are_kept_to_the_microsecond() -> None:
     assert format_ts(parse_ts(Decimal("253402300799998.5"))) == "9999-12-31T23:59:59.998500Z"
-    assert format_ts(parse_ts(Decimal("-1.25"))) == "1969-12-31T23:59:59.998750Z"
+    assert format_ts(parse_ts(Decimal("-1.25"), min_epoch_ms=None)) == (
+        "1969-12-31T23:59:59.998750Z"
+    )
     # half a microsecond rounds half to even, as datetime.fromtimestamp did
-    assert format_ts(parse_ts(Decimal("0.0005"))) == "1970-01-01T00:00:00.000000Z"
-    assert format_ts(parse_ts(Decimal("0.0015"))) == "1970-01-01T00:00:00.000002Z"
+    assert format_ts(parse_ts(Decimal("0.0005"), min_epoch_ms=None)) == (
+        "1970-01-01T00:00:00.000000Z"
+    )
+    assert format_ts(parse_ts(Decimal("0.0015"), min_epoch_ms=None)) == (
+        "1970-01-01T00:00:00.000002Z"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        1_357_035_300,  # 2013-01-01T10:15:00Z in epoch seconds
+        "1357035300",
+        Decimal("1357035300.5"),
+        1357035300.25,
+        0,
+        -1,
+        -1_000_000_000,  # 1938 in epoch seconds
+        99_999_999_999,
+        -99_999_999_999,
+    ],
+)
+def test_epoch_seconds_are_refused_naming_the_field(value: object) -> None:
+    # Given a number below 10**11 in magnitude (epoch seconds of any year 1..5138)
+    # When it is given as an event's time or a read's bound
+    for field in ("ts", "from"):
+        with pytest.raises(InvalidInputError) as raised:
+            parse_ts(value, field)
+        # Then it is refused naming the field, and says what it would have been
+        assert raised.value.field == field
+        assert "what epoch seconds look like (it would be 19" in raised.value.message
+    with pytest.raises(ValueError, match=r"ts\n.*what epoch seconds look like"):
+        Event(key="K", id="e1", ts=value)
+
+
+@pytest.mark.parametrize(
+    "millis", [MIN_EPOCH_MS_MAGNITUDE, -MIN_EPOCH_MS_MAGNITUDE, 946_684_800_000]
+)
+def test_epoch_milliseconds_from_the_bound_are_taken(millis: int) -> None:
+    # 10**11 ms is 1973-03-03T09:46:40Z; -10**11 ms 1966-10-31T14:13:20Z
+    assert epoch_ms_of(parse_ts(millis)) == millis
+    assert epoch_ms_of(Event(key="K", id="e1", ts=millis).ts) == millis
+    assert format_ts(parse_ts(MIN_EPOCH_MS_MAGNITUDE)) == "1973-03-03T09:46:40.000000Z"
+
+
+def test_a_stored_time_of_any_magnitude_is_read() -> None:
+    # another program's epoch attribute near 1970 is data already stored, not input
+    assert format_ts(parse_ts(1_000, min_epoch_ms=None)) == "1970-01-01T00:00:01.000000Z"
 
 
 @pytest.mark.parametrize(

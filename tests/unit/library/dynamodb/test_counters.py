@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from dynashard import Dynashard, DynashardConfig, counter_key
-from dynashard.errors import InvalidInputError
+from dynashard.errors import IdempotentParameterMismatchError, InvalidInputError
 from infra.table_specs import DATA_TABLE, METADATA_TABLE
 
 from ..fakes import FlakyClient
@@ -29,6 +29,25 @@ def test_idempotent_increment_applies_once(facade: Dynashard) -> None:
     assert facade.increment_counter("UA", 5, idempotency_key="msg-1") is False
     assert facade.increment_counter("UA", 2, idempotency_key="msg-2") is True
     assert facade.get_counter("UA").value == 7
+
+
+@pytest.mark.parametrize("counts", [(1, 1), (2, 8)])
+def test_an_idempotency_key_reused_with_another_by_is_refused_and_changes_nothing(
+    facade: Dynashard, counts: tuple[int, int]
+) -> None:
+    # Given an increment applied under a key (and the counter resized since, or not)
+    facade.set_shard_count(counter_key("UA"), counts[0])
+    assert facade.increment_counter("UA", 5, idempotency_key="msg-1") is True
+    facade.set_shard_count(counter_key("UA"), counts[1])
+    # When the key comes again with another by
+    with pytest.raises(IdempotentParameterMismatchError, match=r"^idempotency_key: ") as raised:
+        facade.increment_counter("UA", 3, idempotency_key="msg-1")
+    # Then it is refused naming the key and both values, and nothing is applied
+    assert raised.value.field == "idempotency_key"
+    assert "by=5, not 3" in raised.value.message
+    assert facade.get_counter("UA").value == 5
+    # and the same by again is still "already applied"
+    assert facade.increment_counter("UA", 5, idempotency_key="msg-1") is False
 
 
 def test_counter_read_after_shrink_still_sums_every_shard(facade: Dynashard) -> None:

@@ -225,7 +225,7 @@ def test_write_load_is_logged_per_key_before_the_write_and_refusals_after_it() -
 def test_an_event_too_large_for_an_item_counts_no_write_units() -> None:
     # Given a JFK event over DynamoDB's 400 KB item limit next to a normal one
     big = json.dumps(
-        {"key": "DEPARTURES#JFK", "id": "big", "ts": 1, "data": {"blob": "x" * 420_000}}
+        {"key": "DEPARTURES#JFK", "id": "big", "ts": 1357035300000, "data": {"blob": "x" * 420_000}}
     )
     logger = RecordingLogger()
     # When the write load is logged

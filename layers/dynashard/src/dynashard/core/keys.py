@@ -160,7 +160,19 @@ def split_physical_key(pk: str) -> tuple[str, int]:
     return logical, int(shard)
 
 
-def parse_ts(value: object, field: str = "ts") -> datetime:
+#: Smallest magnitude of epoch milliseconds taken as a time given as input, 10**11 ms
+#: (1973-03-03T09:46:40Z, and -10**11 ms, 1966-10-31T14:13:20Z). Every epoch *seconds*
+#: value of the years 1..5138 is below it (2013-01-01 is 1,357,000,000 s), so a
+#: number below it is refused instead of stored in 1970; epoch milliseconds of a time
+#: between those two instants are the only times it refuses, and are sent as ISO-8601.
+#: The lowest bound that still refuses every plausible epoch-seconds value (a bound at
+#: 2000-01-01, 946,684,800,000 ms, would also refuse 27 years of real milliseconds).
+MIN_EPOCH_MS_MAGNITUDE: Final = 10**11
+
+
+def parse_ts(
+    value: object, field: str = "ts", *, min_epoch_ms: int | None = MIN_EPOCH_MS_MAGNITUDE
+) -> datetime:
     """Parse an event time: ISO-8601 text or epoch milliseconds.
 
     Parameters
@@ -173,6 +185,10 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
         half to even; a float as its ``repr``).
     field : str
         Name to report in the error.
+    min_epoch_ms : int or None
+        Epoch milliseconds whose magnitude is below it are refused (default
+        :data:`MIN_EPOCH_MS_MAGNITUDE`, 10**11: what epoch seconds look like); None
+        takes any, for a time already stored (another program's epoch attribute).
 
     Returns
     -------
@@ -183,8 +199,8 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
     ------
     InvalidInputError
         If the value is neither (a value of another type is named: ``list is not a
-        time``), or is outside the years 1..9999 in UTC (``is outside the years
-        1..9999 in UTC``).
+        time``), is outside the years 1..9999 in UTC (``is outside the years 1..9999
+        in UTC``), or is a number of magnitude below ``min_epoch_ms``.
 
     Examples
     --------
@@ -194,7 +210,15 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
     True
     >>> parse_ts("2013-01-01T05:15:00-05:00").isoformat()
     '2013-01-01T10:15:00+00:00'
+
+    Epoch seconds are refused, not stored in 1970:
+
+    >>> parse_ts(1357035300)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dynashard.errors.InvalidInputError: ts: 1357035300 is below 10**11 epoch milliseconds ...
     """
+    epoch = False
     try:
         if isinstance(value, datetime):
             parsed = value
@@ -204,6 +228,7 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
             isinstance(value, str) and value.strip().lstrip("-").isdigit()
         ):
             parsed = _from_epoch_ms(value)
+            epoch = True
         elif isinstance(value, str):
             text = value.strip()
             if text.endswith(("Z", "z")):
@@ -220,6 +245,18 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
             "must be ISO-8601 (e.g. 2013-01-01T10:15:00Z) or epoch milliseconds, "
             f"got {value!r}{why}",
         ) from exc
+    if (
+        epoch
+        and min_epoch_ms is not None
+        and abs(parsed - _EPOCH) < timedelta(milliseconds=min_epoch_ms)
+    ):
+        raise InvalidInputError(
+            field,
+            f"{value!r} is below {_power_of_ten(min_epoch_ms)} epoch milliseconds in "
+            f"magnitude, what epoch seconds look like (it would be {format_ts(parsed)}): "
+            "send epoch milliseconds, or ISO-8601 (e.g. 2013-01-01T10:15:00Z) for a time "
+            "that close to 1970",
+        )
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     try:
@@ -228,6 +265,12 @@ def parse_ts(value: object, field: str = "ts") -> datetime:
         raise InvalidInputError(
             field, f"is outside the years 1..9999 in UTC, got {value!r}"
         ) from exc
+
+
+def _power_of_ten(n: int) -> str:
+    """``10**11`` for 10**11, else the number with thousands separators."""
+    exponent = len(str(n)) - 1
+    return f"10**{exponent}" if n == 10**exponent else f"{n:,}"
 
 
 #: 1970-01-01T00:00:00Z, the origin of epoch milliseconds.

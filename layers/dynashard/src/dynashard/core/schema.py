@@ -322,7 +322,7 @@ class IsoTimeThenId(SortKeyCodec):
         stamp, sep, event_id = sk[:width], sk[width : width + 1], sk[width + 1 :]
         if sep == SEPARATOR and event_id:
             try:
-                ts = parse_ts(stamp, "sort_key")
+                ts = parse_ts(stamp, "sort_key", min_epoch_ms=None)
             except InvalidInputError:
                 ts = None
             if ts is not None and self.format(ts) == stamp:

@@ -34,7 +34,12 @@ from dynashard.core.keys import physical_key, validate_logical_key
 from dynashard.core.retry import Backoff
 from dynashard.core.strategies import shard_for
 from dynashard.dynamodb.shard_metadata import ShardMetadata
-from dynashard.errors import CounterError, CounterOverflowError, InvalidInputError
+from dynashard.errors import (
+    CounterError,
+    CounterOverflowError,
+    IdempotentParameterMismatchError,
+    InvalidInputError,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -189,15 +194,20 @@ class ShardedCounter:
         Returns
         -------
         bool
-            True when applied; False when ``idempotency_key`` was already applied,
-            whatever the value of the shard it lands on (a redelivery to a shard at the
-            38-digit bound is "already applied", not an overflow).
+            True when applied; False when ``idempotency_key`` was already applied with
+            the same ``by``, whatever the value of the shard it lands on (a redelivery
+            to a shard at the 38-digit bound is "already applied", not an overflow).
 
         Raises
         ------
         InvalidInputError
             Naming ``by`` if it is 0, not an int, or more than 38 digits
             (:data:`MAX_COUNTER_VALUE`); naming ``name`` if the name is invalid.
+        IdempotentParameterMismatchError
+            Naming ``idempotency_key``, if the key was already applied with another
+            ``by`` (nothing is applied; as DynamoDB's own
+            ``IdempotentParameterMismatchException`` for a ``ClientRequestToken`` reused
+            with another request, and the IETF Idempotency-Key draft's 422).
         CounterOverflowError
             Naming ``by``, if a fresh increment (not a redelivery) would take the shard
             it lands on past 38 digits, the precision of a DynamoDB number (the shard is
@@ -283,14 +293,24 @@ class ShardedCounter:
                 ) from exc
             # The marker's condition is asked first: a redelivery is "already applied"
             # whatever the shard's value, even when the shard's bound failed too (both
-            # conditions fail on a redelivery to a shard at the bound). Where the
-            # cancellation reasons do not say (an engine that stops at the first failed
-            # condition), a strongly consistent read of the marker does (0.5 RCU, only
-            # on this path).
+            # conditions fail on a redelivery to a shard at the bound). The marker is
+            # read (strongly consistent, 0.5 RCU, only on this path): it says whether
+            # the key was applied where the cancellation reasons do not (an engine that
+            # stops at the first failed condition), and with which ``by``.
+            stored, applied_by = (
+                self._marker(logical, idempotency_key)
+                if idempotency_key is not None
+                else (False, None)
+            )
             if idempotency_key is not None and (
-                reasons[:1] == ["ConditionalCheckFailed"]
-                or self._marker_exists(logical, idempotency_key)
+                reasons[:1] == ["ConditionalCheckFailed"] or stored
             ):
+                if applied_by is not None and applied_by != by:
+                    raise IdempotentParameterMismatchError(
+                        "idempotency_key",
+                        f"{idempotency_key!r} was applied to counter {name!r} with by="
+                        f"{applied_by}, not {by}: a new increment needs a new key",
+                    ) from exc
                 return False
             raise CounterOverflowError(
                 "by",
@@ -301,8 +321,12 @@ class ShardedCounter:
         except BotoCoreError as exc:
             raise CounterError(f"incrementing counter {name!r} failed: {exc}") from exc
 
-    def _marker_exists(self, logical: str, idempotency_key: str) -> bool:
-        """Return whether an idempotent increment's marker is stored (consistent read)."""
+    def _marker(self, logical: str, idempotency_key: str) -> tuple[bool, int | None]:
+        """Return whether an idempotency key's marker is stored, and its ``by`` (consistent read).
+
+        The ``by`` is None when no marker is stored, or one without its ``count`` (none is
+        written so), which is taken as applied with any ``by``.
+        """
         try:
             response = self.client.get_item(
                 TableName=self.table_name,
@@ -311,12 +335,16 @@ class ShardedCounter:
                     names.ATTR_SK: {"S": APPLIED_SORT_KEY},
                 },
                 ConsistentRead=True,
-                ProjectionExpression="#pk",
-                ExpressionAttributeNames={"#pk": names.ATTR_PK},
+                ProjectionExpression="#pk, #c",
+                ExpressionAttributeNames={"#pk": names.ATTR_PK, "#c": names.ATTR_COUNT},
             )
         except (ClientError, BotoCoreError) as exc:
             raise CounterError(f"reading the marker of {idempotency_key!r} failed: {exc}") from exc
-        return "Item" in response
+        item = response.get("Item")
+        if item is None:
+            return False, None
+        applied_by = item.get(names.ATTR_COUNT, {}).get("N")
+        return True, None if applied_by is None else int(applied_by)
 
     def get(self, name: str) -> CounterValue:
         """Read a counter: BatchGetItem over every shard it ever had, summed.

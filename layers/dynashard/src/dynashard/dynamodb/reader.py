@@ -774,7 +774,7 @@ def is_dynashard_item(item: dict[str, Any], key: str, schema: TableSchema = DEFA
     if not (isinstance(stored_ts, dict) and isinstance(stored_ts.get("S"), str)):
         return False
     try:
-        ts = parse_ts(stored_ts["S"], schema.ts_attr)
+        ts = parse_ts(stored_ts["S"], schema.ts_attr, min_epoch_ms=None)
         expected = schema.sort_key_codec.encode(ts, stored_id["S"])
     except (InvalidInputError, OverflowError):
         return False
@@ -1098,7 +1098,7 @@ def foreign_identity(
             raise InvalidInputError(
                 schema.ts_attr, f"is missing, and the sort key (codec {codec.name}) holds no time"
             )
-        ts = parse_ts(plain_value(stored_ts), schema.ts_attr)
+        ts = parse_ts(plain_value(stored_ts), schema.ts_attr, min_epoch_ms=None)
     return ts, event_id
 
 

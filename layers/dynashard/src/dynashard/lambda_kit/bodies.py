@@ -16,6 +16,7 @@ describe them all the same.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
@@ -290,12 +291,39 @@ class ReadPlanBody(BaseModel):
     reason: str = Field(description="Why this path, with the cost of the other")
 
 
+class EventItem(BaseModel):
+    """One event of a page of ``GET /events``, as it was written."""
+
+    model_config = ConfigDict(defer_build=True, extra="allow")
+
+    key: str = Field(description="The logical key (a family's bucket key for a bucketed family)")
+    id: str = Field(description="The event's id, unique within the key")
+    ts: datetime = Field(
+        description="Event time, UTC, fixed-width ISO-8601 with microseconds "
+        "(2013-01-01T10:15:00.000000Z)"
+    )
+    data: dict[str, Any] = Field(
+        description="The payload as written; numbers exact (integral as integers)"
+    )
+
+
+class OrderedEntry(BaseModel):
+    """One entry of a page of ``GET /index/{key}``."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    id: str = Field(description="Unique within the key")
+    value: str = Field(description="The value the index orders by (compared normalised)")
+    shard: int = Field(description="The range shard that holds it")
+    data: dict[str, Any] = Field(description="The entry's payload ({} when none)")
+
+
 class EventsPage(BaseModel):
     """Body of ``GET /events``."""
 
     model_config = ConfigDict(defer_build=True, extra="allow")
 
-    items: list[dict[str, Any]] = Field(description='Events {"key","id","ts","data"} in order')
+    items: list[EventItem] = Field(description="Events in sort-key order")
     cursor: str | None = Field(
         description="Pass back as `cursor` for the next page; null at the end"
     )
@@ -429,16 +457,20 @@ class StrategyBody(BaseModel):
         N of the key if this request creates it, 1..1000; a stored key keeps its N.
     """
 
-    # The schema says what the library checks: an attribute with calculated, none with
-    # random (a schema-valid body is never refused for its shape).
+    # The schema says what the library checks: an attribute with calculated, none (absent
+    # or null) with random (a schema-valid body is never refused for its shape, and a
+    # refused one never schema-valid: schemathesis found {"attribute": null} with random
+    # accepted while the schema refused it, issue 39).
     model_config = ConfigDict(
         defer_build=True,
         extra="forbid",
         json_schema_extra={
             "oneOf": [
                 {
-                    "properties": {"strategy": {"const": "random"}},
-                    "not": {"required": ["attribute"]},
+                    "properties": {
+                        "strategy": {"const": "random"},
+                        "attribute": {"type": "null"},
+                    },
                 },
                 {
                     "properties": {
@@ -760,9 +792,7 @@ class OrderedPageBody(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     key: str
-    items: list[dict[str, Any]] = Field(
-        description='Entries {"id","value","shard","data"} in order (ties by id)'
-    )
+    items: list[OrderedEntry] = Field(description="Entries in value order (ties by id)")
     cursor: str | None = Field(
         description="Pass back as `cursor` (same prefix/from/to) for the next page; null at the end"
     )
@@ -790,7 +820,7 @@ class OrderedPageBody(BaseModel):
         """
         return cls(
             key=key,
-            items=page.items,
+            items=[OrderedEntry.model_validate(item) for item in page.items],
             cursor=page.cursor,
             shards_in_range=page.shards_in_range,
             shards_queried=page.shards_queried,

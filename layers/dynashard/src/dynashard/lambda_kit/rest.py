@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from dynashard.errors import (
     ConfigurationError,
     DynashardError,
+    IdempotentParameterMismatchError,
     InvalidInputError,
     NotAnIndexError,
     ShardQueryError,
@@ -55,7 +56,8 @@ class ErrorResponse(BaseModel):
 
     # The docstring is the schema's description in the OpenAPI document: ``message``
     # says what was wrong; ``field`` names the offending field (``events[3].ts``);
-    # ``errors`` (422) has one entry per offending field; ``shards`` (503 of a read)
+    # ``errors`` (a parameter or body that failed validation) has one entry per
+    # offending field; ``shards`` (503 of a read)
     # the physical keys whose query failed.
 
     message: str
@@ -68,9 +70,31 @@ class ErrorResponse(BaseModel):
 ERROR_CONTENT: dict[str, Any] = {"application/json": {"model": ErrorResponse}}
 
 
+#: The one status of invalid input, whichever layer notices it (Powertools' validation of
+#: a parameter or body, a body model, a rule of the library): 400 Bad Request, as AWS's
+#: own APIs answer a ``ValidationException`` (DynamoDB, API Gateway's request
+#: validators), as every route already answered the library's rules and a cursor the
+#: server did not issue. Powertools' default for its own validation, 422, is overridden
+#: in :func:`register_error_handlers`; 422 is kept for a well-formed request that
+#: contradicts an earlier one (an ``Idempotency-Key`` reused with another body, as the
+#: IETF Idempotency-Key draft says).
+INVALID_INPUT_STATUS: HTTPStatus = HTTPStatus.BAD_REQUEST
+
+#: Every 503 says when to try again (RFC 9110, section 10.2.3), in seconds.
+RETRY_AFTER_HEADER = "Retry-After"
+#: Seconds a client should wait before reading again after a 503 (a shard query failed;
+#: the ingest function's 503, events not written, says the same, its ``RETRY_AFTER_S``):
+#: one second, the window DynamoDB counts a partition's throughput over (1,000 WCU and
+#: 3,000 RCU per second).
+RETRY_AFTER_S = 1
+
+#: The header that makes a retried request apply once (IETF Idempotency-Key draft).
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+
 #: What each error status of :func:`dynashard.lambda_kit.rest.register_error_handlers` means.
 ERROR_DESCRIPTIONS: dict[int, str] = {
-    400: "Bad input: `field` names it",
+    400: "Invalid input (a parameter, the body, a cursor the server did not issue): "
+    "`field` names it",
     404: "No such resource (e.g. a key without an ordered layout): `field` names it",
     409: "Conflicts with what is stored: `field` names it",
     500: "A dynashard error, e.g. a write that failed after its retries",
@@ -329,23 +353,68 @@ def error_response(
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
 
 
+def refuse_unknown_query_parameters(
+    app: APIGatewayRestResolver, next_middleware: Callable[[APIGatewayRestResolver], Response[Any]]
+) -> Response[Any]:
+    """Refuse a query parameter the route does not take (a Powertools global middleware).
+
+    A misspelled parameter (``form`` for ``from``, ``limt``) was ignored, and the answer
+    was a silently wrong one (the whole key, a default page); now it is invalid input
+    naming it. Runs after Powertools' validation of the declared parameters.
+
+    Parameters
+    ----------
+    app : APIGatewayRestResolver
+        The resolver, its route matched (``app.context["_route"]``, set by Powertools).
+    next_middleware : callable
+        The rest of the chain.
+
+    Returns
+    -------
+    Response
+        The route's answer.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first unknown parameter (sorted), listing those the route takes.
+    """
+    route = app.context.get("_route")
+    if route is not None:
+        declared = {str(p.alias) for p in route.dependant.query_params}
+        sent = set(app.current_event.query_string_parameters or {})
+        unknown = sorted(sent - declared)
+        if unknown:
+            takes = ", ".join(sorted(declared)) or "none"
+            path = str(route.path).replace("<", "{").replace(">", "}")
+            raise InvalidInputError(
+                unknown[0], f"is not a query parameter of {route.method} {path} (it takes: {takes})"
+            )
+    return next_middleware(app)
+
+
 def register_error_handlers(
     app: APIGatewayRestResolver, logger: Logger, fallback_field: str = "body"
 ) -> None:
     """Map request-validation and dynashard errors to JSON responses on ``app``.
 
-    ``RequestValidationError`` -> 422 with every error; ``InvalidInputError`` (and
-    ``CursorError``) -> 400, except ``StateConflictError`` (another layout is stored, a
+    Invalid input is one status, 400, whichever layer notices it:
+    ``RequestValidationError`` (Powertools' validation of parameters and bodies, 422 by
+    default) -> 400 with every error, as ``InvalidInputError`` (and ``CursorError``) ->
+    400 (:data:`INVALID_INPUT_STATUS`), except ``StateConflictError`` (another layout is stored, a
     counter shard would overflow) -> 409 and ``NotAnIndexError`` -> 404;
     ``StrategyConflictError`` (the key has another strategy and ``force`` was not
-    given) -> 409 naming ``strategy``; ``ShardQueryError``
-    -> 503 naming the failed shards; ``ConfigurationError`` (the function's own
-    environment is invalid) -> 500 without a field; any other ``DynashardError`` -> 500. Registered
+    given) -> 409 naming ``strategy``; ``IdempotentParameterMismatchError`` (an
+    ``Idempotency-Key`` reused with another body) -> 422 naming the header;
+    ``ShardQueryError`` -> 503 naming the failed shards, with ``Retry-After``;
+    ``ConfigurationError`` (the function's own environment is invalid) -> 500 without a
+    field; any other ``DynashardError`` -> 500. Registered
     most specific first, as Powertools looks handlers up along the exception's MRO.
     A body of another content type than JSON is a 415 naming ``Content-Type``, one that
     is not UTF-8 a 400 naming ``body``, a path no route of ``app`` has a 404 naming
-    ``path`` (Powertools answered its own bodies, or a 502). A ``RecursionError`` raised
-    while the body is decoded (Python's ``json`` gives up
+    ``path`` (Powertools answered its own bodies, or a 502), a query parameter the route
+    does not take a 400 naming it (:func:`refuse_unknown_query_parameters`). A
+    ``RecursionError`` raised while the body is decoded (Python's ``json`` gives up
     past about a thousand levels) is a 400 naming ``body`` and DynamoDB's 32-level
     nesting limit when the body is nested that deep; any other one propagates.
 
@@ -375,17 +444,26 @@ def register_error_handlers(
         first = errors[0] if errors else {"field": fallback_field, "msg": "invalid request"}
         logger.info("request rejected", extra={"errors": errors})
         return error_response(
-            HTTPStatus.UNPROCESSABLE_ENTITY,
+            INVALID_INPUT_STATUS,
             f"{first['field']}: {first['msg']}",
             str(first["field"]),
             errors=errors,
         )
 
     def dynashard_invalid(exc: InvalidInputError) -> Response[Any]:
-        return error_response(HTTPStatus.BAD_REQUEST, exc.message, exc.field)
+        return error_response(INVALID_INPUT_STATUS, exc.message, exc.field)
 
     def state_conflict(exc: StateConflictError) -> Response[Any]:
         return error_response(HTTPStatus.CONFLICT, exc.message, exc.field)
+
+    def idempotency_mismatch(exc: IdempotentParameterMismatchError) -> Response[Any]:
+        # The library names its argument; the API's is the header.
+        logger.info("idempotency key reused with another body", extra={"field": exc.field})
+        return error_response(
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            exc.message.replace(exc.field, IDEMPOTENCY_KEY_HEADER, 1),
+            IDEMPOTENCY_KEY_HEADER,
+        )
 
     def strategy_conflict(exc: StrategyConflictError) -> Response[Any]:
         logger.info("strategy refused", extra={"key": exc.key, "current": exc.current})
@@ -396,7 +474,11 @@ def register_error_handlers(
 
     def shard_failed(exc: ShardQueryError) -> Response[Any]:
         logger.error("shard query failed", extra={"failures": exc.failures})
-        return error_response(HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards))
+        answer = error_response(
+            HTTPStatus.SERVICE_UNAVAILABLE, exc.message, shards=list(exc.shards)
+        )
+        answer.headers[RETRY_AFTER_HEADER] = str(RETRY_AFTER_S)
+        return answer
 
     def too_deep(exc: RecursionError) -> Response[Any]:
         depth = json_nesting_depth(app.current_event.body)
@@ -404,7 +486,7 @@ def register_error_handlers(
             raise exc  # not the body's doing: a bug, not bad input
         logger.info("request rejected", extra={"field": "body", "nesting": depth})
         return error_response(
-            HTTPStatus.BAD_REQUEST,
+            INVALID_INPUT_STATUS,
             f"body: nests objects and arrays {depth} deep, over DynamoDB's limit of "
             f"{MAX_NESTING_LEVELS} levels for an attribute",
             "body",
@@ -426,6 +508,7 @@ def register_error_handlers(
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, exc.message)
 
     app.exception_handler(RequestValidationError)(request_invalid)
+    app.exception_handler(IdempotentParameterMismatchError)(idempotency_mismatch)
     app.exception_handler(StateConflictError)(state_conflict)
     app.exception_handler(StrategyConflictError)(strategy_conflict)
     app.exception_handler(NotAnIndexError)(not_an_index)
@@ -446,11 +529,10 @@ def register_error_handlers(
     app.exception_handler(RequestUnsupportedContentType)(unsupported_type)
 
     def not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
-        return error_response(
-            HTTPStatus.BAD_REQUEST, f"body: not UTF-8 text ({exc.reason})", "body"
-        )
+        return error_response(INVALID_INPUT_STATUS, f"body: not UTF-8 text ({exc.reason})", "body")
 
     app.exception_handler(UnicodeDecodeError)(not_utf8)
+    app.use([refuse_unknown_query_parameters])
 
     def no_route(_exc: Exception) -> Response[Any]:
         event = app.current_event
