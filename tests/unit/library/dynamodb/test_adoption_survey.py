@@ -137,6 +137,16 @@ def test_the_refusal_quotes_each_unreadable_sort_key_separated_by_semicolons() -
     assert "codec iso_then_id cannot read" in text
 
 
+def test_the_refusal_ends_naming_the_setting_and_the_way_out() -> None:
+    # When an adoption is refused, then the sentence ends saying what to do: configure
+    # the codec (its setting named) or move the items out of the key
+    text = survey().refusal("iso_then_id")
+    assert text.endswith(
+        ". Configure the codec that matches them (DYNASHARD_SORT_KEY_CODEC), or move them"
+        " out of the key, before adopting it"
+    )
+
+
 def test_the_json_report_names_every_field() -> None:
     # When a survey is reported as JSON, then every field is there under its own name
     assert survey().to_json() == {

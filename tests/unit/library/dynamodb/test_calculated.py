@@ -306,6 +306,30 @@ def test_targeted_read_of_a_key_that_is_not_calculated_names_attr(facade: Dynash
     assert never_seen.value.field == "attr"
 
 
+@pytest.mark.parametrize("value", [True, 1.5, b"UA", ["UA"]])
+def test_a_targeted_value_that_is_not_text_or_an_integer_is_refused_naming_attr(
+    facade: Dynashard, value: Any
+) -> None:
+    # Given a calculated key
+    facade.set_strategy(KEY, Strategy.CALCULATED, attribute="carrier")
+    # When it is read targeting a value the writer could not have hashed (a bool is not
+    # an integer here), then the refusal names the field attr and shows the value
+    with pytest.raises(InvalidInputError) as caught:
+        facade.query_events(KEY, attribute_value=value)
+    assert caught.value.field == "attr"
+    assert caught.value.message == f"attr: must be a string or an integer, got {value!r}"
+
+
+def test_an_empty_targeted_value_is_refused_naming_attr(facade: Dynashard) -> None:
+    # Given a calculated key, when it is read targeting the empty string
+    facade.set_strategy(KEY, Strategy.CALCULATED, attribute="carrier")
+    with pytest.raises(InvalidInputError) as caught:
+        facade.query_events(KEY, attribute_value="")
+    # Then the refusal names the field attr
+    assert caught.value.field == "attr"
+    assert caught.value.message == "attr: must not be empty"
+
+
 def test_a_cursor_belongs_to_its_targeted_read(facade: Dynashard) -> None:
     facade.set_strategy(KEY, Strategy.CALCULATED, attribute="carrier")
     facade.set_shard_count(KEY, 4)

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 
 from dynashard.core.buckets import TimeBucket, bucket_for
+from dynashard.core.merge import Cursor
 from dynashard.core.shard_info import ShardInfo
+from dynashard.dynamodb.gsi_reader import gsi1_fingerprint
 from dynashard.dynamodb.planned_reader import ADOPTED_UNAVAILABLE, PlannedReader
 from dynashard.dynamodb.reader import Page
 from dynashard.errors import InvalidInputError
-from dynashard.planning.reads import ReadPath
+from dynashard.planning.reads import MAX_GSI1_REQUESTS, ReadPath
 
 T0 = datetime(2013, 1, 1, 10, tzinfo=UTC)
 #: One day's bucket (G = 1) then the next (G = 4), 32 base-table shards.
@@ -116,6 +118,55 @@ def test_a_gsi1_read_without_a_limit_reads_a_page_of_100() -> None:
     [(_, kwargs)] = planned.gsi.calls  # type: ignore[attr-defined]
     assert kwargs["limit"] == 100
     assert planned.base.calls == []  # type: ignore[attr-defined]
+
+
+def test_a_gsi1_read_without_descending_reads_oldest_first() -> None:
+    # When a bounded window GSI1 serves is read without saying the order
+    planned = reader()
+    page = planned.query("K", consistent=False, start=T0, end=T0 + timedelta(hours=2))
+    # Then GSI1 is asked for the oldest first (descending False, not merely falsy)
+    assert page.plan is not None and page.plan.path is ReadPath.GSI1
+    [(_, kwargs)] = planned.gsi.calls  # type: ignore[attr-defined]
+    assert kwargs["descending"] is False
+
+
+def test_a_gsi1_cursor_of_an_oldest_first_read_continues_when_the_order_is_left_out() -> None:
+    # Given the cursor of a GSI1 read asked oldest first (descending=False)
+    start, end = T0, T0 + timedelta(hours=2)
+    query = gsi1_fingerprint("K", start, end, False, TimeBucket.DAY)
+    cursor = Cursor(query, "2013-01-01T10:30:00.000000Z#e1").encode()
+    planned = reader()
+    # When the next page is read without saying the order (oldest first is the default)
+    page = planned.query("K", consistent=False, start=start, end=end, cursor=cursor)
+    # Then GSI1 continues it, with the cursor, oldest first
+    assert page.plan is not None and page.plan.path is ReadPath.GSI1
+    assert planned.base.calls == []  # type: ignore[attr-defined]
+    [(_, kwargs)] = planned.gsi.calls  # type: ignore[attr-defined]
+    assert (kwargs["cursor"], kwargs["descending"]) == (cursor, False)
+
+
+def test_gsi1_serves_a_read_of_exactly_the_most_queries_it_may_make() -> None:
+    # Given a key of 100 shards and no GSI1 records (G = 100 in every bucket), so that
+    # a window of 10 day buckets makes exactly MAX_GSI1_REQUESTS (1000) GSI1 queries
+    info = ShardInfo("K", 100, 0, ((0, 100),))
+    start = datetime(2013, 1, 1, tzinfo=UTC)
+    assert MAX_GSI1_REQUESTS == 10 * 100
+    planned = reader(info)
+    # When the window is read on GSI1
+    page = planned.query(
+        "K", consistent=False, path="gsi1", start=start, end=start + timedelta(days=10)
+    )
+    # Then GSI1 serves it with all 1000 queries (the limit is inclusive)
+    assert page.plan is not None and page.plan.path is ReadPath.GSI1
+    [(_, kwargs)] = planned.gsi.calls  # type: ignore[attr-defined]
+    assert len(kwargs["buckets"]) == 10 and sum(kwargs["gsi1_shards"]) == MAX_GSI1_REQUESTS
+    # And one day more, 1100 queries, is refused naming the path and the limit
+    with pytest.raises(InvalidInputError) as caught:
+        planned.query(
+            "K", consistent=False, path="gsi1", start=start, end=start + timedelta(days=11)
+        )
+    assert caught.value.field == "path"
+    assert f"more than {MAX_GSI1_REQUESTS} GSI1 queries" in caught.value.message
 
 
 def test_a_read_without_an_end_says_gsi1_needs_a_bounded_window() -> None:

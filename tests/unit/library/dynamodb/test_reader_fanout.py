@@ -179,6 +179,22 @@ def test_the_page_does_not_read_ahead_what_it_cannot_need(pool: ThreadPoolExecut
     assert page.queries == len(client.calls) == 4
 
 
+def test_a_read_without_a_limit_returns_a_page_of_100(pool: ThreadPoolExecutor) -> None:
+    # Given 3 shards holding 150 interleaved items
+    client = MemoryQueryClient()
+    for i in range(150):
+        client.put(physical_key("K", i % 3), sk_of(i))
+    reader = reader_of(client, pool, 3)
+    # When a page is read without a limit
+    page = reader.query("K")
+    # Then it holds the first 100 items, and the next page the other 50
+    assert [f"{i['ts']}#{i['id']}" for i in page.items] == [sk_of(i) for i in range(100)]
+    assert page.cursor is not None
+    rest = reader.query("K", cursor=page.cursor)
+    assert [f"{i['ts']}#{i['id']}" for i in rest.items] == [sk_of(i) for i in range(100, 150)]
+    assert rest.cursor is None
+
+
 def test_a_failed_read_ahead_fails_the_read_naming_the_shard(pool: ThreadPoolExecutor) -> None:
     class FailsLaterPages(MemoryQueryClient):
         def query(self, **request: Any) -> dict[str, Any]:
