@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +22,7 @@ from dynashard.core.families import (
     parse_bucketed_keys,
     window_bucket_keys,
 )
+from dynashard.core.merge import encode_token
 from dynashard.dynamodb.bucketed_reader import (
     GSI1_UNAVAILABLE,
     BucketCursor,
@@ -417,6 +420,115 @@ def test_a_failed_bucket_fails_the_read() -> None:
     with pytest.raises(ShardQueryError) as info:
         BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, start=T0, end=T0 + timedelta(days=2))
     assert "OPS_LOG#2026-06-23#0" in info.value.failures
+
+
+# --- mutation testing (issue 38): the cursor's checks, the pool's shutdown -------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"b": -1, "c": None}, {"b": "1", "c": None}, {"b": None, "c": None}, {"b": 0, "c": 5}],
+    ids=["negative-bucket", "text-bucket", "null-bucket", "number-inner"],
+)
+def test_a_cursor_with_a_bad_bucket_or_inner_cursor_is_not_a_cursor(fields: Any) -> None:
+    # Given a cursor document of the right version and query, with a bad field
+    end = T0 + timedelta(days=2)
+    fingerprint = bucketed_fingerprint("OPS_LOG", TimeBucket.DAY, T0, end, False)
+    text = encode_token({"v": 1, "q": fingerprint, **fields})
+    # When it is decoded, or given to a read of that query
+    # Then it is refused as not this API's cursor (not a bucket -1, not a ValueError)
+    with pytest.raises(CursorError) as info:
+        BucketCursor.decode(text, fingerprint)
+    assert str(info.value) == "cursor: is not a cursor returned by this API"
+    with pytest.raises(CursorError, match="is not a cursor returned by this API"):
+        BucketedReader(FakeBuckets({})).query(
+            "OPS_LOG", TimeBucket.DAY, start=T0, end=end, cursor=text
+        )
+
+
+@pytest.mark.parametrize("past", [0, 1, 7])
+def test_a_cursor_past_the_windows_last_bucket_is_refused(past: int) -> None:
+    # Given a two-bucket window and a cursor of its query pointing at bucket 2 + past
+    end = T0 + timedelta(days=2)
+    fingerprint = bucketed_fingerprint("OPS_LOG", TimeBucket.DAY, T0, end, False)
+    cursor = BucketCursor(fingerprint, 2 + past).encode()
+    fake = FakeBuckets({"OPS_LOG#2026-06-22": ["a1"]})
+    # When a page is read with it
+    # Then it is refused naming the cursor, and no bucket is read
+    with pytest.raises(CursorError) as info:
+        BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, start=T0, end=end, cursor=cursor)
+    assert str(info.value) == "cursor: points past the window's last bucket"
+    assert fake.calls == []
+    # And the window's last bucket itself is a valid place to resume
+    last = BucketCursor(fingerprint, 1).encode()
+    page = BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, start=T0, end=end, cursor=last)
+    assert page.items == [] and page.cursor is None
+
+
+def test_a_cursor_of_a_window_with_another_start_is_refused() -> None:
+    # Given a page of the window [day 0, day 3) whose cursor points at a bucket
+    fake = FakeBuckets(
+        {"OPS_LOG#2026-06-22": ["a1"], "OPS_LOG#2026-06-23": ["b1"], "OPS_LOG#2026-06-24": ["c1"]}
+    )
+    end = T0 + timedelta(days=3)
+    page = BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, start=T0, end=end, limit=1)
+    assert page.cursor is not None
+    # When the window [day 1, day 3), the same end, is read with it
+    # Then it is refused (its bucket index counts from another first bucket)
+    with pytest.raises(CursorError, match="another query"):
+        BucketedReader(fake).query(
+            "OPS_LOG",
+            TimeBucket.DAY,
+            start=T0 + timedelta(days=1),
+            end=end,
+            limit=1,
+            cursor=page.cursor,
+        )
+    # And the fingerprint tells windows apart by their start as by their end
+    prints = {
+        bucketed_fingerprint("OPS_LOG", TimeBucket.DAY, T0 + timedelta(days=s), end, False)
+        for s in (0, 1)
+    }
+    assert len(prints) == 2
+
+
+class SlowBuckets(FakeBuckets):
+    """A bucket reader whose read of one bucket takes a while, recording when it ends.
+
+    A failing bucket fails only once the slow one has started, so both are in flight.
+    """
+
+    def __init__(self, data: dict[str, list[str]], fail: frozenset[str], slow: str) -> None:
+        super().__init__(data, fail)
+        self.slow = slow
+        self.slow_started = threading.Event()
+        self.finished: list[str] = []
+
+    def query(self, key: str, **options: Any) -> Page:
+        if key == self.slow:
+            self.slow_started.set()
+            time.sleep(0.3)
+        elif key in self.fail:
+            assert self.slow_started.wait(5)
+        page = super().query(key, **options)
+        self.finished.append(key)
+        return page
+
+
+def test_a_failed_page_leaves_no_bucket_read_running_behind_it() -> None:
+    # Given three day buckets: the first empty (so the next two are read in parallel),
+    # the second failing, the third slow to answer
+    fake = SlowBuckets(
+        {"OPS_LOG#2026-06-24": ["c1"]},
+        fail=frozenset({"OPS_LOG#2026-06-23"}),
+        slow="OPS_LOG#2026-06-24",
+    )
+    # When a page is read, and fails in the second bucket
+    with pytest.raises(ShardQueryError):
+        BucketedReader(fake).query("OPS_LOG", TimeBucket.DAY, start=T0, end=T0 + timedelta(days=3))
+    # Then the third bucket's read, sent with it, had ended before the page failed: no
+    # Query runs on after the call returns (a Lambda would freeze it mid-flight)
+    assert fake.finished == ["OPS_LOG#2026-06-22", "OPS_LOG#2026-06-24"]
 
 
 # --- the facade on moto: write, then read across buckets ------------------------------
