@@ -308,6 +308,24 @@ def test_schema_mismatches_names_each_difference() -> None:
     assert schema_mismatches(describe(gsi=None), DEFAULT_SCHEMA) == ["table 't': has no GSI 'GSI1'"]
 
 
+def test_schema_mismatches_names_each_key_a_partial_description_lacks() -> None:
+    # Given a description with a sort key only (no HASH key): the partition key is named
+    table = describe()
+    table["KeySchema"] = [{"AttributeName": "SK", "KeyType": "RANGE"}]
+    assert schema_mismatches(table, DEFAULT_SCHEMA) == [
+        "table 't': has no partition key, the schema says 'PK' (S)"
+    ]
+    # And a description without key schema or attribute definitions, whose GSI has no
+    # key schema either: every key is named missing, not a TypeError or StopIteration
+    bare = {"TableName": "t", "GlobalSecondaryIndexes": [{"IndexName": "GSI1"}]}
+    assert schema_mismatches(bare, DEFAULT_SCHEMA) == [
+        "table 't': has no partition key, the schema says 'PK' (S)",
+        "table 't': has no sort key, the schema says 'SK' (S)",
+        "table 't' GSI 'GSI1': has no partition key, the schema says 'GSI1PK' (S)",
+        "table 't' GSI 'GSI1': has no sort key, the schema says 'GSI1SK' (S)",
+    ]
+
+
 @pytest.mark.parametrize("codec", [ISO_MS_THEN_ID, ISO_S_THEN_ID], ids=str)
 @pytest.mark.parametrize("before_last", [0, 1, 998], ids=lambda us: f"last-{us}us")
 def test_coarser_iso_codecs_take_windows_to_the_last_microsecond_of_year_9999(

@@ -409,3 +409,75 @@ def test_the_gsi1_fingerprint_changes_with_each_part_of_the_query() -> None:
     cursor = Cursor(prints[0], "2013-01-01T10:00:00.000000Z#e1").encode()
     assert is_gsi1_cursor(cursor, *base)
     assert not any(is_gsi1_cursor(cursor, *q) for q in variants)
+
+
+@pytest.mark.parametrize("limit", [0, 1001])
+def test_a_gsi_page_limit_out_of_range_is_refused_as_field_limit(limit: int) -> None:
+    # Given a page limit outside 1..1000
+    # When GSI1 is asked for such a page
+    with pytest.raises(InvalidInputError) as info:
+        _gsi_reader().query(
+            "K", start=T0, end=T0 + timedelta(hours=1), unit=TimeBucket.DAY,
+            buckets=["2013-01-01"], gsi1_shards=[1], limit=limit,
+        )  # fmt: skip
+    # Then it is refused before any request, naming ``limit`` and its range
+    assert info.value.field == "limit"
+    assert f"must be within 1..1000, got {limit}" in str(info.value)
+
+
+class GsiQueryLog(CountingClient):
+    """Delegates to a real client; logs the GSI1 partition key of each Query."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.gsi1_pks: list[str] = []
+
+    def query(self, **request: Any) -> Any:
+        if request.get("IndexName") == "GSI1":
+            self.gsi1_pks.append(request["ExpressionAttributeValues"][":pk"]["S"])
+        return self.inner.query(**request)
+
+
+@pytest.mark.parametrize("limit", [1, 1000])
+def test_a_gsi_page_limit_at_either_end_of_its_range_is_served(
+    facade: Dynashard, ddb_client: Any, limit: int
+) -> None:
+    # Given a key with 3 events in one day bucket
+    events = [Event(key="K", id=f"e{i}", ts=T0 + timedelta(minutes=i)) for i in range(3)]
+    assert all(o.ok for o in facade.put_events(events))
+    reader = GsiBucketReader(ddb_client, facade.config.data_table, ThreadPoolExecutor(2))
+    # When GSI1 is asked for a page of 1 item, or of the 1,000 items of the upper bound
+    page = reader.query(
+        "K", start=T0, end=T0 + timedelta(hours=1), unit=TimeBucket.DAY,
+        buckets=["2013-01-01"], gsi1_shards=[1], limit=limit,
+    )  # fmt: skip
+    # Then it is served: the first item and a cursor, or every item and no cursor
+    assert [i["id"] for i in page.items] == ["e0", "e1", "e2"][:limit]
+    assert (page.cursor is None) == (limit == 1000)
+
+
+def test_a_gsi_page_filled_by_a_bucket_queries_no_later_bucket(
+    facade: Dynashard, ddb_client: Any
+) -> None:
+    # Given a key with 2 events on one day and 1 on the next
+    days = [T0, T0 + timedelta(minutes=1), T0 + timedelta(days=1)]
+    assert all(o.ok for o in facade.put_events(
+        [Event(key="K", id=f"e{i}", ts=ts) for i, ts in enumerate(days)]
+    ))  # fmt: skip
+    client = GsiQueryLog(ddb_client)
+    reader = GsiBucketReader(client, facade.config.data_table, ThreadPoolExecutor(2))  # type: ignore[arg-type]
+    window: dict[str, Any] = {
+        "start": T0, "end": T0 + timedelta(days=2), "unit": TimeBucket.DAY,
+        "buckets": ["2013-01-01", "2013-01-02"], "gsi1_shards": [1, 1], "limit": 2,
+    }  # fmt: skip
+    # When a page of 2 is read: the first day's bucket fills it exactly
+    page = reader.query("K", **window)
+    # Then the page holds the first day's events and a cursor, and the next day's GSI1
+    # partition was not queried
+    assert [i["id"] for i in page.items] == ["e0", "e1"]
+    assert page.cursor is not None
+    assert client.gsi1_pks == ["K#2013-01-01#0"]
+    # And the cursor's page holds the next day's event, and no cursor
+    page = reader.query("K", cursor=page.cursor, **window)
+    assert [i["id"] for i in page.items] == ["e2"]
+    assert page.cursor is None
