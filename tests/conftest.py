@@ -14,8 +14,18 @@ built once, not once per worker.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
+
+# Powertools reads these when a function module is imported (its Logger and Metrics
+# are built at import, and the functions build their parts at init): set here,
+# before any test module of any folder imports a function, as the stack sets them for
+# every deployed function. A worker that collected an integration or infrastructure
+# module first imported the functions without a service name, and their metrics then
+# carried no ``service`` dimension.
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dynashard-test")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "dynashard")
 
 import pytest
 from hypothesis import HealthCheck, settings

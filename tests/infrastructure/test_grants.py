@@ -176,7 +176,7 @@ CALL_SITES: dict[str, tuple[str, frozenset[str]]] = {
     "dynamodb/writer.py::ShardedWriter._find_stored": ("data", frozenset({"write"})),
     "dynamodb/writer.py::ShardedWriter._put_if_free": ("data", frozenset({"write"})),
     "dynamodb/counters.py::ShardedCounter.increment": ("data", frozenset({"write"})),
-    "dynamodb/counters.py::ShardedCounter._marker_exists": ("data", frozenset({"write"})),
+    "dynamodb/counters.py::ShardedCounter._marker": ("data", frozenset({"write"})),
     "dynamodb/counters.py::ShardedCounter._batch_get": ("data", frozenset({"read"})),
     "dynamodb/family_units.py::pin_bucket_unit": ("data", frozenset({"write"})),
     "dynamodb/gsi_buckets.py::Gsi1BucketRecorder.ensure_unit": ("data", frozenset({"write"})),

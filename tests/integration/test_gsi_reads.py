@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from dynashard import Dynashard, DynashardConfig, Event
+from dynashard import Dynashard, DynashardConfig, Event, names
 from dynashard.core.buckets import TimeBucket
 from dynashard.errors import CursorError, InvalidInputError
 from sandbox.local_aws.aws_events import LambdaContext, api_gateway_event
@@ -167,6 +167,15 @@ def test_gsi1_refuses_what_it_cannot_serve(ds: Dynashard) -> None:
 
 def test_bucket_unit_is_the_writers(ds: Dynashard) -> None:
     assert ds.config.time_bucket is TimeBucket.DAY
+
+
+@pytest.fixture(autouse=True)
+def _cursor_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query function's settings: it signs its cursors with the key the stack gives it
+    (64 characters); the facade it reads with is this module's (``facade=``)."""
+    monkeypatch.setenv(names.ENV_DATA_TABLE, names.DEFAULT_DATA_TABLE)
+    monkeypatch.setenv(names.ENV_METADATA_TABLE, names.DEFAULT_METADATA_TABLE)
+    monkeypatch.setenv(names.ENV_CURSOR_KEY, "integration-cursor-key-" + "k" * 41)
 
 
 def get_events(ds: Dynashard, **params: str) -> tuple[int, dict[str, Any]]:

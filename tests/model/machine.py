@@ -339,30 +339,43 @@ without a table), tested in ``tests/unit/cli/test_cli.py``:
 - ``dynashard(--profile, --region, --endpoint-url, --data-table, --metadata-table)``:
   where the tables are, no semantics
   (``test_the_table_schema_comes_from_the_functions_variables``).
-- ``dynashard status(key, --json, --chart)``: ``shard_info``
+- ``dynashard(--output, --json, --query)``: how a command's document is printed (JSON,
+  a table or text; ``--json`` is ``--output json``; a JMESPath expression applied to it),
+  no semantics (``tests/unit/cli/test_aws_cli_style.py``:
+  ``test_output_json_and_the_json_alias_print_the_same_document``,
+  ``test_query_applies_jmespath_to_the_json_document``).
+- ``dynashard(--version, --debug, --install-completion, --show-completion)``: the
+  installed version, botocore's debug log and tracebacks, typer's shell completion; no
+  read or write (``test_version_prints_the_installed_version``,
+  ``test_debug_logs_botocore_and_prints_the_traceback_of_an_error``,
+  ``test_shell_completion_is_on``).
+- ``dynashard status(key, --chart)``: ``shard_info``
   (``test_resize_creates_then_status_shows_count_history_and_read_paths``,
   ``test_status_chart_writes_a_png``).
-- ``dynashard resize(key, shards, --force, --cooldown, --json)``: ``set_shard_count``
+- ``dynashard resize(key, shards, --force, --cooldown)``: ``set_shard_count``
   (``test_resize_inside_the_cooldown_is_refused_unless_forced``,
   ``test_resize_with_a_zero_cooldown_is_not_refused``).
-- ``dynashard adopt(key, --json)``: ``adopt``
-  (``test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read``).
-- ``dynashard count(key, --from, --to, --json)``: ``count_events``
+- ``dynashard adopt(key, --dry-run, --force)``: ``adopt``; ``--dry-run`` surveys and
+  checks with reads only, ``--force`` adopts a bare key with no item
+  (``test_adopt_dry_run_surveys_and_checks_and_writes_nothing``,
+  ``test_adopting_a_bare_key_with_no_item_is_refused_unless_forced``,
+  ``test_adopt_surveys_another_programs_items_and_refuses_ones_it_cannot_read``).
+- ``dynashard count(key, --from, --to)``: ``count_events``
   (``test_count_and_compact_remove_the_copy_a_redelivery_across_a_resize_left``,
   ``test_count_with_a_window_and_a_bad_time_is_a_usage_error``).
-- ``dynashard compact(key, --dry-run, --json)``: ``compact``
+- ``dynashard compact(key, --dry-run)``: ``compact``
   (``test_compact_that_leaves_copies_exits_3_naming_them``).
-- ``dynashard strategy(key, name, --attribute, --force, --initial-shards, --json)``:
+- ``dynashard strategy(key, name, --attribute, --force, --initial-shards)``:
   ``set_strategy`` (``test_strategy_sets_a_new_key_and_refuses_another_one_without_force``).
-- ``dynashard cap(key, value, --json)``: ``set_max_shards``
+- ``dynashard cap(key, value)``: ``set_max_shards``
   (``test_cap_sets_shows_and_removes_a_keys_max_shards``).
 - ``dynashard plan(--writes, --reads, --item-bytes, --sample, --target-utilization,
   --page-limit, --eventually-consistent, --wru-price, --rru-price, --partition-wcu,
-  --partition-rcu, --json)``: planning, no table
+  --partition-rcu)``: planning, no table
   (``test_plan_shows_n_for_writes_and_reads_and_the_fan_out``).
-- ``dynashard boundaries(--sample, --shards, --field, --json)``: planning, no table
+- ``dynashard boundaries(--sample, --shards, --field)``: planning, no table
   (``test_boundaries_split_a_sample_into_equal_ranges``).
-- ``dynashard hot(--minutes, --index, --top, --source, --read, --json)``: Contributor
+- ``dynashard hot(--minutes, --index, --top, --source, --read)``: Contributor
   Insights, no read or write of events
   (``test_hot_maps_physical_keys_to_logical_keys_and_plans_them``).
 

@@ -231,7 +231,7 @@ IN_BAND_GROWTH: Final = Tunable[bool](
     True,
     "",
     "Whether a writer throttled by key range doubles the key's N itself; the stack, "
-    "which deploys the scaler, turns it off (bench/results/growth_config.json).",
+    "which deploys the scaler, turns it off (the growth benchmark measured why).",
     env=names.ENV_IN_BAND_GROWTH,
     deployed=False,
 )

@@ -151,4 +151,5 @@ def test_lambda_code_paths_do_not_import_the_cli_dependencies() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == "[]"
+    # (the functions build at import: without their environment they log that first)
+    assert out.strip().splitlines()[-1] == "[]"

@@ -69,8 +69,8 @@ app = typer.Typer(
     ),
     epilog=(
         f"Example: dynashard --endpoint-url {SANDBOX_DYNAMODB} status 'DEPARTURES#JFK' "
-        "--output json --query number_of_shards (against python -m sandbox up, whose "
-        "DynamoDB Local listens there)"
+        "--output json --query number_of_shards (against DynamoDB Local on its default port, "
+        "the one the project's local sandbox opens)"
     ),
     cls=GlobalOptionsGroup,
     no_args_is_help=True,
@@ -944,7 +944,7 @@ def _print_boundaries(layout: OrderedLayout, rows: list[dict[str, Any]], values:
     ),
     epilog=(
         "Example: dynashard --endpoint-url http://127.0.0.1:8001 hot --minutes 10 (against "
-        "python -m sandbox up --emulator, whose partition emulator listens there)"
+        "the partition emulator of the project's local sandbox, started with --emulator)"
     ),
 )
 @guarded
