@@ -203,3 +203,73 @@ def test_a_condition_failure_without_the_old_item_is_named_so(client: Any) -> No
     assert not new.ok and new.permanent and new.field == "ts", new
     assert new.error is not None and "an item without an event id" in new.error
     assert stored_ids(client) == ["e0"]
+
+
+class Recorded:
+    """The client, recording the requests of one operation; the first ``fake`` calls are
+    answered by ``fake(request)`` instead (a response DynamoDB may send)."""
+
+    def __init__(self, client: Any, operation: str, fake: list[Any] | None = None) -> None:
+        self._client, self._operation = client, operation
+        self.requests: list[dict[str, Any]] = []
+        self.fake = list(fake or [])
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._client, name)
+        if name != self._operation:
+            return call
+
+        def recorded(**kwargs: Any) -> Any:
+            self.requests.append(kwargs)
+            return self.fake.pop(0)(kwargs) if self.fake else call(**kwargs)
+
+        return recorded
+
+
+def test_the_lookup_reads_strongly_consistent_only_the_shards_not_tried(client: Any) -> None:
+    # Given a redelivery of an event stored on shard 2 or 3 after a shrink to 2
+    _, event_id, stored_on = shrunk_with_an_event_beyond(client)
+    recorded = Recorded(client, "batch_get_item")
+    (again,) = facade(recorded, default_shards=4).put_events([reading(event_id)])
+    assert again.ok and again.physical_key == stored_on, again
+    # Then one strongly consistent BatchGetItem asked shards 2 and 3, nothing else
+    [request] = recorded.requests
+    [(table, ask)] = request["RequestItems"].items()
+    assert table == "devices" and ask["ConsistentRead"] is True
+    assert sorted(k["device"]["S"] for k in ask["Keys"]) == [f"{KEY}#2", f"{KEY}#3"]
+
+
+def test_a_lookup_answered_with_unprocessed_keys_only_asks_them_again(client: Any) -> None:
+    # Given a first BatchGetItem answered with every key unprocessed and no Responses
+    _, event_id, stored_on = shrunk_with_an_event_beyond(client)
+    recorded = Recorded(
+        client, "batch_get_item", [lambda r: {"UnprocessedKeys": r["RequestItems"]}]
+    )
+    (again,) = facade(recorded, default_shards=4).put_events([reading(event_id)])
+    # Then the keys are asked again and the event is found where it is stored
+    assert len(recorded.requests) == 2
+    assert again.ok and again.physical_key == stored_on, again
+
+
+def test_a_one_shard_key_whose_slot_is_taken_looks_nowhere_else(client: Any) -> None:
+    # Given a one-shard key holding e0 at T0
+    assert all(o.ok for o in facade(client, default_shards=1).put_events([reading("e0")]))
+    recorded = Recorded(client, "batch_get_item")
+    # When e1 of the same millisecond is written, it is refused without a lookup: the
+    # key never had another shard
+    (new,) = facade(recorded, default_shards=1).put_events([reading("e1")])
+    assert not new.ok and new.permanent and new.field == "ts", new
+    assert recorded.requests == []
+
+
+def test_a_refused_put_fails_the_event_naming_dynamodb_s_error(client: Any) -> None:
+    # Given a key with its metadata (e0 written), and a PutItem refused with a
+    # ValidationException
+    assert all(o.ok for o in facade(client, default_shards=1).put_events([reading("e0")]))
+    error = {"Code": "ValidationException", "Message": "One or more parameter values were invalid"}
+    ds = facade(Faulty(client, "put_item", [{"Error": error}]), default_shards=1)
+    # When another event is written, it fails for good with DynamoDB's code and message
+    (new,) = ds.put_events([reading("e1")])
+    assert not new.ok and new.permanent, new
+    assert new.error == "ValidationException: One or more parameter values were invalid"
+    assert stored_ids(client) == ["e0"]
