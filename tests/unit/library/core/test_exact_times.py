@@ -92,6 +92,11 @@ def test_epoch_seconds_are_refused_naming_the_field(value: object) -> None:
         # Then it is refused naming the field, and says what it would have been
         assert raised.value.field == field
         assert "what epoch seconds look like (it would be 19" in raised.value.message
+        # and what to send instead, as the API's documents name it
+        assert raised.value.message.endswith(
+            "send epoch milliseconds, or ISO-8601 (e.g. 2013-01-01T10:15:00Z) for a time "
+            "that close to 1970"
+        )
     with pytest.raises(ValueError, match=r"ts\n.*what epoch seconds look like"):
         Event(key="K", id="e1", ts=value)
 
